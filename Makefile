@@ -1,0 +1,50 @@
+# minitrain: install / demo / test / bench / lint / clean.
+# Every target that runs code first makes sure .venv exists and is up to date with pyproject.toml.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+# Only the folders that exist (ruff fails on a missing path).
+LINT_PATHS := $(wildcard minitrain tests benchmarks examples)
+
+.PHONY: install test demo bench lint clean
+
+install: $(STAMP)
+
+# Re-runs only when pyproject.toml changes (or .venv is gone).
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || { echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/pip install -e '.[dev,examples]'
+	@if command -v dot >/dev/null 2>&1; then \
+		echo "graphviz: $$(command -v dot) found"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "graphviz: installing Debian package graphviz (for the dot program)"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz; } \
+			|| echo "note: apt-get install graphviz failed; graphs can be built but not rendered"; \
+	else \
+		echo "note: Graphviz's dot is missing; install it (Debian: sudo apt-get install graphviz, macOS: brew install graphviz) to render graphs"; \
+	fi
+	@touch $@
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: install
+	$(BIN)/python examples/demo.py
+
+bench: install
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+lint: install
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
+	find . -name .ipynb_checkpoints -type d -prune -not -path './.git/*' -exec rm -rf {} +

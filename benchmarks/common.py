@@ -1,0 +1,62 @@
+"""Shared timing and reporting for the benchmarks: best-of-N wall time, ratio tables."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Result:
+    """One benchmark: minitrain's and PyTorch's time for the same work, and the target ratio."""
+
+    name: str
+    minitrain_s: float
+    torch_s: float | None
+    per: str = "call"
+    target: float | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.torch_s is None else self.minitrain_s / self.torch_s
+
+
+def best_time(fn, number: int, repeat: int = 7) -> float:
+    """Seconds per call of fn: the best of `repeat` rounds of `number` calls (after a warm-up)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def try_import_torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _us(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:10.2f}"
+
+
+def print_table(results: list[Result]) -> None:
+    print(f"{'benchmark':<46} {'minitrain us':>12} {'torch us':>10} {'ratio':>7} {'target':>7}")
+    for r in results:
+        ratio = "-" if r.ratio is None else f"{r.ratio:7.2f}"
+        target = "" if r.target is None else f"<={r.target:.2f}"
+        verdict = ""
+        if r.ratio is not None and r.target is not None:
+            verdict = "  ok" if r.ratio <= r.target else "  MISSED"
+        print(
+            f"{r.name + ' (per ' + r.per + ')':<46} {_us(r.minitrain_s):>12} "
+            f"{_us(r.torch_s):>10} {ratio:>7} {target:>7}{verdict}"
+        )
+        if r.note:
+            print(f"    {r.note}")

@@ -1,0 +1,41 @@
+"""minitrain: a tape-based autograd engine and training library over numpy."""
+
+from . import ops
+from .autograd import Tape, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .backend import Device, device, manual_seed
+from .gradcheck import gradcheck
+from .ops import concat, matmul, maximum, minimum, stack, where
+from .tensor import (
+    Tensor,
+    arange,
+    float16,
+    float32,
+    float64,
+    full,
+    full_like,
+    int32,
+    int64,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+
+cat = concat
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange",
+    "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
+    "float16", "float32", "float64", "int32", "int64",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",
+    "gradcheck", "Device", "device", "manual_seed",
+    "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
+    "ops",
+]  # fmt: skip

@@ -1,0 +1,388 @@
+"""The graph and its walk: Node, grad modes, the Tape, and the backward engine.
+
+Recording an op creates a Node holding the op, its ctx (attributes and saved arrays), references to
+the nodes (or leaf tensors) that produced its inputs, and a sequence number from a global counter.
+Recording order is a topological order, so backward pops nodes from a max-heap keyed by sequence
+number: every consumer of a node's output has a larger number and has already sent its gradient
+when the node is popped. No recursion, so chains of any length work.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import threading
+
+from .errors import GraphError, ShapeError
+
+_sequence = itertools.count()
+
+
+class _GradState(threading.local):
+    def __init__(self):
+        self.enabled = True
+        self.tapes: list[Tape] = []
+
+
+_state = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    """Whether ops on tensors that require grad are being recorded (per thread)."""
+    return _state.enabled
+
+
+class _GradMode:
+    """Context manager and decorator that sets grad recording for the current thread."""
+
+    enabled: bool
+
+    def __init__(self):
+        self._previous: list[bool] = []
+
+    def __enter__(self):
+        self._previous.append(_state.enabled)
+        _state.enabled = self.enabled
+        return self
+
+    def __exit__(self, *exc_info):
+        _state.enabled = self._previous.pop()
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with type(self)():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradMode):  # noqa: N801 (PyTorch's name)
+    """Record nothing and save nothing inside this block (or decorated function)."""
+
+    enabled = False
+
+
+class enable_grad(_GradMode):  # noqa: N801
+    """Record again inside a no_grad block."""
+
+    enabled = True
+
+
+class set_grad_enabled(_GradMode):  # noqa: N801
+    """Set recording on or off: `with set_grad_enabled(training): ...`."""
+
+    def __init__(self, mode: bool):
+        super().__init__()
+        self.enabled = bool(mode)
+
+    def __call__(self, fn):
+        mode = self.enabled
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class Node:
+    """One recorded op: the unit the backward walk visits.
+
+    `parents[i]` is where input i's gradient goes: the Node that produced it, the leaf Tensor
+    itself, or None when input i needs no gradient.
+    """
+
+    __slots__ = ("op", "ctx", "parents", "seq", "hooks", "retained", "__weakref__")
+
+    def __init__(self, op, ctx, parents):
+        self.op = op
+        self.ctx = ctx
+        self.parents = parents
+        self.seq = next(_sequence)
+        self.hooks = None  # hooks registered on the (non-leaf) tensor this node produced
+        self.retained = None  # weakref to that tensor after retain_grad()
+        for tape in _state.tapes:
+            tape.nodes.append(self)
+
+    @property
+    def name(self) -> str:
+        """The display name of this node's backward kernel (MulGrad, ConvGrad, ...)."""
+        return self.op.grad_kernel
+
+    def saved_arrays(self) -> dict:
+        """The arrays this node still holds for its backward, by name (empty once released)."""
+        return self.ctx.saved_values()
+
+    def __repr__(self):
+        return f"<{self.name} #{self.seq}>"
+
+
+class RemovableHandle:
+    """What register_hook returns: `handle.remove()` takes the hook off again."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _run_hooks(hooks, grad):
+    from .tensor import Tensor
+
+    for hook in hooks:
+        result = hook(Tensor(grad))
+        if result is not None:
+            new = result.data if isinstance(result, Tensor) else result
+            if new.shape != grad.shape:
+                raise ShapeError(
+                    f"register_hook: hook {getattr(hook, '__name__', hook)!r} returned a gradient "
+                    f"of shape {new.shape} for a tensor of shape {grad.shape}"
+                )
+            grad = new
+    return grad
+
+
+def unbroadcast(grad, shape: tuple):
+    """Sum a gradient over the dims broadcasting added or stretched, back down to `shape`."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1
+    )
+    reduced = grad.sum(axis=axes, keepdims=True) if axes else grad
+    return reduced.reshape(shape)
+
+
+def _fit(node, index, grad, shape, dtype):
+    """Bring an input gradient to its input's shape and dtype: the engine's share of every rule."""
+    if grad.shape != shape:
+        if not node.op.broadcast:
+            raise GraphError(
+                f"{node.name}: backward returned a gradient of shape {grad.shape} for input "
+                f"'{node.op.input_name(index)}' of shape {shape}"
+            )
+        grad = unbroadcast(grad, shape)
+    if grad.dtype != dtype:
+        grad = grad.astype(dtype)
+    return grad
+
+
+def backward(roots, root_grads, retain_graph: bool = False, capture=None):
+    """Propagate gradients from `roots` (tensors) seeded with `root_grads` (arrays).
+
+    Without `capture`, leaf gradients accumulate into `.grad` (and retained non-leaf ones too).
+    With `capture` (a sequence of tensors), nothing's `.grad` is touched: the gradients reaching
+    those tensors are returned, in order, None where none arrived.
+    """
+    pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
+    leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
+    heap: list = []
+    captured: dict = {}
+    capture_nodes = {}
+    if capture is not None:
+        capture_nodes = {t.node: i for i, t in enumerate(capture) if t.node is not None}
+
+    def send(target, grad):
+        if type(target) is Node:
+            if target in pending:
+                pending[target] = pending[target] + grad
+            else:
+                pending[target] = grad
+                heapq.heappush(heap, (-target.seq, target))
+        elif id(target) in leaf_grads:
+            entry = leaf_grads[id(target)]
+            entry[1] = entry[1] + grad
+        else:
+            leaf_grads[id(target)] = [target, grad]
+
+    for root, grad in zip(roots, root_grads, strict=True):
+        send(root.node if root.node is not None else root, grad)
+
+    while heap:
+        node = heapq.heappop(heap)[1]
+        grad = pending.pop(node)
+        if node.hooks:
+            grad = _run_hooks(node.hooks, grad)
+        if capture is None:
+            if node.retained is not None and (tensor := node.retained()) is not None:
+                tensor._accumulate_grad(grad)
+        elif node in capture_nodes:
+            captured[capture_nodes[node]] = grad
+        ctx, op = node.ctx, node.op
+        if ctx.released:
+            raise GraphError(
+                f"{node.name}: trying to backward through the graph a second time; its saved "
+                f"values were freed after the first backward. Pass retain_graph=True to the "
+                f"first backward (or grad) call if you need to walk the graph again."
+            )
+        if op.numba_backward is None:
+            grads = op.backward(ctx, grad)
+        else:
+            grads = op.run_backward(ctx, grad)
+        if not retain_graph:
+            ctx.release()
+        if type(grads) is not tuple:
+            grads = (grads,)
+        shapes, dtypes = ctx.shapes, ctx.dtypes
+        for index, parent in enumerate(node.parents):
+            if parent is None or (g := grads[index]) is None:
+                continue
+            if g.shape != shapes[index] or g.dtype != dtypes[index]:
+                g = _fit(node, index, g, shapes[index], dtypes[index])
+            if type(parent) is Node:  # send(parent, g), inlined: this loop is the hot path
+                if parent in pending:
+                    pending[parent] = pending[parent] + g
+                else:
+                    pending[parent] = g
+                    heapq.heappush(heap, (-parent.seq, parent))
+            else:
+                send(parent, g)
+
+    positions = {} if capture is None else {id(t): i for i, t in enumerate(capture)}
+    for leaf, grad in leaf_grads.values():
+        if leaf._hooks:
+            grad = _run_hooks(leaf._hooks, grad)
+        if capture is None:
+            leaf._accumulate_grad(grad)
+        elif id(leaf) in positions:
+            captured[positions[id(leaf)]] = grad
+    if capture is None:
+        return None
+    return [captured.get(i) for i in range(len(capture))]
+
+
+def _root_grads(outputs, grad_outputs, op_name):
+    """Check roots and build their seed gradients (ones for a one-element output)."""
+    from .tensor import Tensor
+
+    seeds = []
+    for i, (out, grad) in enumerate(zip(outputs, grad_outputs, strict=True)):
+        if not isinstance(out, Tensor):
+            raise GraphError(f"{op_name}: outputs[{i}] is a {type(out).__name__}, not a Tensor")
+        if not out.requires_grad:
+            raise GraphError(
+                f"{op_name}: outputs[{i}] does not require grad and has no graph "
+                f"(was it computed under no_grad, or from tensors with requires_grad=False?)"
+            )
+        xp = out.xp
+        if grad is None:
+            if out.data.size != 1:
+                raise GraphError(
+                    f"{op_name}: a gradient can be created implicitly only for outputs with one "
+                    f"element; outputs[{i}] has shape {out.shape}: pass its gradient explicitly"
+                )
+            seeds.append(xp.ones_like(out.data))
+            continue
+        array = grad.data if isinstance(grad, Tensor) else xp.asarray(grad)
+        if array.shape != out.shape:
+            raise ShapeError(
+                f"{op_name}: gradient for outputs[{i}] has shape {array.shape}, "
+                f"but the output has shape {out.shape}"
+            )
+        seeds.append(array.astype(out.dtype, copy=False))
+    return seeds
+
+
+def _as_list(tensors):
+    from .tensor import Tensor
+
+    return [tensors] if isinstance(tensors, Tensor) else list(tensors)
+
+
+def grad(
+    outputs, inputs, grad_outputs=None, retain_graph: bool = False, allow_unused: bool = False
+):
+    """Gradients of `outputs` with respect to `inputs`, returned as a tuple of Tensors.
+
+    Leaves' `.grad` is left alone. `inputs` may be leaves or intermediate tensors. An input the
+    outputs do not depend on raises GraphError unless `allow_unused=True` (then its entry is None).
+    """
+    from .tensor import Tensor
+
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    grad_outputs = _as_list(grad_outputs) if isinstance(grad_outputs, Tensor) else grad_outputs
+    if len(grad_outputs) != len(outputs):
+        raise ShapeError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            raise GraphError(f"grad: inputs[{i}] is not a tensor that requires grad")
+    seeds = _root_grads(outputs, grad_outputs, "grad")
+    found = backward(outputs, seeds, retain_graph=retain_graph, capture=inputs)
+    result = []
+    for i, g in enumerate(found):
+        if g is None:
+            if not allow_unused:
+                raise GraphError(
+                    f"grad: inputs[{i}] (shape {inputs[i].shape}) was not used to compute the "
+                    f"outputs; pass allow_unused=True to get None for it"
+                )
+            result.append(None)
+        else:
+            result.append(Tensor(g))
+    return tuple(result)
+
+
+def _unique_buffers(arrays):
+    """Bytes of the distinct memory behind a set of arrays (views count their base once)."""
+    seen = {}
+    for array in arrays:
+        base = array
+        while getattr(base, "base", None) is not None:
+            base = base.base
+        seen[id(base)] = getattr(base, "nbytes", 0)
+    return sum(seen.values())
+
+
+class Tape:
+    """The explicit, inspectable form of recording.
+
+        with minitrain.Tape() as tape:
+            loss = model(x).sum()
+        tape.nodes            # every Node recorded inside the block, in order
+        tape.saved_bytes()    # memory held for backward right now
+        tape.gradient(loss, [w, b])   # gradients, without touching .grad
+
+    The tape keeps its nodes (and so their saved arrays) alive as long as it lives.
+    """
+
+    def __init__(self):
+        self.nodes: list[Node] = []
+
+    def __enter__(self):
+        _state.tapes.append(self)
+        return self
+
+    def __exit__(self, *exc_info):
+        _state.tapes.remove(self)
+
+    def __len__(self):
+        return len(self.nodes)
+
+    def __iter__(self):
+        return iter(self.nodes)
+
+    def gradient(self, target, sources, output_gradients=None, retain_graph: bool = False):
+        """Gradients of target with respect to sources: one Tensor, or a tuple for a list."""
+        from .tensor import Tensor
+
+        grads = grad(target, sources, output_gradients, retain_graph=retain_graph)
+        return grads[0] if isinstance(sources, Tensor) else grads
+
+    def saved_bytes(self) -> int:
+        """Bytes of the distinct arrays the recorded nodes hold for backward (released: 0)."""
+        return _unique_buffers(
+            array for node in self.nodes for array in node.saved_arrays().values()
+        )
+
+    def __repr__(self):
+        return f"<Tape: {len(self.nodes)} nodes, {self.saved_bytes()} bytes saved>"

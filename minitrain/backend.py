@@ -1,0 +1,143 @@
+"""Devices and their array modules (numpy on the CPU, CuPy on CUDA), the random generator, and the
+switch for numba kernels."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+
+from .errors import DeviceError
+
+_cupy = None  # the cupy module once a CUDA device has been asked for
+
+
+def _import_cupy():
+    global _cupy
+    if _cupy is None:
+        try:
+            _cupy = importlib.import_module("cupy")
+        except ImportError as exc:
+            raise DeviceError(
+                "device 'cuda' needs CuPy, which is not installed: "
+                "pip install 'minitrain[cuda]' (or a cupy-cudaXXx wheel matching your CUDA)"
+            ) from exc
+    return _cupy
+
+
+class Device:
+    """A place arrays live: `Device('cpu')` or `Device('cuda', index)`."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str, index: int | None = None):
+        self.type = type
+        self.index = index
+
+    @property
+    def xp(self):
+        """The array module for this device: numpy or cupy."""
+        return np if self.type == "cpu" else _import_cupy()
+
+    def __eq__(self, other):
+        other = device(other) if isinstance(other, str) else other
+        return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+
+CPU = Device("cpu")
+
+
+def device(spec: str | Device = "cpu") -> Device:
+    """Parse 'cpu', 'cuda' or 'cuda:N' into a Device."""
+    if isinstance(spec, Device):
+        return spec
+    if not isinstance(spec, str):
+        raise DeviceError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+    kind, _, index = spec.partition(":")
+    if kind == "cpu" and not index:
+        return CPU
+    if kind == "cuda" and (not index or index.isdigit()):
+        return Device("cuda", int(index) if index else 0)
+    raise DeviceError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
+
+
+def device_of(array) -> Device:
+    """The device an array lives on."""
+    if isinstance(array, np.ndarray) or np.isscalar(array):
+        return CPU
+    if _cupy is not None and isinstance(array, _cupy.ndarray):
+        return Device("cuda", array.device.id)
+    raise DeviceError(f"device_of: not an array minitrain knows: {type(array).__name__}")
+
+
+def array_module(*arrays):
+    """numpy, or cupy if any argument is a CuPy array (the others must be too, or scalars)."""
+    if _cupy is None:
+        return np
+    if any(isinstance(a, _cupy.ndarray) for a in arrays):
+        return _cupy
+    return np
+
+
+def is_array(value) -> bool:
+    """Whether value is an array of a device minitrain supports."""
+    return isinstance(value, np.ndarray) or (_cupy is not None and isinstance(value, _cupy.ndarray))
+
+
+def to_device(array, target: Device):
+    """Copy an array to a device (no copy when it is already there)."""
+    if device_of(array) == target:
+        return array
+    if target.type == "cpu":
+        return _cupy.asnumpy(array)
+    cupy = _import_cupy()
+    with cupy.cuda.Device(target.index):
+        return cupy.asarray(array)
+
+
+def scatter_add(xp, target, index, values) -> None:
+    """target[index] += values, adding repeated indices once per occurrence."""
+    if xp is np:
+        np.add.at(target, index, values)
+    else:
+        importlib.import_module("cupyx").scatter_add(target, index, values)
+
+
+_generator = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generator behind randn, rand, dropout and parameter initialisation."""
+    global _generator
+    _generator = np.random.default_rng(seed)
+
+
+def generator() -> np.random.Generator:
+    """The global random generator (numpy; arrays for CUDA are drawn here and copied)."""
+    return _generator
+
+
+_numba_enabled = os.environ.get("MINITRAIN_NUMBA", "1").strip().lower() not in ("0", "false", "no")
+
+
+def numba_enabled() -> bool:
+    """Whether CPU ops use their numba kernels (MINITRAIN_NUMBA=0 switches them off)."""
+    return _numba_enabled
+
+
+def set_numba(enabled: bool) -> bool:
+    """Switch numba kernels on or off; returns the previous setting (tests compare both paths)."""
+    global _numba_enabled
+    previous, _numba_enabled = _numba_enabled, bool(enabled)
+    return previous

@@ -1,0 +1,25 @@
+"""The exceptions minitrain raises, each also an instance of the matching builtin."""
+
+
+class MinitrainError(Exception):
+    """Base class of every error minitrain raises on purpose."""
+
+
+class ShapeError(MinitrainError, ValueError):
+    """Shapes that do not fit: broadcasting, matmul dims, reshape sizes, axes out of range."""
+
+
+class DTypeError(MinitrainError, TypeError):
+    """A dtype or an argument type an op cannot take."""
+
+
+class DeviceError(MinitrainError, RuntimeError):
+    """Arrays on different devices, or a device that is not available."""
+
+
+class GraphError(MinitrainError, RuntimeError):
+    """Misuse of the autograd graph: a second backward through freed values, a non-scalar root."""
+
+
+class GradcheckError(MinitrainError, AssertionError):
+    """Analytic and finite-difference gradients disagree."""

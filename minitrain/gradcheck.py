@@ -1,0 +1,145 @@
+"""Finite-difference gradient checks in float64: the full Jacobian for small inputs, a
+random-direction check for large ones."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .autograd import grad, no_grad
+from .errors import GradcheckError
+from .tensor import Tensor
+
+
+def _as_float64(value):
+    if isinstance(value, Tensor) and value.dtype.kind == "f":
+        copy = Tensor(value.data.astype(np.float64, copy=True))
+        copy.requires_grad = value.requires_grad
+        return copy
+    return value
+
+
+def _outputs(fn, inputs) -> list[Tensor]:
+    out = fn(*inputs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            raise GradcheckError(f"gradcheck: output {i} of fn is a {type(o).__name__}")
+    return outs
+
+
+def _flat_output(fn, inputs) -> np.ndarray:
+    with no_grad():
+        return np.concatenate([o.data.ravel() for o in _outputs(fn, inputs)])
+
+
+def _close(analytic, numeric, atol, rtol):
+    excess = np.abs(analytic - numeric) - (atol + rtol * np.abs(numeric))
+    return excess
+
+
+def gradcheck(
+    fn,
+    inputs,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    *,
+    mode: str = "auto",
+    directions: int = 3,
+    seed: int = 0,
+) -> bool:
+    """Check the gradients of `fn(*inputs)` against central finite differences, in float64.
+
+    Every floating input that requires grad is checked (on a float64 copy). `mode='full'`
+    compares the whole Jacobian, one backward per output element and two forwards per input
+    element; `mode='direction'` compares the derivative along `directions` random directions per
+    input; `'auto'` takes full when inputs and outputs have at most 1000 elements each.
+    Returns True, or raises GradcheckError naming the input and the worst element.
+    """
+    inputs = [_as_float64(x) for x in inputs]
+    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not checked:
+        raise GradcheckError("gradcheck: no input requires grad, nothing to check")
+    outputs = _outputs(fn, inputs)
+    n_out = sum(o.data.size for o in outputs)
+    n_in = sum(inputs[i].data.size for i in checked)
+    if mode == "auto":
+        mode = "full" if n_in <= 1000 and n_out <= 1000 else "direction"
+    if mode not in ("full", "direction"):
+        raise GradcheckError(f"gradcheck: mode must be 'auto', 'full' or 'direction', got {mode!r}")
+    wrt = [inputs[i] for i in checked]
+    graph_outputs = [o for o in outputs if o.requires_grad]
+
+    def vjp(cotangent: np.ndarray) -> list[np.ndarray]:
+        """Analytic cotangent @ Jacobian, one array per checked input."""
+        if not graph_outputs:
+            return [np.zeros_like(x.data) for x in wrt]
+        pieces, start = [], 0
+        for o in outputs:
+            pieces.append(cotangent[start : start + o.data.size].reshape(o.shape))
+            start += o.data.size
+        seeds = [Tensor(p) for o, p in zip(outputs, pieces, strict=True) if o.requires_grad]
+        grads = grad(graph_outputs, wrt, seeds, retain_graph=True, allow_unused=True)
+        return [
+            np.zeros_like(x.data) if g is None else g.data for x, g in zip(wrt, grads, strict=True)
+        ]
+
+    def numeric(x: Tensor, direction: np.ndarray) -> np.ndarray:
+        """(f(x + eps*d) - f(x - eps*d)) / 2eps, flattened over the outputs."""
+        original = x.data
+        x.data = original + eps * direction
+        plus = _flat_output(fn, inputs)
+        x.data = original - eps * direction
+        minus = _flat_output(fn, inputs)
+        x.data = original
+        return (plus - minus) / (2 * eps)
+
+    if mode == "full":
+        _check_full(inputs, checked, n_out, vjp, numeric, atol, rtol)
+    else:
+        _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directions, seed)
+    return True
+
+
+def _check_full(inputs, checked, n_out, vjp, numeric, atol, rtol) -> None:
+    rows = [vjp(np.eye(1, n_out, j).ravel()) for j in range(n_out)]
+    for k, i in enumerate(checked):
+        x = inputs[i]
+        analytic = np.stack([row[k].ravel() for row in rows], axis=1).reshape(x.data.size, n_out)
+        numeric_jac = np.empty_like(analytic)
+        for e in range(x.data.size):
+            direction = np.zeros_like(x.data)
+            direction.flat[e] = 1.0
+            numeric_jac[e] = numeric(x, direction)
+        excess = _close(analytic, numeric_jac, atol, rtol)
+        if (excess > 0).any() or not np.isfinite(analytic).all():
+            excess = np.where(np.isfinite(analytic), excess, np.inf)
+            e, j = np.unravel_index(np.argmax(excess), excess.shape)
+            where = np.unravel_index(e, x.shape) if x.shape else ()
+            raise GradcheckError(
+                f"gradcheck: gradient of input {i} (shape {x.shape}) is wrong at element "
+                f"{tuple(int(v) for v in where)} for output element {j}: analytic "
+                f"{analytic[e, j]:.6g}, numeric {numeric_jac[e, j]:.6g} "
+                f"(atol={atol}, rtol={rtol}; {int((excess > 0).sum())} of {excess.size} "
+                f"Jacobian entries disagree)"
+            )
+
+
+def _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directions, seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(directions):
+        cotangent = rng.standard_normal(n_out)
+        analytic_grads = vjp(cotangent)
+        for k, i in enumerate(checked):
+            x = inputs[i]
+            direction = rng.standard_normal(x.shape)
+            analytic = float(np.sum(analytic_grads[k] * direction))
+            numeric_value = float(cotangent @ numeric(x, direction))
+            if _close(analytic, numeric_value, atol, rtol) > 0 or not np.isfinite(analytic):
+                worst = np.unravel_index(np.argmax(np.abs(analytic_grads[k])), x.shape)
+                raise GradcheckError(
+                    f"gradcheck: gradient of input {i} (shape {x.shape}) is wrong along a random "
+                    f"direction: analytic {analytic:.6g}, numeric {numeric_value:.6g} "
+                    f"(atol={atol}, rtol={rtol}); largest analytic entry at element "
+                    f"{tuple(int(v) for v in worst)}; mode='full' on a smaller input localises it"
+                )

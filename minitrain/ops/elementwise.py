@@ -1,0 +1,413 @@
+"""Elementwise ops: arithmetic, exp/log/sqrt/abs, maximum/minimum, where, clip, cast, device
+moves; and the comparisons, which have no gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .registry import Op
+
+
+class Add(Op):
+    name = "add"
+    inputs = ("a", "b")
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class Sub(Op):
+    name = "sub"
+    inputs = ("a", "b")
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a - b
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, -grad if ctx.needs_grad[1] else None
+
+
+class Mul(Op):
+    name = "mul"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (
+            grad * ctx.b if ctx.needs_grad[0] else None,
+            grad * ctx.a if ctx.needs_grad[1] else None,
+        )
+
+
+class Div(Op):
+    name = "div"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return a / b
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_a = grad / ctx.b
+        # d(a/b)/db = -a/b^2 = -(grad/b) * a/b
+        return grad_a, -grad_a * ctx.a / ctx.b if ctx.needs_grad[1] else None
+
+
+class Neg(Op):
+    name = "neg"
+    inputs = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return -x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Pow(Op):
+    """a ** b for a tensor or number base and exponent."""
+
+    name = "pow"
+    inputs = ("a", "b")
+    saved = ("a", "b", "out")
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = ctx.xp.power(a, b)
+        ctx.save(a=a, b=b, out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp, a, b = ctx.xp, ctx.a, ctx.b
+        grad_a = grad_b = None
+        if ctx.needs_grad[0]:
+            # b * a^(b-1), taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan)
+            grad_a = grad * xp.where(b == 0, 0, b * xp.power(a, b - 1))
+        if ctx.needs_grad[1]:
+            # a^b * log(a), taken as 0 where a == 0 and b >= 0 (the one-sided limit)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_a = xp.log(a)
+            grad_b = grad * xp.where((a == 0) & (b >= 0), 0, ctx.out * log_a)
+        return grad_a, grad_b
+
+
+class Exp(Op):
+    name = "exp"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.exp(x)
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.out
+
+
+class Log(Op):
+    name = "log"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.log(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad / ctx.x
+
+
+class Sqrt(Op):
+    name = "sqrt"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.sqrt(x)
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad / (2 * ctx.out)
+
+
+class Abs(Op):
+    name = "abs"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.xp.sign(ctx.x)
+
+
+def _pick_grads(ctx, grad, a_wins):
+    """Gradients of maximum/minimum: to the winner, split evenly on ties (a subgradient)."""
+    xp, a, b = ctx.xp, ctx.a, ctx.b
+    share_a = xp.where(a_wins, 1.0, xp.where(a == b, 0.5, 0.0)).astype(grad.dtype)
+    return grad * share_a, grad * (1 - share_a)
+
+
+class Maximum(Op):
+    name = "maximum"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return ctx.xp.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _pick_grads(ctx, grad, ctx.a > ctx.b)
+
+
+class Minimum(Op):
+    name = "minimum"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return ctx.xp.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _pick_grads(ctx, grad, ctx.a < ctx.b)
+
+
+class Where(Op):
+    """cond ? a : b, elementwise; cond is boolean and gets no gradient."""
+
+    name = "where"
+    inputs = ("cond", "a", "b")
+    saved = ("cond",)
+    broadcast = True
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        if getattr(cond, "dtype", None) != np.bool_:
+            raise DTypeError(
+                f"where: 'cond' must be boolean, got {getattr(cond, 'dtype', type(cond).__name__)}"
+            )
+        ctx.save(cond=cond)
+        return ctx.xp.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp, cond = ctx.xp, ctx.cond
+        zero = grad.dtype.type(0)
+        return (
+            None,
+            xp.where(cond, grad, zero) if ctx.needs_grad[1] else None,
+            xp.where(cond, zero, grad) if ctx.needs_grad[2] else None,
+        )
+
+
+class Clip(Op):
+    """x limited to [min, max] (either may be None); the gradient passes where min <= x <= max."""
+
+    name = "clip"
+    inputs = ("x",)
+    attrs = ("min", "max")
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.clip(x, ctx.min, ctx.max)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, inside = ctx.x, True
+        if ctx.min is not None:
+            inside = inside & (x >= ctx.min)
+        if ctx.max is not None:
+            inside = inside & (x <= ctx.max)
+        return grad * inside
+
+
+class Cast(Op):
+    """x converted to another dtype; the gradient is converted back."""
+
+    name = "cast"
+    inputs = ("x",)
+    attrs = ("dtype",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.astype(ctx.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.astype(ctx.dtypes[0])
+
+
+class ToDevice(Op):
+    """x copied to another device; the gradient is copied back."""
+
+    name = "to_device"
+    inputs = ("x",)
+    attrs = ("device",)
+    saved = ("source",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(source=backend.device_of(x))
+        return backend.to_device(x, ctx.device)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return backend.to_device(grad, ctx.source)
+
+
+def _pair(x, y):
+    return [v.data if isinstance(v, Tensor) else v for v in (x, y)]
+
+
+def _no_grad_result(array):
+    return Tensor(array)
+
+
+def add(a, b):
+    """a + b, broadcasting."""
+    return Add.apply(a, b)
+
+
+def sub(a, b):
+    """a - b, broadcasting."""
+    return Sub.apply(a, b)
+
+
+def mul(a, b):
+    """a * b, broadcasting."""
+    return Mul.apply(a, b)
+
+
+def div(a, b):
+    """a / b, broadcasting."""
+    return Div.apply(a, b)
+
+
+def neg(x):
+    """-x."""
+    return Neg.apply(x)
+
+
+def pow(a, b):  # noqa: A001 (the op's name)
+    """a ** b; either may be a tensor or a number."""
+    return Pow.apply(a, b)
+
+
+def exp(x):
+    return Exp.apply(x)
+
+
+def log(x):
+    return Log.apply(x)
+
+
+def sqrt(x):
+    return Sqrt.apply(x)
+
+
+def abs(x):  # noqa: A001
+    """|x|; the gradient at 0 is 0."""
+    return Abs.apply(x)
+
+
+def maximum(a, b):
+    """Elementwise max; tied elements share the gradient equally."""
+    return Maximum.apply(a, b)
+
+
+def minimum(a, b):
+    """Elementwise min; tied elements share the gradient equally."""
+    return Minimum.apply(a, b)
+
+
+def where(cond, a, b):
+    """Elements of a where cond is True, of b elsewhere."""
+    return Where.apply(cond, a, b)
+
+
+def clip(x, min=None, max=None):  # noqa: A002
+    """x limited to [min, max]."""
+    return Clip.apply(x, min=min, max=max)
+
+
+def cast(x, dtype):
+    """x as another dtype (recorded: the gradient comes back in x's dtype)."""
+    return Cast.apply(x, dtype=np.dtype(dtype))
+
+
+def to_device(x, device):
+    """x on another device (recorded: the gradient comes back to x's device)."""
+    return ToDevice.apply(x, device=backend.device(device))
+
+
+def _comparison(ufunc_name):
+    def compare(a, b):
+        x, y = _pair(a, b)
+        xp = backend.array_module(x, y)
+        try:
+            return _no_grad_result(getattr(xp, ufunc_name)(x, y))
+        except ValueError:
+            raise ShapeError(
+                f"{ufunc_name}: shapes do not broadcast: {np.shape(x)} and {np.shape(y)}"
+            ) from None
+
+    compare.__name__ = ufunc_name
+    compare.__doc__ = f"Elementwise {ufunc_name} as a boolean tensor (no gradient)."
+    return compare
+
+
+equal = _comparison("equal")
+not_equal = _comparison("not_equal")
+less = _comparison("less")
+less_equal = _comparison("less_equal")
+greater = _comparison("greater")
+greater_equal = _comparison("greater_equal")

@@ -1,0 +1,111 @@
+"""Matrix products: matmul (batched, broadcasting, numpy's 1-D rules) and linear."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import unbroadcast
+from ..errors import ShapeError
+from .registry import Op
+
+
+def _shape_of(x) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+class MatMul(Op):
+    """a @ b. A 1-D a is a row vector and a 1-D b a column vector, their added dim dropped from
+    the result; leading (batch) dims broadcast."""
+
+    name = "matmul"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    grad_kernel = "MatMulGrad"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return ctx.xp.matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp, a, b = ctx.xp, ctx.a, ctx.b
+        if a.ndim == 1 and b.ndim == 1:
+            return grad * b, grad * a
+        # Treat 1-D operands as matrices, so grad_a = grad @ b^T and grad_b = a^T @ grad hold.
+        a2 = a[None, :] if a.ndim == 1 else a
+        b2 = b[:, None] if b.ndim == 1 else b
+        grad2 = grad
+        if a.ndim == 1:
+            grad2 = xp.expand_dims(grad2, -2)
+        if b.ndim == 1:
+            grad2 = xp.expand_dims(grad2, -1)
+        grad_a = grad_b = None
+        if ctx.needs_grad[0]:
+            grad_a = xp.matmul(grad2, xp.swapaxes(b2, -1, -2))
+            grad_a = grad_a[..., 0, :] if a.ndim == 1 else grad_a
+        if ctx.needs_grad[1]:
+            grad_b = xp.matmul(xp.swapaxes(a2, -1, -2), grad2)
+            grad_b = grad_b[..., :, 0] if b.ndim == 1 else grad_b
+        # batch dims that broadcast are summed back down to each operand's own
+        return (
+            None if grad_a is None else unbroadcast(grad_a, a.shape),
+            None if grad_b is None else unbroadcast(grad_b, b.shape),
+        )
+
+
+class Linear(Op):
+    """x @ weight^T + bias, with weight (out_features, in_features) as in PyTorch."""
+
+    name = "linear"
+    inputs = ("x", "weight", "bias")
+    saved = ("x", "weight")
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save(x=x, weight=weight)
+        out = x @ weight.T
+        if bias is not None:
+            out += bias
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.x, ctx.weight
+        grad_x = grad @ weight if ctx.needs_grad[0] else None
+        grad_2d = grad.reshape(-1, grad.shape[-1])
+        grad_w = grad_2d.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_grad[1] else None
+        grad_b = grad_2d.sum(axis=0) if ctx.needs_grad[2] else None
+        return grad_x, grad_w, grad_b
+
+
+def matmul(a, b):
+    """a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
+    sa, sb = _shape_of(a), _shape_of(b)
+    if not sa or not sb:
+        raise ShapeError(f"matmul: operands must have at least 1 dim, got {sa} and {sb}")
+    inner_a, inner_b = sa[-1], (sb[0] if len(sb) == 1 else sb[-2])
+    if inner_a != inner_b:
+        raise ShapeError(
+            f"matmul: a {sa} and b {sb} do not fit: a's last dim {inner_a} != "
+            f"b's {'only' if len(sb) == 1 else 'second-to-last'} dim {inner_b}"
+        )
+    try:
+        np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise ShapeError(f"matmul: batch dims of a {sa} and b {sb} do not broadcast") from None
+    return MatMul.apply(a, b)
+
+
+def linear(x, weight, bias=None):
+    """x @ weight.T + bias: x (..., in_features), weight (out_features, in_features),
+    bias (out_features,) or None."""
+    sx, sw = _shape_of(x), _shape_of(weight)
+    if len(sw) != 2 or not sx or sx[-1] != sw[1]:
+        raise ShapeError(
+            f"linear: input {sx} and weight {sw} do not fit: weight must be "
+            f"(out_features, in_features) with in_features == input's last dim"
+        )
+    if bias is not None and _shape_of(bias) != (sw[0],):
+        raise ShapeError(f"linear: bias must have shape ({sw[0]},), got {_shape_of(bias)}")
+    return Linear.apply(x, weight, bias)

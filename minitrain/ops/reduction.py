@@ -1,0 +1,225 @@
+"""Reductions over axes: sum, mean, max, min, var, logsumexp; and argmax/argmin (no gradient).
+
+Every reduction takes `axis` (None for all, an int, or a tuple of ints; negatives allowed) and
+`keepdims`. The functional forms normalise `axis` to a sorted tuple, so backward rules can always
+re-insert the reduced dims with `expand_dims`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .registry import Op
+
+
+def normalize_axis(axis, ndim: int, op: str) -> tuple[int, ...]:
+    """axis (None, int or sequence) as a sorted tuple of distinct non-negative dims."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    # (this module's max/min/sum are the ops: no builtins of those names below)
+    limit = ndim if ndim else 1  # a 0-d tensor accepts axis 0 / -1, as numpy does
+    result = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)):
+            raise DTypeError(f"{op}: axis must be ints, got {axis!r}")
+        if not -limit <= a < limit:
+            raise ShapeError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
+        result.append(int(a) % limit)
+    if ndim == 0:
+        return ()
+    if len(set(result)) != len(result):
+        raise ShapeError(f"{op}: axis {axis!r} repeats a dim")
+    return tuple(sorted(result))
+
+
+def _kept(ctx, grad):
+    """The upstream gradient with the reduced dims back in place (size 1)."""
+    return grad if ctx.keepdims else ctx.xp.expand_dims(grad, ctx.axis)
+
+
+def _count(shape, axis) -> int:
+    return int(np.prod([shape[a] for a in axis], dtype=np.int64))
+
+
+class Sum(Op):
+    name = "sum"
+    inputs = ("x",)
+    attrs = ("axis", "keepdims")
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.sum(axis=ctx.axis, keepdims=ctx.keepdims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.broadcast_to(_kept(ctx, grad), ctx.shapes[0])
+
+
+class Mean(Op):
+    name = "mean"
+    inputs = ("x",)
+    attrs = ("axis", "keepdims")
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.mean(axis=ctx.axis, keepdims=ctx.keepdims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape = ctx.shapes[0]
+        return ctx.xp.broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
+
+
+class _Extreme(Op, register=False):
+    """max / min: the gradient goes to the extreme elements, split evenly between ties (a
+    subgradient whose shares sum to one)."""
+
+    inputs = ("x",)
+    attrs = ("axis", "keepdims")
+    saved = ("x", "extreme")
+    reduce = ""
+
+    @classmethod
+    def forward(cls, ctx, x):
+        extreme = getattr(x, cls.reduce)(axis=ctx.axis, keepdims=True)
+        ctx.save(x=x, extreme=extreme)
+        return extreme if ctx.keepdims else extreme.squeeze(ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        hit = ctx.x == ctx.extreme
+        ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
+        return (_kept(ctx, grad) / ties) * hit
+
+
+class Max(_Extreme):
+    name = "max"
+    reduce = "max"
+
+
+class Min(_Extreme):
+    name = "min"
+    reduce = "min"
+
+
+class Var(Op):
+    """Variance: sum((x - mean)^2) / (M - correction); correction=1 is the unbiased estimate."""
+
+    name = "var"
+    inputs = ("x",)
+    attrs = ("axis", "keepdims", "correction")
+    saved = ("centered",)
+
+    @staticmethod
+    def forward(ctx, x):
+        centered = x - x.mean(axis=ctx.axis, keepdims=True)
+        ctx.save(centered=centered)
+        dof = _count(x.shape, ctx.axis) - ctx.correction
+        return (centered * centered).sum(axis=ctx.axis, keepdims=ctx.keepdims) / dof
+
+    @staticmethod
+    def backward(ctx, grad):
+        dof = _count(ctx.shapes[0], ctx.axis) - ctx.correction
+        return _kept(ctx, grad) * (2 / dof) * ctx.centered
+
+
+class LogSumExp(Op):
+    """log(sum(exp(x))), computed with the max subtracted so large x does not overflow."""
+
+    name = "logsumexp"
+    inputs = ("x",)
+    attrs = ("axis", "keepdims")
+    saved = ("x", "out")
+
+    @staticmethod
+    def forward(ctx, x):
+        xp = ctx.xp
+        shift = x.max(axis=ctx.axis, keepdims=True)
+        shift = xp.where(xp.isfinite(shift), shift, 0)  # rows of -inf stay -inf, not nan
+        with np.errstate(divide="ignore"):
+            out = xp.log(xp.exp(x - shift).sum(axis=ctx.axis, keepdims=True)) + shift
+        ctx.save(x=x, out=out)
+        return out if ctx.keepdims else out.squeeze(ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # d/dx log(sum(exp(x))) = exp(x - logsumexp(x)): the softmax of x
+        return _kept(ctx, grad) * ctx.xp.exp(ctx.x - ctx.out)
+
+
+def _reduction(op, x, axis, keepdims):
+    ndim = x.ndim if isinstance(x, Tensor) else np.ndim(x)
+    return op.apply(x, axis=normalize_axis(axis, ndim, op.name), keepdims=bool(keepdims))
+
+
+def _require_nonempty(x, axis, op: str) -> None:
+    shape = np.shape(x.data if hasattr(x, "data") else x)
+    norm = normalize_axis(axis, len(shape), op)
+    if any(shape[a] == 0 for a in norm):
+        raise ShapeError(f"{op}: reducing over an empty dim (input shape {shape}, axis {axis!r})")
+
+
+def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 (the op's name)
+    """Sum over axis."""
+    return _reduction(Sum, x, axis, keepdims)
+
+
+def mean(x, axis=None, keepdims: bool = False):
+    """Mean over axis; an empty axis is an error, not nan."""
+    _require_nonempty(x, axis, "mean")
+    return _reduction(Mean, x, axis, keepdims)
+
+
+def max(x, axis=None, keepdims: bool = False):  # noqa: A001
+    """Maximum over axis (numpy's amax); tied maxima share the gradient equally."""
+    _require_nonempty(x, axis, "max")
+    return _reduction(Max, x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims: bool = False):  # noqa: A001
+    """Minimum over axis (numpy's amin); tied minima share the gradient equally."""
+    _require_nonempty(x, axis, "min")
+    return _reduction(Min, x, axis, keepdims)
+
+
+def var(x, axis=None, keepdims: bool = False, correction: int = 1):
+    """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased)."""
+    shape = x.shape if isinstance(x, Tensor) else np.shape(x)
+    norm = normalize_axis(axis, len(shape), "var")
+    count = _count(shape, norm)
+    if count - correction <= 0:
+        raise ShapeError(
+            f"var: {count} elements per reduction with correction={correction} leaves no degrees "
+            f"of freedom (input shape {shape}, axis {axis!r}); use correction=0 or more elements"
+        )
+    return Var.apply(x, axis=norm, keepdims=bool(keepdims), correction=correction)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False):
+    """log(sum(exp(x))) over axis, stable for large x; an empty axis gives -inf."""
+    return _reduction(LogSumExp, x, axis, keepdims)
+
+
+def _arg(name, x, axis, keepdims):
+    array = x.data if isinstance(x, Tensor) else np.asarray(x)
+    if axis is not None:
+        axis = normalize_axis(axis, array.ndim, name)
+        if len(axis) != 1:
+            raise ShapeError(f"{name}: takes one axis, got {axis}")
+        axis = axis[0]
+    if array.size == 0:
+        raise ShapeError(f"{name}: of an empty tensor (shape {array.shape})")
+    return Tensor(getattr(array, name)(axis=axis, keepdims=keepdims))
+
+
+def argmax(x, axis=None, keepdims: bool = False):
+    """Index of the first maximum along axis (over the flattened tensor when None)."""
+    return _arg("argmax", x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims: bool = False):
+    """Index of the first minimum along axis (over the flattened tensor when None)."""
+    return _arg("argmin", x, axis, keepdims)

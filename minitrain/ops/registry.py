@@ -1,0 +1,250 @@
+"""The op registry: Op (one class per op, forward and backward side by side), Ctx, and `apply`,
+the one place where an op is checked, run and recorded."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+import numpy as np
+
+from .. import backend
+from ..autograd import Node, _state
+from ..errors import DeviceError, DTypeError, GraphError, ShapeError
+from ..tensor import Tensor, as_array
+
+_OPS: dict[str, type[Op]] = {}
+
+# Names a ctx uses for itself; attributes and saved values may not take them.
+_CTX_FIELDS = frozenset(
+    {"op", "xp", "needs_grad", "recording", "shapes", "dtypes", "released", "save", "release"}
+)
+
+
+class Ctx:
+    """What an op's forward leaves for its backward.
+
+    The op's attributes and the values its forward saves are plain attributes: forward reads
+    `ctx.axis` and calls `ctx.save(x=x)`; backward reads `ctx.axis` and `ctx.x`. Also:
+    `xp` (numpy or cupy), `needs_grad[i]` (does input i want a gradient), and, when recording,
+    `shapes[i]` / `dtypes[i]` of the inputs.
+    """
+
+    def __init__(self, op, xp, needs_grad, recording, attrs):
+        self.op = op
+        self.xp = xp
+        self.needs_grad = needs_grad
+        self.recording = recording
+        self.released = False
+        if attrs:
+            self.__dict__.update(attrs)
+
+    def save(self, **values) -> None:
+        """Keep values for backward: exactly the names the op declares in `saved`."""
+        if not self.recording:
+            return
+        if values.keys() != self.op._saved_names:
+            raise GraphError(
+                f"{self.op.name}: forward saved {sorted(values)}, but the op declares "
+                f"saved={self.op.saved}"
+            )
+        self.__dict__.update(values)
+
+    def saved_values(self) -> dict:
+        """The saved values still held, by name."""
+        return {name: self.__dict__[name] for name in self.op.saved if name in self.__dict__}
+
+    def release(self) -> None:
+        """Drop the saved values (after backward, unless retain_graph)."""
+        for name in self.op.saved:
+            self.__dict__.pop(name, None)
+        self.released = bool(self.op.saved)
+
+    def __getattr__(self, name):
+        op = self.__dict__.get("op")
+        if op is not None and name in op.saved:
+            raise GraphError(
+                f"{op.grad_kernel}: saved value '{name}' is not available (it was freed after "
+                f"a backward, or the forward was not recorded)"
+            )
+        raise AttributeError(f"ctx of {getattr(op, 'name', '?')} has no attribute '{name}'")
+
+
+class _OpType(type):
+    def __repr__(cls):
+        name = cls.__dict__.get("name")
+        return f"<op {name}: {cls.grad_kernel}>" if name else super().__repr__()
+
+
+class Op(metaclass=_OpType):
+    """Base class of every op. A subclass declares, in its header:
+
+    - `name`: the registry key and the name of its functional form (`ops.mul`);
+    - `inputs`: names of the tensor inputs (`variadic = True`: one name, a sequence of tensors);
+    - `attrs`: names of the non-tensor arguments, readable as `ctx.<name>`;
+    - `saved`: names of what forward saves with `ctx.save(...)` for backward;
+    - `grad_kernel`: display name of its backward kernel (default: class name + 'Grad');
+    - `broadcast`: inputs broadcast against each other, and the engine sums their gradients back.
+
+    and then `forward(ctx, *arrays) -> array` and `backward(ctx, grad) -> grads`, both on arrays,
+    one gradient per input (None where `ctx.needs_grad[i]` is False). Optional `numba_forward` /
+    `numba_backward` with the same signatures run instead on CPU arrays when numba is enabled.
+    """
+
+    name: ClassVar[str] = ""
+    inputs: ClassVar[tuple[str, ...]] = ()
+    attrs: ClassVar[tuple[str, ...]] = ()
+    saved: ClassVar[tuple[str, ...]] = ()
+    grad_kernel: ClassVar[str] = ""
+    broadcast: ClassVar[bool] = False
+    variadic: ClassVar[bool] = False
+    numba_forward: ClassVar = None
+    numba_backward: ClassVar = None
+
+    def __init_subclass__(cls, register: bool = True, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "grad_kernel" not in cls.__dict__:
+            cls.grad_kernel = cls.__name__ + "Grad"
+        cls._saved_names = frozenset(cls.saved)
+        cls._attr_names = frozenset(cls.attrs)
+        if register:
+            _validate_header(cls)
+            if cls.name in _OPS:
+                raise GraphError(f"op '{cls.name}' is registered twice ({_OPS[cls.name]}, {cls})")
+            _OPS[cls.name] = cls
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError
+
+    @classmethod
+    def input_name(cls, index: int) -> str:
+        return cls.inputs[0] + f"[{index}]" if cls.variadic else cls.inputs[index]
+
+    @classmethod
+    def apply(cls, *inputs, **attrs):
+        """Run the op on tensors (or numbers and arrays), recording it when a gradient is needed."""
+        return _apply(cls, inputs, attrs)
+
+    @classmethod
+    def run_backward(cls, ctx, grad):
+        """The backward the engine runs: the numba kernel on CPU when enabled, else the generic."""
+        if cls.numba_backward is not None and ctx.xp is np and backend.numba_enabled():
+            return cls.numba_backward(ctx, grad)
+        return cls.backward(ctx, grad)
+
+
+def _validate_header(cls) -> None:
+    where = f"op class {cls.__name__}"
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", cls.name or ""):
+        raise GraphError(f"{where}: `name` must be a lowercase identifier, got {cls.name!r}")
+    for field in ("inputs", "attrs", "saved"):
+        value = getattr(cls, field)
+        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+            raise GraphError(f"{where}: `{field}` must be a tuple of names, got {value!r}")
+    if not cls.inputs or (cls.variadic and len(cls.inputs) != 1):
+        raise GraphError(f"{where}: needs at least one input (exactly one name when variadic)")
+    clash = (set(cls.attrs) & set(cls.saved)) | ((set(cls.attrs) | set(cls.saved)) & _CTX_FIELDS)
+    if clash:
+        raise GraphError(f"{where}: names {sorted(clash)} clash between attrs, saved and ctx")
+    if cls.forward is Op.forward or cls.backward is Op.backward:
+        raise GraphError(f"{where}: define both forward and backward")
+
+
+def registry() -> dict[str, type[Op]]:
+    """Every registered op by name; each op class shows its backward kernel's display name."""
+    return dict(sorted(_OPS.items()))
+
+
+def _operand(value, op, index):
+    """A non-tensor input as an array or a plain number (numbers keep numpy's weak promotion)."""
+    if (
+        value is None
+        or isinstance(value, (bool, int, float, np.generic))
+        or backend.is_array(value)
+    ):
+        return value
+    if isinstance(value, (list, tuple)):
+        return as_array(value)
+    raise DTypeError(
+        f"{op.name}: argument '{op.input_name(index)}' must be a Tensor, an array or a number, "
+        f"got {type(value).__name__}"
+    )
+
+
+def _check_broadcast(op, arrays) -> None:
+    shapes = [a.shape for a in arrays if hasattr(a, "shape")]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        given = ", ".join(
+            f"{op.input_name(i)} {a.shape}" for i, a in enumerate(arrays) if hasattr(a, "shape")
+        )
+        raise ShapeError(f"{op.name}: shapes do not broadcast: {given}") from None
+
+
+def _apply(op, inputs, attrs):
+    if len(attrs) != len(op.attrs) or (attrs and attrs.keys() != op._attr_names):
+        raise GraphError(f"{op.name}: expected attributes {sorted(op.attrs)}, got {sorted(attrs)}")
+    if op.variadic:
+        if len(inputs) != 1 or isinstance(inputs[0], Tensor):
+            raise DTypeError(f"{op.name}: '{op.inputs[0]}' must be a sequence of tensors")
+        inputs = tuple(inputs[0])
+        if not inputs:
+            raise ShapeError(f"{op.name}: '{op.inputs[0]}' is empty")
+    elif len(inputs) != len(op.inputs):
+        raise DTypeError(f"{op.name}: takes inputs {op.inputs}, got {len(inputs)} values")
+
+    arrays = []
+    any_grad = False
+    for index, value in enumerate(inputs):
+        if isinstance(value, Tensor):
+            arrays.append(value.data)
+            any_grad = any_grad or value._requires_grad
+        else:
+            arrays.append(_operand(value, op, index))
+    xp = np if backend._cupy is None else backend.array_module(*arrays)
+    if xp is not np:
+        _check_same_device(op, arrays)
+    recording = any_grad and _state.enabled
+    if recording:
+        needs_grad = tuple(isinstance(v, Tensor) and v._requires_grad for v in inputs)
+    else:
+        needs_grad = (False,) * len(arrays)
+    ctx = Ctx(op, xp, needs_grad, recording, attrs)
+
+    forward = op.forward
+    if op.numba_forward is not None and xp is np and backend.numba_enabled():
+        forward = op.numba_forward
+    try:
+        out = forward(ctx, *arrays)
+    except ValueError:
+        if op.broadcast:  # numpy's broadcasting error becomes ours, naming op and shapes
+            _check_broadcast(op, arrays)
+        raise
+    if type(out) is not np.ndarray:
+        out = xp.asarray(out)
+    if not recording:
+        return Tensor._from_op(out, None)
+
+    if op.saved and not op._saved_names <= ctx.__dict__.keys():
+        raise GraphError(f"{op.name}: forward did not save {op.saved} for its backward")
+    ctx.shapes = tuple([a.shape if hasattr(a, "shape") else () for a in arrays])
+    ctx.dtypes = tuple([a.dtype if hasattr(a, "dtype") else None for a in arrays])
+    parents = tuple(
+        [
+            (v if v.node is None else v.node) if need else None
+            for v, need in zip(inputs, needs_grad, strict=True)
+        ]
+    )
+    return Tensor._from_op(out, Node(op, ctx, parents))
+
+
+def _check_same_device(op, arrays) -> None:
+    devices = {str(backend.device_of(a)) for a in arrays if backend.is_array(a)}
+    if len(devices) > 1:
+        raise DeviceError(f"{op.name}: inputs are on different devices: {sorted(devices)}")

@@ -1,0 +1,325 @@
+"""Ops that move elements without arithmetic: reshape, flatten, transpose, permute,
+broadcast_to, getitem, concat, stack, pad."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..autograd import unbroadcast
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .reduction import normalize_axis
+from .registry import Op
+
+
+def _shape_of(x) -> tuple:
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+class Reshape(Op):
+    name = "reshape"
+    inputs = ("x",)
+    attrs = ("shape",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.reshape(ctx.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shapes[0])
+
+
+class Flatten(Op):
+    """Dims start_dim..end_dim merged into one (PyTorch's flatten)."""
+
+    name = "flatten"
+    inputs = ("x",)
+    attrs = ("start_dim", "end_dim")
+
+    @staticmethod
+    def forward(ctx, x):
+        start, end = ctx.start_dim, ctx.end_dim
+        return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1 :]) if x.ndim else x.reshape(1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shapes[0])
+
+
+class Transpose(Op):
+    """Two dims swapped."""
+
+    name = "transpose"
+    inputs = ("x",)
+    attrs = ("dim0", "dim1")
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.swapaxes(x, ctx.dim0, ctx.dim1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.swapaxes(grad, ctx.dim0, ctx.dim1)
+
+
+class Permute(Op):
+    """Dims reordered: output dim i is input dim dims[i]."""
+
+    name = "permute"
+    inputs = ("x",)
+    attrs = ("dims",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.transpose(x, ctx.dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.xp.transpose(grad, tuple(np.argsort(ctx.dims)))
+
+
+class BroadcastTo(Op):
+    name = "broadcast_to"
+    inputs = ("x",)
+    attrs = ("shape",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.broadcast_to(x, ctx.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return unbroadcast(grad, ctx.shapes[0])
+
+
+class GetItem(Op):
+    """x[index]: basic slicing, integer arrays and boolean masks, as numpy.
+
+    Backward writes the gradient into zeros of x's shape; with integer-array indices an element
+    picked several times receives the sum of its gradients (scatter-add)."""
+
+    name = "getitem"
+    inputs = ("x",)
+    attrs = ("index", "accumulate")
+
+    @staticmethod
+    def forward(ctx, x):
+        try:
+            return x[ctx.index]
+        except IndexError as exc:
+            raise IndexError(f"getitem: {exc} (tensor shape {x.shape})") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = ctx.xp
+        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
+        if ctx.accumulate:
+            backend.scatter_add(xp, grad_x, ctx.index, grad)
+        else:
+            grad_x[ctx.index] = grad
+        return grad_x
+
+
+class Concat(Op):
+    name = "concat"
+    inputs = ("tensors",)
+    attrs = ("axis",)
+    variadic = True
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        return ctx.xp.concatenate(arrays, axis=ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1]
+        return tuple(ctx.xp.split(grad, ends, axis=ctx.axis))
+
+
+class Stack(Op):
+    name = "stack"
+    inputs = ("tensors",)
+    attrs = ("axis",)
+    variadic = True
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        return ctx.xp.stack(arrays, axis=ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        lead = (slice(None),) * ctx.axis
+        return tuple(grad[lead + (i,)] for i in range(len(ctx.shapes)))
+
+
+class Pad(Op):
+    """Constant padding: pad_width[d] = (before, after) elements of `value` around dim d."""
+
+    name = "pad"
+    inputs = ("x",)
+    attrs = ("pad_width", "value")
+
+    @staticmethod
+    def forward(ctx, x):
+        shape = tuple(n + b + a for n, (b, a) in zip(x.shape, ctx.pad_width, strict=True))
+        out = ctx.xp.full(shape, ctx.value, dtype=x.dtype)
+        out[_interior(ctx.pad_width, x.shape)] = x
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad[_interior(ctx.pad_width, ctx.shapes[0])]
+
+
+def _interior(pad_width, shape) -> tuple:
+    return tuple(slice(b, b + n) for n, (b, _) in zip(shape, pad_width, strict=True))
+
+
+def reshape(x, shape):
+    """x with a new shape of the same size; one dim may be -1."""
+    old = _shape_of(x)
+    shape = tuple(int(n) for n in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+    size = int(np.prod(old, dtype=np.int64))
+    known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+    if shape.count(-1) > 1 or any(n < -1 for n in shape):
+        raise ShapeError(f"reshape: invalid target shape {shape}")
+    if -1 in shape:
+        if known == 0 or size % known:
+            raise ShapeError(f"reshape: cannot reshape {old} ({size} elements) to {shape}")
+        shape = tuple(size // known if n == -1 else n for n in shape)
+    elif known != size:
+        raise ShapeError(
+            f"reshape: cannot reshape {old} ({size} elements) to {shape} ({known} elements)"
+        )
+    return Reshape.apply(x, shape=shape)
+
+
+def flatten(x, start_dim: int = 0, end_dim: int = -1):
+    """Dims start_dim..end_dim (inclusive) merged into one."""
+    ndim = len(_shape_of(x))
+    if ndim == 0:
+        return Flatten.apply(x, start_dim=0, end_dim=0)
+    start, end = (
+        normalize_axis(start_dim, ndim, "flatten")[0],
+        normalize_axis(end_dim, ndim, "flatten")[0],
+    )
+    if start > end:
+        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    return Flatten.apply(x, start_dim=start, end_dim=end)
+
+
+def transpose(x, dim0: int, dim1: int):
+    """x with dims dim0 and dim1 swapped."""
+    ndim = len(_shape_of(x))
+    (d0,), (d1,) = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
+    return Transpose.apply(x, dim0=d0, dim1=d1)
+
+
+def permute(x, dims):
+    """x with its dims reordered: output dim i is input dim dims[i]."""
+    ndim = len(_shape_of(x))
+    dims = tuple(dims)
+    normalized = tuple(d % ndim if -ndim <= d < ndim else d for d in dims) if ndim else dims
+    if sorted(normalized) != list(range(ndim)):
+        raise ShapeError(
+            f"permute: dims {dims} are not a permutation of the {ndim} dims of shape {_shape_of(x)}"
+        )
+    return Permute.apply(x, dims=normalized)
+
+
+def broadcast_to(x, shape):
+    """x repeated along new leading dims and dims of size 1 to reach `shape`."""
+    old, shape = _shape_of(x), tuple(int(n) for n in shape)
+    try:
+        fits = np.broadcast_shapes(old, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"broadcast_to: cannot broadcast shape {old} to {shape}")
+    return BroadcastTo.apply(x, shape=shape)
+
+
+def _index_item(item, xp):
+    """One index entry as numpy takes it; returns (entries, has_integer_array)."""
+    if isinstance(item, Tensor):
+        item = item.data
+    elif isinstance(item, list):
+        item = np.asarray(item)
+    if isinstance(item, (np.ndarray,)) or backend.is_array(item):
+        item = xp.asarray(item)
+        if item.dtype == np.bool_:
+            return tuple(item.nonzero()), False
+        if item.dtype.kind in "iu":
+            return (item,), True
+        raise DTypeError(f"getitem: index arrays must be integer or boolean, got {item.dtype}")
+    if item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)):
+        return (item,), False
+    raise DTypeError(f"getitem: cannot index with {type(item).__name__} ({item!r})")
+
+
+def getitem(x, index):
+    """x[index] with numpy's rules: ints, slices, None, Ellipsis, integer and boolean arrays."""
+    xp = backend.array_module(x.data if isinstance(x, Tensor) else x)
+    entries, accumulate = [], False
+    for item in index if isinstance(index, tuple) else (index,):
+        items, is_integer_array = _index_item(item, xp)
+        entries.extend(items)
+        accumulate = accumulate or is_integer_array
+    return GetItem.apply(x, index=tuple(entries), accumulate=accumulate)
+
+
+def _check_same(tensors, op: str, axis):
+    shapes = [_shape_of(t) for t in tensors]
+    ndim = len(shapes[0]) if shapes else 0
+    if any(len(s) != ndim for s in shapes):
+        raise ShapeError(f"{op}: tensors have different numbers of dims: {shapes}")
+    return shapes, ndim
+
+
+def concat(tensors, axis: int = 0):
+    """Tensors joined along an existing axis; the other dims must match."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("concat: 'tensors' is empty")
+    shapes, ndim = _check_same(tensors, "concat", axis)
+    if ndim == 0:
+        raise ShapeError("concat: cannot concatenate 0-d tensors; use stack")
+    (axis,) = normalize_axis(axis, ndim, "concat")
+    rest = {s[:axis] + s[axis + 1 :] for s in shapes}
+    if len(rest) > 1:
+        raise ShapeError(f"concat: shapes {shapes} differ outside axis {axis}")
+    return Concat.apply(tensors, axis=axis)
+
+
+def stack(tensors, axis: int = 0):
+    """Tensors of one shape joined along a new axis."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("stack: 'tensors' is empty")
+    shapes, ndim = _check_same(tensors, "stack", axis)
+    if len(set(shapes)) > 1:
+        raise ShapeError(f"stack: tensors must all have one shape, got {shapes}")
+    (axis,) = normalize_axis(axis, ndim + 1, "stack")
+    return Stack.apply(tensors, axis=axis)
+
+
+def pad(x, pad_width, value: float = 0.0):
+    """x surrounded by `value`: pad_width is an int (every side of every dim) or one
+    (before, after) pair per dim, numpy-style."""
+    shape = _shape_of(x)
+    if isinstance(pad_width, (int, np.integer)):
+        pad_width = [(pad_width, pad_width)] * len(shape)
+    try:
+        pairs = tuple((int(b), int(a)) for b, a in pad_width)
+    except (TypeError, ValueError):
+        raise ShapeError(
+            f"pad: pad_width must be (before, after) pairs, got {pad_width!r}"
+        ) from None
+    if len(pairs) != len(shape) or any(n < 0 for pair in pairs for n in pair):
+        raise ShapeError(
+            f"pad: need one non-negative (before, after) pair per dim of shape {shape}, "
+            f"got {pad_width!r}"
+        )
+    return Pad.apply(x, pad_width=pairs, value=value)

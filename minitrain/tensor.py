@@ -1,0 +1,572 @@
+"""Tensor: an array plus its gradient, `requires_grad` and the Node that made it; and the
+functions that create tensors. Every operator and method calls a registered op: no arithmetic
+lives here."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import backend
+from .autograd import RemovableHandle, _root_grads, backward
+from .errors import DeviceError, DTypeError, GraphError, ShapeError
+
+float16, float32, float64 = np.float16, np.float32, np.float64
+int32, int64 = np.int32, np.int64
+
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def as_array(data, dtype=None, device=None):
+    """Turn data into an array. Python floats (and lists of them) become float32, Python ints
+    int64; numpy arrays and scalars keep their dtype unless `dtype` is given."""
+    if isinstance(data, Tensor):
+        array = data.data
+    elif backend.is_array(data) or isinstance(data, np.generic):
+        array = data
+    else:
+        array = np.asarray(data)
+        if dtype is None and array.dtype == np.float64:
+            array = array.astype(np.float32)
+        elif array.dtype.kind not in "biuf":
+            raise DTypeError(
+                f"tensor: cannot make a tensor from {type(data).__name__} "
+                f"(numpy made dtype {array.dtype} of it)"
+            )
+    xp = backend.array_module(array)
+    array = xp.asarray(array, dtype=dtype)
+    if device is not None:
+        array = backend.to_device(array, backend.device(device))
+    return array
+
+
+def _check_grad_dtype(array, where: str) -> None:
+    if array.dtype.kind != "f":
+        raise DTypeError(
+            f"{where}: only floating-point tensors can require grad, got dtype {array.dtype}"
+        )
+
+
+def _dims(dim, axis, where: str):
+    """One reduction argument from PyTorch's `dim` or numpy's `axis` spelling."""
+    if dim is not None and axis is not None:
+        raise DTypeError(f"{where}: give dim or axis, not both")
+    return axis if dim is None else dim
+
+
+def _keep(keepdim, keepdims) -> bool:
+    return bool(keepdims if keepdims is not None else keepdim)
+
+
+class Tensor:
+    """An n-dimensional array that can record the ops applied to it and carry a gradient.
+
+    `Tensor(array)` wraps an array without copying; `minitrain.tensor(data)` copies.
+    """
+
+    __slots__ = ("data", "grad", "_requires_grad", "node", "_hooks", "__weakref__")
+    __array_ufunc__ = None  # `ndarray + Tensor` calls Tensor.__radd__ instead of looping in numpy
+
+    def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
+        self.data = as_array(data, dtype, device)
+        self.grad: Tensor | None = None
+        self._requires_grad = False
+        self.node = None
+        self._hooks = None
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _from_op(cls, data, node) -> Tensor:
+        tensor = object.__new__(cls)
+        tensor.data = data
+        tensor.grad = None
+        tensor._requires_grad = node is not None
+        tensor.node = node
+        tensor._hooks = None
+        return tensor
+
+    # --- autograd state -------------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.node is not None and not value:
+            raise GraphError(
+                "requires_grad: cannot turn it off on a tensor computed by an op; "
+                "use .detach() for a copy outside the graph"
+            )
+        if value:
+            _check_grad_dtype(self.data, "requires_grad")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.node is None
+
+    @property
+    def grad_fn(self):
+        """The Node that produced this tensor (None for leaves), as in PyTorch."""
+        return self.node
+
+    def detach(self) -> Tensor:
+        """The same data, outside any graph."""
+        return Tensor._from_op(self.data, None)
+
+    def backward(self, grad=None, retain_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad`. `grad` defaults to 1 for a
+        one-element tensor; saved arrays are freed afterwards unless `retain_graph=True`."""
+        seeds = _root_grads([self], [grad], "backward")
+        backward([self], seeds, retain_graph=retain_graph)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces
+        the gradient. Returns a handle whose `remove()` takes the hook off."""
+        if not self.requires_grad:
+            raise GraphError("register_hook: the tensor does not require grad")
+        if self.node is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            if self.node.hooks is None:
+                self.node.hooks = []
+            hooks = self.node.hooks
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in `.grad` during backward (leaves always do)."""
+        if not self.requires_grad:
+            raise GraphError("retain_grad: the tensor does not require grad")
+        if self.node is not None:
+            import weakref
+
+            self.node.retained = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self.node is not None and self.node.retained is not None
+
+    def _accumulate_grad(self, grad) -> None:
+        if self.grad is None:
+            # Copy on first accumulation: the engine's arrays may be shared with other tensors
+            # or be read-only broadcast views; this .grad owns its memory.
+            self.grad = Tensor._from_op(self.xp.array(grad, dtype=self.dtype, copy=True), None)
+        else:
+            self.grad.data = self.grad.data + grad
+
+    # --- array facts ----------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self) -> backend.Device:
+        return backend.device_of(self.data)
+
+    @property
+    def xp(self):
+        return backend.array_module(self.data)
+
+    def size(self, dim: int | None = None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise ShapeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array (no copy). CUDA tensors: call .cpu() first."""
+        if not isinstance(self.data, np.ndarray):
+            raise DeviceError(f"numpy: the tensor is on {self.device}; call .cpu() first")
+        return self.data
+
+    def item(self):
+        if self.data.size != 1:
+            raise ShapeError(f"item: the tensor has {self.data.size} elements, not 1")
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype, copy=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        data = self.data if isinstance(self.data, np.ndarray) else self.cpu().data
+        body = np.array2string(
+            data, separator=", ", prefix="tensor(", precision=4, suppress_small=True
+        )
+        extras = []
+        if self.dtype not in (np.float32, np.int64, np.bool_) or data.size == 0:
+            extras.append(f"dtype={self.dtype}")
+        if self.device != backend.CPU:
+            extras.append(f"device='{self.device}'")
+        if self.node is not None:
+            extras.append(f"grad_fn=<{self.node.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body, *extras]) + ")"
+
+    # --- device and dtype -----------------------------------------------------------------
+
+    def to(self, target) -> Tensor:
+        """Move to a device ('cpu', 'cuda:0', a Device) or cast to a dtype; recorded."""
+        if isinstance(target, (str, backend.Device)) and not _is_dtype_name(target):
+            return ops.to_device(self, backend.device(target))
+        return ops.cast(self, np.dtype(target))
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> Tensor:
+        return self.to(f"cuda:{index}")
+
+    def float(self) -> Tensor:
+        return ops.cast(self, np.dtype(np.float32))
+
+    def double(self) -> Tensor:
+        return ops.cast(self, np.dtype(np.float64))
+
+    def half(self) -> Tensor:
+        return ops.cast(self, np.dtype(np.float16))
+
+    def astype(self, dtype) -> Tensor:
+        return ops.cast(self, np.dtype(dtype))
+
+    # --- operators ------------------------------------------------------------------------
+
+    def __add__(self, other):
+        return ops.add(self, other)
+
+    def __radd__(self, other):
+        return ops.add(other, self)
+
+    def __sub__(self, other):
+        return ops.sub(self, other)
+
+    def __rsub__(self, other):
+        return ops.sub(other, self)
+
+    def __mul__(self, other):
+        return ops.mul(self, other)
+
+    def __rmul__(self, other):
+        return ops.mul(other, self)
+
+    def __truediv__(self, other):
+        return ops.div(self, other)
+
+    def __rtruediv__(self, other):
+        return ops.div(other, self)
+
+    def __pow__(self, exponent):
+        return ops.pow(self, exponent)
+
+    def __rpow__(self, base):
+        return ops.pow(base, self)
+
+    def __matmul__(self, other):
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return ops.matmul(other, self)
+
+    def __neg__(self):
+        return ops.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return ops.abs(self)
+
+    def __eq__(self, other):  # type: ignore[override]
+        return ops.equal(self, other)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return ops.not_equal(self, other)
+
+    def __lt__(self, other):
+        return ops.less(self, other)
+
+    def __le__(self, other):
+        return ops.less_equal(self, other)
+
+    def __gt__(self, other):
+        return ops.greater(self, other)
+
+    def __ge__(self, other):
+        return ops.greater_equal(self, other)
+
+    def __getitem__(self, index):
+        return ops.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        raise GraphError(
+            "Tensor does not support item assignment: minitrain has no in-place ops, so saved "
+            "values can never change under the graph. Build the value with where/concat/pad."
+        )
+
+    # --- elementwise ----------------------------------------------------------------------
+
+    def exp(self):
+        return ops.exp(self)
+
+    def log(self):
+        return ops.log(self)
+
+    def sqrt(self):
+        return ops.sqrt(self)
+
+    def abs(self):
+        return ops.abs(self)
+
+    def pow(self, exponent):
+        return ops.pow(self, exponent)
+
+    def maximum(self, other):
+        return ops.maximum(self, other)
+
+    def minimum(self, other):
+        return ops.minimum(self, other)
+
+    def clip(self, min=None, max=None):  # noqa: A002 (PyTorch's and numpy's names)
+        return ops.clip(self, min, max)
+
+    clamp = clip
+
+    def matmul(self, other):
+        return ops.matmul(self, other)
+
+    # --- reductions -----------------------------------------------------------------------
+
+    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.sum(self, _dims(dim, axis, "sum"), _keep(keepdim, keepdims))
+
+    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.mean(self, _dims(dim, axis, "mean"), _keep(keepdim, keepdims))
+
+    def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.max(self, _dims(dim, axis, "amax"), _keep(keepdim, keepdims))
+
+    def amin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.min(self, _dims(dim, axis, "amin"), _keep(keepdim, keepdims))
+
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Like PyTorch: the maximum of all elements, or with one `dim` a (values, indices)
+        pair; gradients of tied maxima are split evenly. `amax` takes several dims."""
+        return self._extreme(ops.max, ops.argmax, dim, axis, _keep(keepdim, keepdims), "max")
+
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Like PyTorch: see `max`."""
+        return self._extreme(ops.min, ops.argmin, dim, axis, _keep(keepdim, keepdims), "min")
+
+    def _extreme(self, reduce, arg, dim, axis, keepdim, where):
+        dim = _dims(dim, axis, where)
+        if dim is None:
+            return reduce(self, None, False)
+        if not isinstance(dim, (int, np.integer)):
+            raise DTypeError(
+                f"{where}: takes one int dim (and returns values and indices); "
+                f"use a{where}(dim=...) to reduce over several dims"
+            )
+        return MinMax(reduce(self, dim, keepdim), arg(self, dim, keepdim))
+
+    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.argmax(self, _dims(dim, axis, "argmax"), _keep(keepdim, keepdims))
+
+    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.argmin(self, _dims(dim, axis, "argmin"), _keep(keepdim, keepdims))
+
+    def var(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
+        return ops.var(self, _dims(dim, axis, "var"), _keep(keepdim, keepdims), correction)
+
+    def std(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
+        return ops.sqrt(self.var(dim, keepdim, correction=correction, axis=axis, keepdims=keepdims))
+
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.logsumexp(self, _dims(dim, axis, "logsumexp"), _keep(keepdim, keepdims))
+
+    # --- shape ----------------------------------------------------------------------------
+
+    def reshape(self, *shape):
+        return ops.reshape(self, _shape_args(shape))
+
+    view = reshape
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        return ops.flatten(self, start_dim, end_dim)
+
+    def transpose(self, dim0: int, dim1: int):
+        return ops.transpose(self, dim0, dim1)
+
+    def permute(self, *dims):
+        return ops.permute(self, _shape_args(dims))
+
+    @property
+    def T(self):  # noqa: N802
+        """All dims reversed, as numpy's `.T`."""
+        return ops.permute(self, tuple(reversed(range(self.ndim))))
+
+    def broadcast_to(self, *shape):
+        return ops.broadcast_to(self, _shape_args(shape))
+
+    def expand(self, *shape):
+        """PyTorch's expand: broadcast_to where -1 keeps a dim's size."""
+        shape = _shape_args(shape)
+        lead = len(shape) - self.ndim
+        return ops.broadcast_to(
+            self, tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
+        )
+
+    def unsqueeze(self, dim: int):
+        dim = dim + self.ndim + 1 if dim < 0 else dim
+        return ops.reshape(self, self.shape[:dim] + (1,) + self.shape[dim:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            return ops.reshape(self, tuple(n for n in self.shape if n != 1))
+        dims = {d % self.ndim for d in ((dim,) if isinstance(dim, int) else dim)}
+        return ops.reshape(
+            self, tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1))
+        )
+
+
+def _is_dtype_name(target) -> bool:
+    if not isinstance(target, str):
+        return False
+    try:
+        np.dtype(target)
+    except TypeError:
+        return False
+    return True
+
+
+def _shape_args(args) -> tuple:
+    """Accept f(2, 3) and f((2, 3)) alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+# --- creation ---------------------------------------------------------------------------------
+
+
+def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A new tensor holding a copy of data (Python floats become float32)."""
+    array = as_array(data, dtype, device)
+    if array is data or (isinstance(data, Tensor) and array is data.data):
+        array = array.copy()
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
+    shape = _shape_args(shape)
+    array = np.full(shape, fill, dtype=np.dtype(dtype))
+    if device is not None:
+        array = backend.to_device(array, backend.device(device))
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    return _filled(0, shape, dtype, requires_grad, device)
+
+
+def ones(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    return _filled(1, shape, dtype, requires_grad, device)
+
+
+def full(shape, fill_value, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    return _filled(fill_value, (shape,), dtype, requires_grad, device)
+
+
+def randn(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """Standard normal samples from the generator seeded by `manual_seed`."""
+    array = backend.generator().standard_normal(_shape_args(shape)).astype(dtype)
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def rand(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """Uniform samples in [0, 1) from the generator seeded by `manual_seed`."""
+    array = backend.generator().random(_shape_args(shape)).astype(dtype)
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, device=None):
+    """Like PyTorch: int arguments give int64, any float gives float32."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
+        dtype = np.float32 if is_float else np.int64
+    return Tensor(
+        np.arange(start, end, step, dtype=dtype), requires_grad=requires_grad, device=device
+    )
+
+
+def _like(t: Tensor, dtype, device):
+    return dict(dtype=t.dtype if dtype is None else dtype, device=device or t.device)
+
+
+def zeros_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return zeros(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def ones_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return ones(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def full_like(t: Tensor, fill_value, dtype=None, requires_grad=False, device=None) -> Tensor:
+    return full(t.shape, fill_value, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def randn_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return randn(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return rand(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+from . import ops  # noqa: E402  (ops need Tensor defined first)
