@@ -15,6 +15,8 @@ from .errors import DeviceError, DTypeError, GraphError, ShapeError
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64 = np.int32, np.int64
 
+_new_object = object.__new__
+
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
 
@@ -77,9 +79,10 @@ class Tensor:
         if requires_grad:
             self.requires_grad = True
 
-    @classmethod
-    def _from_op(cls, data, node) -> Tensor:
-        tensor = object.__new__(cls)
+    @staticmethod
+    def _from_op(data, node) -> Tensor:
+        """The fast constructor ops use: data is already an array, node is None or its Node."""
+        tensor = _new_object(Tensor)
         tensor.data = data
         tensor.grad = None
         tensor._requires_grad = node is not None

@@ -107,14 +107,14 @@ class Pow(Op):
     def backward(ctx, grad):
         xp, a, b = ctx.xp, ctx.a, ctx.b
         grad_a = grad_b = None
-        if ctx.needs_grad[0]:
-            # b * a^(b-1), taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan)
-            grad_a = grad * xp.where(b == 0, 0, b * xp.power(a, b - 1))
-        if ctx.needs_grad[1]:
-            # a^b * log(a), taken as 0 where a == 0 and b >= 0 (the one-sided limit)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_a = xp.log(a)
-            grad_b = grad * xp.where((a == 0) & (b >= 0), 0, ctx.out * log_a)
+        # where() picks the defined value after both branches ran: silence the discarded ones
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_grad[0]:
+                # b * a^(b-1), taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan)
+                grad_a = grad * xp.where(b == 0, 0, b * xp.power(a, b - 1))
+            if ctx.needs_grad[1]:
+                # a^b * log(a), taken as 0 where a == 0 and b >= 0 (the one-sided limit)
+                grad_b = grad * xp.where((a == 0) & (b >= 0), 0, ctx.out * xp.log(a))
         return grad_a, grad_b
 
 

@@ -137,8 +137,11 @@ class LogSumExp(Op):
     @staticmethod
     def forward(ctx, x):
         xp = ctx.xp
-        shift = x.max(axis=ctx.axis, keepdims=True)
-        shift = xp.where(xp.isfinite(shift), shift, 0)  # rows of -inf stay -inf, not nan
+        if any(x.shape[a] == 0 for a in ctx.axis):  # an empty sum of exps: log(0) = -inf
+            shift = xp.zeros([1 if i in ctx.axis else n for i, n in enumerate(x.shape)], x.dtype)
+        else:
+            shift = x.max(axis=ctx.axis, keepdims=True)
+            shift = xp.where(xp.isfinite(shift), shift, 0)  # rows of -inf stay -inf, not nan
         with np.errstate(divide="ignore"):
             out = xp.log(xp.exp(x - shift).sum(axis=ctx.axis, keepdims=True)) + shift
         ctx.save(x=x, out=out)

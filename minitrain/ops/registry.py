@@ -17,7 +17,18 @@ _OPS: dict[str, type[Op]] = {}
 
 # Names a ctx uses for itself; attributes and saved values may not take them.
 _CTX_FIELDS = frozenset(
-    {"op", "xp", "needs_grad", "recording", "shapes", "dtypes", "released", "save", "release"}
+    {
+        "op",
+        "xp",
+        "needs_grad",
+        "recording",
+        "shapes",
+        "dtypes",
+        "released",
+        "save",
+        "release",
+        "saved_values",
+    }
 )
 
 

@@ -1,0 +1,657 @@
+"""The op sample table: for every registered op, sample inputs, the call and its PyTorch twin."""
+
+from __future__ import annotations
+
+import operator
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import minitrain as mt
+from minitrain import ops
+
+try:
+    import torch
+except ImportError:  # the PyTorch comparison skips itself; the table still loads
+    torch = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One way to call an op.
+
+    `make(rng)` returns the inputs: floating arrays (become tensors), boolean or integer arrays
+    (tensors without grad), and anything else (numbers, indices), passed to both calls as is.
+    `call(*inputs)` runs minitrain, `ref(*inputs)` PyTorch on the same values. `grad` lists the
+    inputs that require grad (None: every floating array). `check` holds gradcheck keywords
+    (eps, atol, rtol, mode); `ref_rtol` / `ref_atol` the PyTorch tolerances; `float32=False`
+    where the op does not keep float32 in float32 out (cast).
+    """
+
+    name: str
+    make: Callable[[np.random.Generator], tuple]
+    call: Callable[..., Any]
+    ref: Callable[..., Any]
+    grad: tuple[int, ...] | None = None
+    check: dict = field(default_factory=dict)
+    ref_rtol: float = 1e-10
+    ref_atol: float = 1e-12
+    float32: bool = True
+
+    def differentiable(self, values) -> tuple[int, ...]:
+        """Indices of the inputs that require grad."""
+        if self.grad is not None:
+            return self.grad
+        return tuple(i for i, v in enumerate(values) if _is_float_array(v))
+
+
+def _is_float_array(value) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind == "f"
+
+
+def rng_for(op_name: str, sample: Sample) -> np.random.Generator:
+    """A generator seeded by the sample's id, so each sample draws the same inputs every run."""
+    return np.random.default_rng(zlib.crc32(f"{op_name}-{sample.name}".encode()))
+
+
+def minitrain_inputs(values, sample: Sample, dtype=None) -> list:
+    """The sample's values as minitrain inputs; floating arrays cast to `dtype` when given."""
+    grad = sample.differentiable(values)
+    inputs = []
+    for i, value in enumerate(values):
+        if isinstance(value, np.ndarray):
+            if dtype is not None and value.dtype.kind == "f":
+                value = value.astype(dtype)
+            inputs.append(mt.tensor(value, requires_grad=i in grad))
+        else:
+            inputs.append(value)
+    return inputs
+
+
+def torch_inputs(values, sample: Sample) -> list:
+    """The sample's values as PyTorch inputs (floating arrays keep float64)."""
+    grad = sample.differentiable(values)
+    return [
+        torch.tensor(v, requires_grad=i in grad) if isinstance(v, np.ndarray) else v
+        for i, v in enumerate(values)
+    ]
+
+
+# --- input draws ----------------------------------------------------------------------------
+
+
+class Draw:
+    """An input drawn from the sample's generator."""
+
+    def __init__(self, fn: Callable[[np.random.Generator], np.ndarray]):
+        self.fn = fn
+
+    def __call__(self, rng: np.random.Generator) -> np.ndarray:
+        return self.fn(rng)
+
+
+def draws(*specs) -> Callable[[np.random.Generator], tuple]:
+    """A `make` function: each spec a Draw (evaluated in order) or a constant (kept as is)."""
+    return lambda rng: tuple(s(rng) if isinstance(s, Draw) else s for s in specs)
+
+
+def normal(*shape: int) -> Draw:
+    return Draw(lambda rng: np.asarray(rng.standard_normal(shape), dtype=np.float64))
+
+
+def positive(*shape: int, low: float = 0.5, high: float = 2.0) -> Draw:
+    """Values in [low, high): safe for log, sqrt, division and real powers."""
+    return Draw(lambda rng: np.asarray(rng.uniform(low, high, shape), dtype=np.float64))
+
+
+def nonzero(*shape: int) -> Draw:
+    """Values with |x| in [0.5, 2): away from abs's kink and from division by zero."""
+    return Draw(
+        lambda rng: np.asarray(
+            rng.choice([-1.0, 1.0], shape) * rng.uniform(0.5, 2.0, shape), dtype=np.float64
+        )
+    )
+
+
+def off_grid(*shape: int, step: float = 0.3) -> Draw:
+    """Values near odd multiples of step/2: at least 0.3 * step from every multiple of `step`."""
+    return Draw(
+        lambda rng: np.asarray(
+            (rng.integers(-4, 4, shape) + 0.5) * step + rng.uniform(-0.2, 0.2, shape) * step,
+            dtype=np.float64,
+        )
+    )
+
+
+def on_grid(*shape: int, step: float = 0.3) -> Draw:
+    """Values near multiples of `step` (within 0.2 * step): never close to off_grid values."""
+    return Draw(
+        lambda rng: np.asarray(
+            rng.integers(-4, 5, shape) * step + rng.uniform(-0.2, 0.2, shape) * step,
+            dtype=np.float64,
+        )
+    )
+
+
+def distinct(*shape: int, offset: float = 0.0) -> Draw:
+    """Values at least 0.3 apart (no ties, for max/min), shuffled."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return Draw(
+        lambda rng: np.asarray(
+            rng.permutation(size).reshape(shape) * 0.5 + rng.uniform(-0.1, 0.1, shape) + offset,
+            dtype=np.float64,
+        )
+    )
+
+
+def mask(*shape: int) -> Draw:
+    return Draw(lambda rng: rng.random(shape) < 0.5)
+
+
+# --- PyTorch helpers ------------------------------------------------------------------------
+
+
+def _dims(x, axis):
+    """A minitrain axis as a PyTorch dim: None becomes every dim of x, spelled out."""
+    return tuple(range(x.ndim)) if axis is None else axis
+
+
+def _as_torch(*values):
+    """Numbers as float64 0-d tensors, for PyTorch functions that take only tensors."""
+    return [
+        v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float64) for v in values
+    ]
+
+
+def _torch_index(index):
+    """A numpy index with integer or boolean arrays as PyTorch tensors."""
+    items = index if isinstance(index, tuple) else (index,)
+    converted = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in items)
+    return converted if isinstance(index, tuple) else converted[0]
+
+
+def _torch_pad(pad_width):
+    """numpy (before, after) pairs as PyTorch's flat list, last dim first."""
+    return [n for before, after in reversed(pad_width) for n in (before, after)]
+
+
+# --- sample families ------------------------------------------------------------------------
+
+
+def _binary(call, ref, left=normal, right=normal, number=2.5) -> list[Sample]:
+    """Same shapes, broadcasting, 0-d tensors and a Python number on either side."""
+    return [
+        Sample("same_shape", draws(left(3, 4), right(3, 4)), call, ref),
+        Sample("broadcast_row", draws(left(3, 4), right(4)), call, ref),
+        Sample("broadcast_outer", draws(left(3, 1), right(1, 4)), call, ref),
+        Sample("broadcast_rank", draws(left(2, 3, 4), right(3, 1)), call, ref),
+        Sample("zero_d_right", draws(left(3, 4), right()), call, ref),
+        Sample("zero_d_both", draws(left(), right()), call, ref),
+        Sample("number_right", draws(left(3, 4), number), call, ref),
+        Sample("number_left", draws(number, right(2, 3)), call, ref),
+    ]
+
+
+def _unary(call, ref, values=normal) -> list[Sample]:
+    return [
+        Sample("matrix", draws(values(3, 4)), call, ref),
+        Sample("zero_d", draws(values()), call, ref),
+        Sample("3d", draws(values(2, 1, 3)), call, ref),
+    ]
+
+
+def _reduction(call, ref, values=normal, axes=None) -> list[Sample]:
+    """One sample per (shape, axis, keepdims); `call(x, axis, keepdims)`, `ref` likewise."""
+    axes = axes or [
+        ((3, 4), None, False),
+        ((3, 4), None, True),
+        ((3, 4), 0, False),
+        ((3, 4), -1, True),
+        ((2, 3, 4), (0, 2), False),
+        ((2, 3, 4), (-1, 0), True),
+        ((2, 3, 4), 1, False),
+        ((), None, False),
+    ]
+    samples = []
+    for shape, axis, keepdims in axes:
+        samples.append(
+            Sample(
+                _reduction_name(shape, axis, keepdims),
+                draws(values(*shape)),
+                lambda x, a=axis, k=keepdims: call(x, a, k),
+                lambda x, a=axis, k=keepdims: ref(x, a, k),
+            )
+        )
+    return samples
+
+
+def _reduction_name(shape, axis, keepdims) -> str:
+    """E.g. '2x3x4_axis-1_0_keep' or 'zero_d_axisNone'."""
+    dims = "x".join(map(str, shape)) or "zero_d"
+    axes = "_".join(map(str, axis)) if isinstance(axis, tuple) else str(axis)
+    return f"{dims}_axis{axes}" + ("_keep" if keepdims else "")
+
+
+def _getitem(name, shape, index, ref=None) -> Sample:
+    """x[index] on a normal x; PyTorch indexes with the same index unless `ref` is given."""
+    return Sample(
+        name,
+        draws(normal(*shape)),
+        lambda x: ops.getitem(x, index),
+        ref or (lambda x: x[_torch_index(index)]),
+    )
+
+
+def _pad(name, shape, pad_width, value=0.0) -> Sample:
+    return Sample(
+        name,
+        draws(normal(*shape)),
+        lambda x: ops.pad(x, pad_width, value),
+        lambda x: torch.nn.functional.pad(x, _torch_pad(pad_width), value=value),
+    )
+
+
+def _joined(name, shapes, call, ref) -> Sample:
+    """concat / stack of len(shapes) normal tensors: `call(list_of_tensors)`."""
+    return Sample(
+        name,
+        draws(*(normal(*s) for s in shapes)),
+        lambda *xs: call(list(xs)),
+        lambda *xs: ref(list(xs)),
+    )
+
+
+def _matmul(name, shape_a, shape_b) -> Sample:
+    return Sample(
+        name,
+        draws(normal(*shape_a), normal(*shape_b)),
+        ops.matmul,
+        lambda a, b: torch.matmul(a, b),
+    )
+
+
+# To cover a new op, add `"name": [Sample(...), ...]` below: its inputs, the minitrain call and
+# the PyTorch reference (refs reach torch only when called, so the table loads without it).
+# Keep inputs away from kinks (ties, clip bounds, |x| at 0, log/sqrt of x <= 0); a kink gets
+# its own hand-derived test in test_ops.py. clip's bounds below sit on multiples of 0.25, which
+# off_grid(step=0.25) values avoid.
+SAMPLES: dict[str, list[Sample]] = {
+    # --- elementwise ------------------------------------------------------------------------
+    "add": _binary(ops.add, operator.add),
+    "sub": _binary(ops.sub, operator.sub),
+    "mul": _binary(ops.mul, operator.mul),
+    "div": _binary(ops.div, operator.truediv, right=nonzero),
+    "neg": _unary(ops.neg, operator.neg),
+    "exp": _unary(ops.exp, lambda x: torch.exp(x)),
+    "log": _unary(ops.log, lambda x: torch.log(x), values=positive),
+    "sqrt": _unary(ops.sqrt, lambda x: torch.sqrt(x), values=positive),
+    "abs": _unary(ops.abs, lambda x: torch.abs(x), values=nonzero),
+    "maximum": _binary(
+        ops.maximum, lambda a, b: torch.maximum(*_as_torch(a, b)), off_grid, on_grid, 0.6
+    ),
+    "minimum": _binary(
+        ops.minimum, lambda a, b: torch.minimum(*_as_torch(a, b)), off_grid, on_grid, 0.6
+    ),
+    "pow": [
+        Sample(name, draws(*specs), ops.pow, lambda a, b: torch.pow(a, b))
+        for name, specs in [
+            ("tensor_tensor", (positive(3, 4), normal(3, 4))),
+            ("broadcast", (positive(3, 1), normal(4))),
+            ("zero_d_exponent", (positive(2, 3), normal())),
+            ("number_exponent", (positive(2, 3), 2.5)),
+            ("int_exponent_negative_base", (normal(2, 3), 3)),
+            ("negative_exponent", (positive(4), -1.5)),
+            ("number_base", (1.7, normal(2, 3))),
+        ]
+    ],
+    "where": [
+        Sample(
+            "same_shape",
+            draws(mask(3, 4), normal(3, 4), normal(3, 4)),
+            ops.where,
+            lambda c, a, b: torch.where(c, a, b),
+        ),
+        Sample(
+            "broadcast",
+            draws(mask(3, 1), normal(1, 4), normal(4)),
+            ops.where,
+            lambda c, a, b: torch.where(c, a, b),
+        ),
+        Sample(
+            "broadcast_cond",
+            draws(mask(2, 3, 4), normal(3, 1), normal(4)),
+            ops.where,
+            lambda c, a, b: torch.where(c, a, b),
+        ),
+        Sample(
+            "number_b",
+            draws(mask(3, 4), normal(3, 4), 0.0),
+            ops.where,
+            lambda c, a, b: torch.where(c, a, b),
+        ),
+        Sample(
+            "zero_d_a",
+            draws(mask(3, 4), normal(), normal(3, 4)),
+            ops.where,
+            lambda c, a, b: torch.where(c, a, b),
+        ),
+    ],
+    "clip": [
+        Sample(
+            "both",
+            draws(off_grid(4, 5, step=0.25)),
+            lambda x: ops.clip(x, -0.5, 0.5),
+            lambda x: torch.clamp(x, -0.5, 0.5),
+        ),
+        Sample(
+            "min_only",
+            draws(off_grid(4, 5, step=0.25)),
+            lambda x: ops.clip(x, -0.25, None),
+            lambda x: torch.clamp(x, min=-0.25),
+        ),
+        Sample(
+            "max_only",
+            draws(off_grid(4, 5, step=0.25)),
+            lambda x: ops.clip(x, None, 0.25),
+            lambda x: torch.clamp(x, max=0.25),
+        ),
+        Sample(
+            "int_bounds",
+            draws(off_grid(3, 4, step=0.25)),
+            lambda x: ops.clip(x, -1, 0),
+            lambda x: torch.clamp(x, -1, 0),
+        ),
+        Sample(
+            "zero_d",
+            draws(off_grid(step=0.25)),
+            lambda x: ops.clip(x, -0.5, 0.5),
+            lambda x: torch.clamp(x, -0.5, 0.5),
+        ),
+    ],
+    "cast": [
+        Sample(
+            "to_float32",
+            draws(normal(3, 4)),
+            lambda x: ops.cast(x, np.float32),
+            lambda x: x.to(torch.float32),
+            check={"eps": 1e-3, "atol": 1e-3},
+            float32=False,
+        ),
+        Sample(
+            "to_float64",
+            draws(normal(3, 4)),
+            lambda x: ops.cast(x, "float64"),
+            lambda x: x.to(torch.float64),
+            float32=False,
+        ),
+    ],
+    "to_device": [
+        Sample(
+            "cpu", draws(normal(3, 4)), lambda x: ops.to_device(x, "cpu"), lambda x: x.to("cpu")
+        ),
+        Sample(
+            "cpu_device_object_zero_d",
+            draws(normal()),
+            lambda x: ops.to_device(x, mt.device("cpu")),
+            lambda x: x.to("cpu"),
+        ),
+    ],
+    # --- reductions -------------------------------------------------------------------------
+    "sum": _reduction(ops.sum, lambda x, a, k: torch.sum(x, _dims(x, a), keepdim=k))
+    + [
+        Sample(
+            "empty_axis",
+            draws(normal(2, 0, 3)),
+            lambda x: ops.sum(x, axis=1),
+            lambda x: torch.sum(x, 1),
+        ),
+        Sample(
+            "empty_all",
+            draws(normal(2, 0)),
+            lambda x: ops.sum(x),
+            lambda x: torch.sum(x),
+        ),
+        Sample(
+            "empty_result",
+            draws(normal(0, 3)),
+            lambda x: ops.sum(x, axis=1, keepdims=True),
+            lambda x: torch.sum(x, 1, keepdim=True),
+        ),
+    ],
+    "mean": _reduction(ops.mean, lambda x, a, k: torch.mean(x, _dims(x, a), keepdim=k)),
+    "max": _reduction(
+        ops.max, lambda x, a, k: torch.amax(x, _dims(x, a), keepdim=k), values=distinct
+    ),
+    "min": _reduction(
+        ops.min, lambda x, a, k: torch.amin(x, _dims(x, a), keepdim=k), values=distinct
+    ),
+    "var": _reduction(
+        ops.var,
+        lambda x, a, k: torch.var(x, a, keepdim=k, correction=1),
+        axes=[
+            ((3, 4), None, False),
+            ((3, 4), None, True),
+            ((3, 4), 0, False),
+            ((3, 4), -1, True),
+            ((2, 3, 4), (0, 2), False),
+            ((2, 3, 4), (-1, 0), True),
+        ],
+    )
+    + [
+        Sample(
+            f"correction{c}_axis{axis}",
+            draws(normal(3, 4)),
+            lambda x, c=c, axis=axis: ops.var(x, axis, False, correction=c),
+            lambda x, c=c, axis=axis: torch.var(x, axis, correction=c),
+        )
+        for c, axis in [(0, None), (0, 1), (2, 1), (0, -2)]
+    ],
+    "logsumexp": _reduction(
+        ops.logsumexp, lambda x, a, k: torch.logsumexp(x, _dims(x, a), keepdim=k)
+    )
+    + [
+        Sample(
+            "large_values",
+            draws(Draw(lambda rng: 1e3 + rng.standard_normal((3, 4)))),
+            lambda x: ops.logsumexp(x, axis=1),
+            lambda x: torch.logsumexp(x, 1),
+        ),
+        Sample(
+            "empty_axis",
+            draws(normal(2, 0)),
+            lambda x: ops.logsumexp(x, axis=1),
+            lambda x: torch.logsumexp(x, 1),
+        ),
+    ],
+    # --- shape ------------------------------------------------------------------------------
+    "reshape": [
+        Sample(
+            name,
+            draws(normal(*old)),
+            lambda x, new=new: ops.reshape(x, new),
+            lambda x, new=new: torch.reshape(x, new if isinstance(new, tuple) else (new,)),
+        )
+        for name, old, new in [
+            ("matrix", (2, 6), (3, 4)),
+            ("infer", (2, 3, 4), (4, -1)),
+            ("int_shape", (2, 3), 6),
+            ("to_zero_d", (1,), ()),
+            ("from_zero_d", (), (1, 1)),
+            ("empty", (0, 3), (3, 0)),
+            ("empty_infer", (2, 0), (-1, 4)),
+        ]
+    ],
+    "flatten": [
+        Sample(
+            name,
+            draws(normal(*shape)),
+            lambda x, s=start, e=end: ops.flatten(x, s, e),
+            lambda x, s=start, e=end: torch.flatten(x, s, e),
+        )
+        for name, shape, start, end in [
+            ("all", (2, 3, 4), 0, -1),
+            ("trailing", (2, 3, 4), 1, -1),
+            ("leading", (2, 3, 4), 0, 1),
+            ("negative_dims", (2, 3, 4, 2), -3, -2),
+            ("one_dim", (2, 3), 1, 1),
+            ("zero_d", (), 0, -1),
+        ]
+    ],
+    "transpose": [
+        Sample(
+            f"dims{d0}_{d1}",
+            draws(normal(*shape)),
+            lambda x, d0=d0, d1=d1: ops.transpose(x, d0, d1),
+            lambda x, d0=d0, d1=d1: torch.transpose(x, d0, d1),
+        )
+        for shape, d0, d1 in [((3, 4), 0, 1), ((2, 3, 4), 0, 2), ((2, 3, 4), -1, -2)]
+    ],
+    "permute": [
+        Sample(
+            "dims" + "_".join(map(str, dims)),
+            draws(normal(*shape)),
+            lambda x, dims=dims: ops.permute(x, dims),
+            lambda x, dims=dims: torch.permute(x, dims),
+        )
+        for shape, dims in [((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (-1, 0, 1)), ((3, 4), (1, 0))]
+    ],
+    "broadcast_to": [
+        Sample(
+            name,
+            draws(normal(*shape)),
+            lambda x, new=new: ops.broadcast_to(x, new),
+            lambda x, new=new: torch.broadcast_to(x, new),
+        )
+        for name, shape, new in [
+            ("new_and_stretched_dims", (3, 1), (2, 3, 4)),
+            ("leading", (4,), (3, 4)),
+            ("zero_d", (), (2, 3)),
+            ("same", (2, 3), (2, 3)),
+        ]
+    ],
+    "getitem": [
+        _getitem("slices", (4, 5), (slice(1, 3), slice(None, None, 2))),
+        _getitem("int_and_slice", (4, 5), (-1, slice(1, None))),
+        _getitem("scalar_element", (4, 5), (2, 3)),
+        _getitem(
+            "negative_steps",
+            (4, 5),
+            (slice(None, None, -1), slice(3, 0, -2)),
+            ref=lambda x: torch.flip(x, [0])[:, [3, 1]],
+        ),
+        _getitem("negative_step_1d", (6,), slice(4, None, -2), ref=lambda x: x[[4, 2, 0]]),
+        _getitem("none_ellipsis", (2, 3, 4), (None, Ellipsis, 1)),
+        _getitem("ellipsis_step", (2, 3, 4), (Ellipsis, slice(None, None, 2))),
+        _getitem("int_array_repeated", (4, 3), np.array([0, 0, 2, 3, 0])),
+        _getitem("list_repeated", (4,), [1, 1, 0]),
+        _getitem("int_arrays_2d_repeated", (3, 4), (np.array([0, 0, 2]), np.array([1, 1, 3]))),
+        _getitem("slice_then_int_array", (3, 4), (slice(None), np.array([2, 0, 2]))),
+        _getitem("bool_mask", (3, 4), np.arange(12).reshape(3, 4) % 3 == 0),
+        _getitem("bool_mask_rows", (4, 3), np.array([True, False, True, True])),
+        _getitem("slice_then_bool_mask", (2, 3), (slice(None), np.array([True, False, True]))),
+        _getitem(
+            "int_array_then_negative_step",
+            (3, 4),
+            ([0, 2, 0], slice(None, None, -1)),
+            ref=lambda x: torch.flip(x, [1])[[0, 2, 0]],
+        ),
+        Sample(
+            "tensor_index_repeated",
+            draws(normal(4, 2)),
+            lambda x: ops.getitem(x, mt.tensor(np.array([3, 1, 3]))),
+            lambda x: x[torch.tensor([3, 1, 3])],
+        ),
+    ],
+    "concat": [
+        _joined("axis0", [(2, 3), (4, 3)], ops.concat, lambda xs: torch.cat(xs, 0)),
+        _joined(
+            "axis_minus1_three",
+            [(2, 3), (2, 1), (2, 2)],
+            lambda xs: ops.concat(xs, -1),
+            lambda xs: torch.cat(xs, -1),
+        ),
+        _joined(
+            "axis_minus2_3d",
+            [(2, 1, 3), (2, 2, 3)],
+            lambda xs: ops.concat(xs, -2),
+            lambda xs: torch.cat(xs, -2),
+        ),
+        _joined(
+            "with_empty",
+            [(2, 0), (2, 3)],
+            lambda xs: ops.concat(xs, 1),
+            lambda xs: torch.cat(xs, 1),
+        ),
+        _joined("single", [(3,)], ops.concat, lambda xs: torch.cat(xs, 0)),
+    ],
+    "stack": [
+        _joined("axis0", [(2, 3), (2, 3)], ops.stack, lambda xs: torch.stack(xs, 0)),
+        _joined(
+            "axis_minus1_three",
+            [(2, 3), (2, 3), (2, 3)],
+            lambda xs: ops.stack(xs, -1),
+            lambda xs: torch.stack(xs, -1),
+        ),
+        _joined(
+            "axis1_vectors",
+            [(4,), (4,)],
+            lambda xs: ops.stack(xs, 1),
+            lambda xs: torch.stack(xs, 1),
+        ),
+        _joined("zero_d", [(), (), ()], ops.stack, lambda xs: torch.stack(xs, 0)),
+    ],
+    "pad": [
+        _pad("asymmetric_2d", (2, 3), ((1, 2), (0, 3))),
+        _pad("value_3d", (2, 2, 3), ((0, 0), (2, 1), (1, 0)), value=1.5),
+        _pad("asymmetric_1d", (4,), ((3, 1),), value=-2.0),
+        _pad("none", (2, 3), ((0, 0), (0, 0))),
+    ],
+    # --- linear algebra ---------------------------------------------------------------------
+    "matmul": [
+        _matmul("mat_mat", (3, 4), (4, 2)),
+        _matmul("vec_mat", (4,), (4, 2)),
+        _matmul("mat_vec", (3, 4), (4,)),
+        _matmul("vec_vec", (4,), (4,)),
+        _matmul("batched", (2, 3, 4), (2, 4, 5)),
+        _matmul("batched_broadcast", (2, 1, 3, 4), (3, 4, 2)),
+        _matmul("batch_times_mat", (2, 3, 4), (4, 2)),
+        _matmul("vec_batched", (4,), (2, 4, 3)),
+        _matmul("batched_vec", (2, 3, 4), (4,)),
+    ],
+    "linear": [
+        Sample(
+            "bias",
+            draws(normal(3, 4), normal(2, 4), normal(2)),
+            ops.linear,
+            lambda x, w, b: torch.nn.functional.linear(x, w, b),
+        ),
+        Sample(
+            "no_bias",
+            draws(normal(3, 4), normal(2, 4)),
+            ops.linear,
+            lambda x, w: torch.nn.functional.linear(x, w),
+        ),
+        Sample(
+            "batched",
+            draws(normal(2, 3, 4), normal(5, 4), normal(5)),
+            ops.linear,
+            lambda x, w, b: torch.nn.functional.linear(x, w, b),
+        ),
+        Sample(
+            "vector_input",
+            draws(normal(4), normal(3, 4), normal(3)),
+            ops.linear,
+            lambda x, w, b: torch.nn.functional.linear(x, w, b),
+        ),
+        Sample(
+            "frozen_weight",
+            draws(normal(3, 4), normal(2, 4), normal(2)),
+            ops.linear,
+            lambda x, w, b: torch.nn.functional.linear(x, w, b),
+            grad=(0, 2),
+        ),
+    ],
+}
