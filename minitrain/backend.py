@@ -3,6 +3,7 @@ switch for numba kernels."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 
@@ -141,3 +142,24 @@ def set_numba(enabled: bool) -> bool:
     global _numba_enabled
     previous, _numba_enabled = _numba_enabled, bool(enabled)
     return previous
+
+
+def jit(**options):
+    """Decorator: `numba.njit(cache=True, **options)` applied on the first call, so importing
+    minitrain neither imports numba nor compiles anything. The plain Python function stays
+    reachable as `.py_func`."""
+
+    def decorate(fn):
+        compiled = None
+
+        @functools.wraps(fn)
+        def call(*args):
+            nonlocal compiled
+            if compiled is None:
+                compiled = importlib.import_module("numba").njit(cache=True, **options)(fn)
+            return compiled(*args)
+
+        call.py_func = fn
+        return call
+
+    return decorate
