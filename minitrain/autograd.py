@@ -71,13 +71,21 @@ class enable_grad(_GradMode):  # noqa: N801
 
 
 class set_grad_enabled(_GradMode):  # noqa: N801
-    """Set recording on or off: `with set_grad_enabled(training): ...`."""
+    """Set recording on or off, as PyTorch's: takes effect when called
+    (`set_grad_enabled(False)`), and as a context manager or decorator restores the previous
+    mode afterwards (`with set_grad_enabled(training): ...`)."""
 
     def __init__(self, mode: bool):
         super().__init__()
         self.enabled = bool(mode)
+        self._previous.append(_state.enabled)
+        _state.enabled = self.enabled
+
+    def __enter__(self):
+        return self  # the mode was set in __init__
 
     def __call__(self, fn):
+        _state.enabled = self._previous.pop()  # as a decorator, construction changes nothing
         mode = self.enabled
 
         @functools.wraps(fn)
@@ -184,10 +192,12 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None):
     pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
     leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
     heap: list = []
-    captured: dict = {}
-    capture_nodes = {}
-    if capture is not None:
-        capture_nodes = {t.node: i for i, t in enumerate(capture) if t.node is not None}
+    captured: dict = {}  # position in capture -> gradient
+    capture_nodes: dict = {}  # Node -> positions in capture of the tensors it produced
+    capture_leaves: dict = {}  # id(leaf) -> positions in capture
+    for position, tensor in enumerate(capture or ()):
+        where = capture_leaves if tensor.node is None else capture_nodes
+        where.setdefault(id(tensor) if tensor.node is None else tensor.node, []).append(position)
 
     def send(target, grad):
         if type(target) is Node:
@@ -214,7 +224,8 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None):
             if node.retained is not None and (tensor := node.retained()) is not None:
                 tensor._accumulate_grad(grad)
         elif node in capture_nodes:
-            captured[capture_nodes[node]] = grad
+            for position in capture_nodes[node]:
+                captured[position] = grad
         ctx, op = node.ctx, node.op
         if ctx.released:
             raise GraphError(
@@ -245,14 +256,13 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None):
             else:
                 send(parent, g)
 
-    positions = {} if capture is None else {id(t): i for i, t in enumerate(capture)}
     for leaf, grad in leaf_grads.values():
         if leaf._hooks:
             grad = _run_hooks(leaf._hooks, grad)
         if capture is None:
             leaf._accumulate_grad(grad)
-        elif id(leaf) in positions:
-            captured[positions[id(leaf)]] = grad
+        for position in capture_leaves.get(id(leaf), ()):
+            captured[position] = grad
     if capture is None:
         return None
     return [captured.get(i) for i in range(len(capture))]

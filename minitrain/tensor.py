@@ -456,21 +456,26 @@ class Tensor:
         return ops.broadcast_to(self, _shape_args(shape))
 
     def expand(self, *shape):
-        """PyTorch's expand: broadcast_to where -1 keeps a dim's size."""
+        """PyTorch's expand: broadcast_to where -1 keeps an existing dim's size."""
         shape = _shape_args(shape)
         lead = len(shape) - self.ndim
+        if any(n == -1 for n in shape[: max(lead, 0)]):
+            raise ShapeError(f"expand: -1 in a new leading dim of {shape} (tensor {self.shape})")
         return ops.broadcast_to(
             self, tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
         )
 
     def unsqueeze(self, dim: int):
-        dim = dim + self.ndim + 1 if dim < 0 else dim
+        """A new dim of size 1 at `dim` (from -ndim-1 to ndim)."""
+        (dim,) = normalize_axis(dim, self.ndim + 1, "unsqueeze")
         return ops.reshape(self, self.shape[:dim] + (1,) + self.shape[dim:])
 
     def squeeze(self, dim=None):
+        """Dims of size 1 removed: all of them, or those among `dim` (an int or a tuple)."""
         if dim is None:
-            return ops.reshape(self, tuple(n for n in self.shape if n != 1))
-        dims = {d % self.ndim for d in ((dim,) if isinstance(dim, int) else dim)}
+            dims = range(self.ndim)
+        else:
+            dims = normalize_axis(dim, self.ndim, "squeeze")
         return ops.reshape(
             self, tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1))
         )
@@ -573,3 +578,4 @@ def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -
 
 
 from . import ops  # noqa: E402  (ops need Tensor defined first)
+from .ops.reduction import normalize_axis  # noqa: E402

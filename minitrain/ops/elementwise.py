@@ -276,6 +276,7 @@ class Cast(Op):
     name = "cast"
     inputs = ("x",)
     attrs = ("dtype",)
+    exact_dtype = True
 
     @staticmethod
     def forward(ctx, x):

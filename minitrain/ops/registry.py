@@ -95,7 +95,9 @@ class Op(metaclass=_OpType):
     - `attrs`: names of the non-tensor arguments, readable as `ctx.<name>`;
     - `saved`: names of what forward saves with `ctx.save(...)` for backward;
     - `grad_kernel`: display name of its backward kernel (default: class name + 'Grad');
-    - `broadcast`: inputs broadcast against each other, and the engine sums their gradients back.
+    - `broadcast`: inputs broadcast against each other, and the engine sums their gradients back;
+    - `exact_dtype`: the output dtype is what forward chose (cast). Otherwise a float64 output
+      that numpy promoted from ints, Python numbers or float32 becomes float32, as in PyTorch.
 
     and then `forward(ctx, *arrays) -> array` and `backward(ctx, grad) -> grads`, both on arrays,
     one gradient per input (None where `ctx.needs_grad[i]` is False). Optional `numba_forward` /
@@ -109,6 +111,7 @@ class Op(metaclass=_OpType):
     grad_kernel: ClassVar[str] = ""
     broadcast: ClassVar[bool] = False
     variadic: ClassVar[bool] = False
+    exact_dtype: ClassVar[bool] = False
     numba_forward: ClassVar = None
     numba_backward: ClassVar = None
 
@@ -239,6 +242,13 @@ def _apply(op, inputs, attrs):
         raise
     if type(out) is not np.ndarray:
         out = xp.asarray(out)
+    if (
+        out.dtype == np.float64
+        and not op.exact_dtype
+        and not any(getattr(a, "dtype", None) == np.float64 for a in arrays)
+    ):
+        # numpy made float64 from ints and Python numbers; like PyTorch, the default is float32
+        out = out.astype(np.float32)
     if not recording:
         return Tensor._from_op(out, None)
 
