@@ -22,15 +22,19 @@ class Result:
         return None if self.torch_s is None else self.minitrain_s / self.torch_s
 
 
-def best_time(fn, number: int, repeat: int = 7) -> float:
-    """Seconds per call of fn: the best of `repeat` rounds of `number` calls (after a warm-up)."""
-    fn()
-    best = float("inf")
+def best_times(fns, number: int, repeat: int = 7) -> list[float]:
+    """Seconds per call of each fn: the best of `repeat` rounds of `number` calls, after a
+    warm-up. Rounds alternate between the functions, so a change in machine load during the run
+    reaches all of them alike and their ratio stays fair."""
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[i] = min(best[i], (time.perf_counter() - start) / number)
     return best
 
 

@@ -237,10 +237,15 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None):
             grads = op.backward(ctx, grad)
         else:
             grads = op.run_backward(ctx, grad)
-        if not retain_graph:
+        if op.saved and not retain_graph:
             ctx.release()
         if type(grads) is not tuple:
             grads = (grads,)
+        if len(grads) != len(node.parents):
+            raise GraphError(
+                f"{node.name}: backward returned {len(grads)} gradients for "
+                f"{len(node.parents)} inputs"
+            )
         shapes, dtypes = ctx.shapes, ctx.dtypes
         for index, parent in enumerate(node.parents):
             if parent is None or (g := grads[index]) is None:

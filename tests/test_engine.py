@@ -994,3 +994,23 @@ def test_tape_keeps_its_nodes_alive():
     assert tape.saved_bytes() == 400
     del tape
     assert node_ref() is None
+
+
+class _TooFewGrads(Op, register=False):
+    name = "too_few_grads"
+    inputs = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad,)
+
+
+def test_backward_returning_too_few_gradients_raises_naming_the_op():
+    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    with pytest.raises(GraphError, match=r"_TooFewGradsGrad: backward returned 1 gradients for 2"):
+        _TooFewGrads.apply(a, b).sum().backward()
+    assert a.grad is None and b.grad is None

@@ -14,6 +14,8 @@ from ..errors import DeviceError, DTypeError, GraphError, ShapeError
 from ..tensor import Tensor, as_array
 
 _OPS: dict[str, type[Op]] = {}
+_FLOAT64 = np.dtype(np.float64)
+
 
 # Names a ctx uses for itself; attributes and saved values may not take them.
 _CTX_FIELDS = frozenset(
@@ -41,12 +43,13 @@ class Ctx:
     `shapes[i]` / `dtypes[i]` of the inputs.
     """
 
+    released = False  # set once backward has freed the saved values
+
     def __init__(self, op, xp, needs_grad, recording, attrs):
         self.op = op
         self.xp = xp
         self.needs_grad = needs_grad
         self.recording = recording
-        self.released = False
         if attrs:
             self.__dict__.update(attrs)
 
@@ -141,8 +144,78 @@ class Op(metaclass=_OpType):
 
     @classmethod
     def apply(cls, *inputs, **attrs):
-        """Run the op on tensors (or numbers and arrays), recording it when a gradient is needed."""
-        return _apply(cls, inputs, attrs)
+        """Run the op on tensors (or numbers and arrays), recording it when a gradient is needed.
+
+        The one place every op passes through: check, run forward, and (when an input requires
+        grad and recording is on) validate the saved list and record a Node.
+        """
+        if len(attrs) != len(cls.attrs) or (attrs and attrs.keys() != cls._attr_names):
+            raise GraphError(
+                f"{cls.name}: expected attributes {sorted(cls.attrs)}, got {sorted(attrs)}"
+            )
+        if cls.variadic:
+            if len(inputs) != 1 or isinstance(inputs[0], Tensor):
+                raise DTypeError(f"{cls.name}: '{cls.inputs[0]}' must be a sequence of tensors")
+            inputs = tuple(inputs[0])
+            if not inputs:
+                raise ShapeError(f"{cls.name}: '{cls.inputs[0]}' is empty")
+        elif len(inputs) != len(cls.inputs):
+            raise DTypeError(f"{cls.name}: takes inputs {cls.inputs}, got {len(inputs)} values")
+
+        # One pass over the inputs collects what forward needs (arrays) and what recording
+        # needs (where each gradient goes, input shapes and dtypes): this is the hot path.
+        arrays, parents, shapes, dtypes = [], [], [], []
+        any_grad = False
+        for index, value in enumerate(inputs):
+            if isinstance(value, Tensor):
+                array = value.data
+                if value._requires_grad:
+                    any_grad = True
+                    parents.append(value if value.node is None else value.node)
+                else:
+                    parents.append(None)
+            else:
+                array = _operand(value, cls, index)
+                parents.append(None)
+            arrays.append(array)
+            if hasattr(array, "dtype"):
+                shapes.append(array.shape)
+                dtypes.append(array.dtype)
+            else:
+                shapes.append(())
+                dtypes.append(None)
+        xp = np if backend._cupy is None else backend.array_module(*arrays)
+        if xp is not np:
+            _check_same_device(cls, arrays)
+        recording = any_grad and _state.enabled
+        if recording:
+            needs_grad = tuple([parent is not None for parent in parents])
+        else:
+            needs_grad = (False,) * len(arrays)
+        ctx = Ctx(cls, xp, needs_grad, recording, attrs)
+
+        forward = cls.forward
+        if cls.numba_forward is not None and xp is np and backend.numba_enabled():
+            forward = cls.numba_forward
+        try:
+            out = forward(ctx, *arrays)
+        except ValueError:
+            if cls.broadcast:  # numpy's broadcasting error becomes ours, naming op and shapes
+                _check_broadcast(cls, arrays)
+            raise
+        if type(out) is not np.ndarray:
+            out = xp.asarray(out)
+        if out.dtype == _FLOAT64 and not cls.exact_dtype and not _any_float64(dtypes):
+            # numpy made float64 from ints and Python numbers; like PyTorch, the default is float32
+            out = out.astype(np.float32)
+        if not recording:
+            return Tensor._from_op(out, None)
+
+        if cls.saved and not cls._saved_names <= ctx.__dict__.keys():
+            raise GraphError(f"{cls.name}: forward did not save {cls.saved} for its backward")
+        ctx.shapes = tuple(shapes)
+        ctx.dtypes = tuple(dtypes)
+        return Tensor._from_op(out, Node(cls, ctx, tuple(parents)))
 
     @classmethod
     def run_backward(cls, ctx, grad):
@@ -201,68 +274,9 @@ def _check_broadcast(op, arrays) -> None:
         raise ShapeError(f"{op.name}: shapes do not broadcast: {given}") from None
 
 
-def _apply(op, inputs, attrs):
-    if len(attrs) != len(op.attrs) or (attrs and attrs.keys() != op._attr_names):
-        raise GraphError(f"{op.name}: expected attributes {sorted(op.attrs)}, got {sorted(attrs)}")
-    if op.variadic:
-        if len(inputs) != 1 or isinstance(inputs[0], Tensor):
-            raise DTypeError(f"{op.name}: '{op.inputs[0]}' must be a sequence of tensors")
-        inputs = tuple(inputs[0])
-        if not inputs:
-            raise ShapeError(f"{op.name}: '{op.inputs[0]}' is empty")
-    elif len(inputs) != len(op.inputs):
-        raise DTypeError(f"{op.name}: takes inputs {op.inputs}, got {len(inputs)} values")
-
-    arrays = []
-    any_grad = False
-    for index, value in enumerate(inputs):
-        if isinstance(value, Tensor):
-            arrays.append(value.data)
-            any_grad = any_grad or value._requires_grad
-        else:
-            arrays.append(_operand(value, op, index))
-    xp = np if backend._cupy is None else backend.array_module(*arrays)
-    if xp is not np:
-        _check_same_device(op, arrays)
-    recording = any_grad and _state.enabled
-    if recording:
-        needs_grad = tuple(isinstance(v, Tensor) and v._requires_grad for v in inputs)
-    else:
-        needs_grad = (False,) * len(arrays)
-    ctx = Ctx(op, xp, needs_grad, recording, attrs)
-
-    forward = op.forward
-    if op.numba_forward is not None and xp is np and backend.numba_enabled():
-        forward = op.numba_forward
-    try:
-        out = forward(ctx, *arrays)
-    except ValueError:
-        if op.broadcast:  # numpy's broadcasting error becomes ours, naming op and shapes
-            _check_broadcast(op, arrays)
-        raise
-    if type(out) is not np.ndarray:
-        out = xp.asarray(out)
-    if (
-        out.dtype == np.float64
-        and not op.exact_dtype
-        and not any(getattr(a, "dtype", None) == np.float64 for a in arrays)
-    ):
-        # numpy made float64 from ints and Python numbers; like PyTorch, the default is float32
-        out = out.astype(np.float32)
-    if not recording:
-        return Tensor._from_op(out, None)
-
-    if op.saved and not op._saved_names <= ctx.__dict__.keys():
-        raise GraphError(f"{op.name}: forward did not save {op.saved} for its backward")
-    ctx.shapes = tuple([a.shape if hasattr(a, "shape") else () for a in arrays])
-    ctx.dtypes = tuple([a.dtype if hasattr(a, "dtype") else None for a in arrays])
-    parents = tuple(
-        [
-            (v if v.node is None else v.node) if need else None
-            for v, need in zip(inputs, needs_grad, strict=True)
-        ]
-    )
-    return Tensor._from_op(out, Node(op, ctx, parents))
+def _any_float64(dtypes) -> bool:
+    # not `_FLOAT64 in dtypes`: numpy reads dtype None as float64, so dtype('float64') == None
+    return any(d is not None and d == _FLOAT64 for d in dtypes)
 
 
 def _check_same_device(op, arrays) -> None:
