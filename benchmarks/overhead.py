@@ -1,6 +1,6 @@
 """Per-op overhead: a chain of 100 elementwise ops on a 4x4 tensor, forward plus backward,
 against PyTorch eager in the same process. At this size the arithmetic is negligible, so the
-number is the framework's own cost per recorded op."""
+number is the framework's own cost per recorded op. Alone: `python -m benchmarks.overhead`."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ class _GradState(threading.local):
 
 
 _state = _GradState()
+_tape_count_lock = threading.Lock()
 
 
 def is_grad_enabled() -> bool:
@@ -112,8 +113,9 @@ class Node:
         self.seq = next(_sequence)
         self.hooks = None  # hooks registered on the (non-leaf) tensor this node produced
         self.retained = None  # weakref to that tensor after retain_grad()
-        for tape in _state.tapes:
-            tape.nodes.append(self)
+        if Tape.open_count:  # any thread: only then look at this thread's tapes
+            for tape in _state.tapes:
+                tape.nodes.append(self)
 
     @property
     def name(self) -> str:
@@ -370,15 +372,21 @@ class Tape:
     The tape keeps its nodes (and so their saved arrays) alive as long as it lives.
     """
 
+    open_count = 0  # tapes open in all threads; recording skips the tape lookup while it is 0
+
     def __init__(self):
         self.nodes: list[Node] = []
 
     def __enter__(self):
+        with _tape_count_lock:
+            Tape.open_count += 1
         _state.tapes.append(self)
         return self
 
     def __exit__(self, *exc_info):
         _state.tapes.remove(self)
+        with _tape_count_lock:
+            Tape.open_count -= 1
 
     def __len__(self):
         return len(self.nodes)

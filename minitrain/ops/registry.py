@@ -164,19 +164,22 @@ class Op(metaclass=_OpType):
 
         # One pass over the inputs collects what forward needs (arrays) and what recording
         # needs (where each gradient goes, input shapes and dtypes): this is the hot path.
-        arrays, parents, shapes, dtypes = [], [], [], []
+        arrays, parents, needs_grad, shapes, dtypes = [], [], [], [], []
         any_grad = False
-        for index, value in enumerate(inputs):
+        for value in inputs:
             if isinstance(value, Tensor):
                 array = value.data
                 if value._requires_grad:
                     any_grad = True
                     parents.append(value if value.node is None else value.node)
+                    needs_grad.append(True)
                 else:
                     parents.append(None)
+                    needs_grad.append(False)
             else:
-                array = _operand(value, cls, index)
+                array = _operand(value, cls, len(arrays))
                 parents.append(None)
+                needs_grad.append(False)
             arrays.append(array)
             if hasattr(array, "dtype"):
                 shapes.append(array.shape)
@@ -188,10 +191,7 @@ class Op(metaclass=_OpType):
         if xp is not np:
             _check_same_device(cls, arrays)
         recording = any_grad and _state.enabled
-        if recording:
-            needs_grad = tuple([parent is not None for parent in parents])
-        else:
-            needs_grad = (False,) * len(arrays)
+        needs_grad = tuple(needs_grad) if recording else (False,) * len(arrays)
         ctx = Ctx(cls, xp, needs_grad, recording, attrs)
 
         forward = cls.forward
