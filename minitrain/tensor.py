@@ -278,30 +278,32 @@ class Tensor:
         return ops.cast(self, np.dtype(dtype))
 
     # --- operators ------------------------------------------------------------------------
+    # The arithmetic operators call their op class directly: the functional forms (ops.add,
+    # ...) add nothing for them but a Python call, and these are the framework's hottest lines.
 
     def __add__(self, other):
-        return ops.add(self, other)
+        return Add.apply(self, other)
 
     def __radd__(self, other):
-        return ops.add(other, self)
+        return Add.apply(other, self)
 
     def __sub__(self, other):
-        return ops.sub(self, other)
+        return Sub.apply(self, other)
 
     def __rsub__(self, other):
-        return ops.sub(other, self)
+        return Sub.apply(other, self)
 
     def __mul__(self, other):
-        return ops.mul(self, other)
+        return Mul.apply(self, other)
 
     def __rmul__(self, other):
-        return ops.mul(other, self)
+        return Mul.apply(other, self)
 
     def __truediv__(self, other):
-        return ops.div(self, other)
+        return Div.apply(self, other)
 
     def __rtruediv__(self, other):
-        return ops.div(other, self)
+        return Div.apply(other, self)
 
     def __pow__(self, exponent):
         return ops.pow(self, exponent)
@@ -316,7 +318,7 @@ class Tensor:
         return ops.matmul(other, self)
 
     def __neg__(self):
-        return ops.neg(self)
+        return Neg.apply(self)
 
     def __pos__(self):
         return self
@@ -378,6 +380,23 @@ class Tensor:
         return ops.clip(self, min, max)
 
     clamp = clip
+
+    def relu(self):
+        return ops.relu(self)
+
+    def sigmoid(self):
+        return ops.sigmoid(self)
+
+    def tanh(self):
+        return ops.tanh(self)
+
+    def softmax(self, dim=None, *, axis=None):
+        """Softmax over one dim, the last by default (torch's `dim`, numpy's `axis`)."""
+        return ops.softmax(self, _dims(dim, axis, "softmax"))
+
+    def log_softmax(self, dim=None, *, axis=None):
+        """Log-softmax over one dim, the last by default (torch's `dim`, numpy's `axis`)."""
+        return ops.log_softmax(self, _dims(dim, axis, "log_softmax"))
 
     def matmul(self, other):
         return ops.matmul(self, other)
@@ -578,4 +597,5 @@ def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -
 
 
 from . import ops  # noqa: E402  (ops need Tensor defined first)
+from .ops.elementwise import Add, Div, Mul, Neg, Sub  # noqa: E402
 from .ops.reduction import normalize_axis  # noqa: E402

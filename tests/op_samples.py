@@ -151,6 +151,24 @@ def mask(*shape: int) -> Draw:
     return Draw(lambda rng: rng.random(shape) < 0.5)
 
 
+def labels(classes: int, *shape: int, ignore: int | None = None) -> Draw:
+    """Class indices in [0, classes) (int64); with `ignore`, the first position holds it."""
+
+    def draw(rng):
+        values = rng.integers(0, classes, shape)
+        if ignore is not None:
+            values.flat[0] = ignore
+        return values
+
+    return Draw(draw)
+
+
+def probabilities(*shape: int) -> Draw:
+    """Class probabilities along axis 1: positive, summing to 1 at every position."""
+    classes, positions = shape[1], shape[:1] + shape[2:]
+    return Draw(lambda rng: np.moveaxis(rng.dirichlet(np.ones(classes), positions), -1, 1).copy())
+
+
 # --- PyTorch helpers ------------------------------------------------------------------------
 
 
@@ -654,4 +672,247 @@ SAMPLES: dict[str, list[Sample]] = {
             grad=(0, 2),
         ),
     ],
+    # --- losses -----------------------------------------------------------------------------
+    # Class-index targets and the constant weights get no gradient: `grad` names the inputs that do.
+    "cross_entropy": [
+        Sample(
+            name,
+            draws(*specs),
+            lambda x, t, *w, kw=kw: ops.cross_entropy(x, t, *w, **kw),
+            lambda x, t, *w, kw=kw: torch.nn.functional.cross_entropy(x, t, *w, **kw),
+            grad=grad,
+        )
+        for name, specs, kw, grad in [
+            ("mean", (normal(4, 5), labels(5, 4)), {}, (0,)),
+            ("sum_weight", (normal(4, 5), labels(5, 4), positive(5)), {"reduction": "sum"}, (0,)),
+            (
+                "none_ignore_index",
+                (normal(5, 3), labels(3, 5, ignore=-100)),
+                {"reduction": "none"},
+                (0,),
+            ),
+            (
+                "mean_weight_ignore_smoothing",
+                (normal(5, 4), labels(4, 5, ignore=2), positive(4)),
+                {"ignore_index": 2, "label_smoothing": 0.2},
+                (0,),
+            ),
+            (
+                "rank4_none_smoothing",
+                (normal(2, 3, 2, 2), labels(3, 2, 2, 2, ignore=-100)),
+                {"reduction": "none", "label_smoothing": 0.1},
+                (0,),
+            ),
+            ("rank4_mean_weight", (normal(2, 3, 2, 2), labels(3, 2, 2, 2), positive(3)), {}, (0,)),
+            ("probabilities", (normal(4, 5), probabilities(4, 5)), {}, (0, 1)),
+            (
+                "probabilities_none",
+                (normal(3, 4), probabilities(3, 4)),
+                {"reduction": "none"},
+                (0, 1),
+            ),
+            (
+                "probabilities_rank4_weight_smoothing_sum",
+                (normal(2, 3, 2, 2), probabilities(2, 3, 2, 2), positive(3)),
+                {"reduction": "sum", "label_smoothing": 0.3},
+                (0, 1),
+            ),
+            ("single_sample", (normal(5), labels(5)), {"reduction": "none"}, (0,)),
+            (
+                "logits_1e4",
+                (Draw(lambda rng: 1e4 + rng.standard_normal((3, 4))), labels(4, 3)),
+                {},
+                (0,),
+            ),
+        ]
+    ],
+    "nll_loss": [
+        Sample(
+            name,
+            draws(*specs),
+            lambda x, t, *w, kw=kw: ops.nll_loss(x, t, *w, **kw),
+            lambda x, t, *w, kw=kw: torch.nn.functional.nll_loss(x, t, *w, **kw),
+            grad=(0,),
+        )
+        for name, specs, kw in [
+            ("mean", (normal(4, 5), labels(5, 4)), {}),
+            (
+                "sum_weight_ignore",
+                (normal(5, 3), labels(3, 5, ignore=-100), positive(3)),
+                {"reduction": "sum"},
+            ),
+            (
+                "none_custom_ignore",
+                (normal(4, 3), labels(3, 4, ignore=1)),
+                {"reduction": "none", "ignore_index": 1},
+            ),
+            (
+                "rank4_mean_weight",
+                (normal(2, 3, 2, 2), labels(3, 2, 2, 2, ignore=-100), positive(3)),
+                {},
+            ),
+            ("single_sample", (normal(4), labels(4)), {"reduction": "none"}),
+        ]
+    ],
+    **{
+        op_name: [
+            Sample(
+                name,
+                draws(*specs),
+                lambda a, b, op=op, kw=kw: op(a, b, **kw),
+                lambda a, b, ref=ref, kw=kw: getattr(torch.nn.functional, ref)(a, b, **kw),
+                grad=grad,
+            )
+            for name, specs, kw, grad in [
+                ("mean", (normal(3, 4), normal(3, 4)), {}, None),
+                ("sum", (normal(3, 4), normal(3, 4)), {"reduction": "sum"}, None),
+                ("none_3d", (normal(2, 3, 4), normal(2, 3, 4)), {"reduction": "none"}, None),
+                ("zero_d", (normal(), normal()), {}, None),
+                ("frozen_target", (normal(5), normal(5)), {}, (0,)),
+            ]
+            + extra
+        ]
+        for op_name, op, ref, extra in [
+            ("mse_loss", ops.mse_loss, "mse_loss", []),
+            ("l1_loss", ops.l1_loss, "l1_loss", []),
+            (
+                "smooth_l1_loss",
+                ops.smooth_l1_loss,
+                "smooth_l1_loss",
+                [
+                    ("beta_half", (normal(3, 4), normal(3, 4)), {"beta": 0.5}, None),
+                    ("beta_0_is_l1", (normal(3, 4), normal(3, 4)), {"beta": 0.0}, None),
+                ],
+            ),
+            (
+                "huber_loss",
+                ops.huber_loss,
+                "huber_loss",
+                [
+                    ("delta_half", (normal(3, 4), normal(3, 4)), {"delta": 0.5}, None),
+                    ("delta_2_sum", (normal(3, 4), normal(3, 4)), {"delta": 2.0}, None),
+                ],
+            ),
+        ]
+    },
+    "binary_cross_entropy_with_logits": [
+        Sample(
+            name,
+            draws(*specs),
+            lambda x, t, w=None, pw=None, kw=kw: ops.binary_cross_entropy_with_logits(
+                x, t, w, pos_weight=pw, **kw
+            ),
+            lambda x, t, w=None, pw=None, kw=kw: (
+                torch.nn.functional.binary_cross_entropy_with_logits(x, t, w, pos_weight=pw, **kw)
+            ),
+            grad=(0, 1),
+        )
+        for name, specs, kw in [
+            ("mean", (normal(3, 4), positive(3, 4, low=0.0, high=1.0)), {}),
+            (
+                "sum_weight",
+                (normal(3, 4), positive(3, 4, low=0.0, high=1.0), positive(3, 1)),
+                {"reduction": "sum"},
+            ),
+            (
+                "none_weight_pos_weight",
+                (normal(2, 3, 4), positive(2, 3, 4, low=0.0, high=1.0), positive(4), positive(4)),
+                {"reduction": "none"},
+            ),
+            (
+                "large_logits",
+                (Draw(lambda rng: 40.0 * rng.standard_normal((3, 4))), positive(3, 4, high=1.0)),
+                {},
+            ),
+        ]
+    ],
+    # --- activations ------------------------------------------------------------------------
+    # relu and leaky_relu draw nonzero values, away from the kink at 0.
+    "relu": _unary(ops.relu, lambda x: torch.relu(x), values=nonzero),
+    "leaky_relu": [
+        Sample(
+            name,
+            draws(nonzero(*shape)),
+            lambda x, a=alpha: ops.leaky_relu(x) if a is None else ops.leaky_relu(x, a),
+            lambda x, a=alpha: torch.nn.functional.leaky_relu(x, 0.01 if a is None else a),
+        )
+        for name, shape, alpha in [
+            ("default_alpha", (3, 4), None),
+            ("alpha0.2_3d", (2, 3, 4), 0.2),
+            ("alpha0_is_relu", (3, 4), 0.0),
+            ("alpha1.5_zero_d", (), 1.5),
+        ]
+    ],
+    "sigmoid": _unary(ops.sigmoid, lambda x: torch.sigmoid(x))
+    + [
+        Sample(
+            "tails",
+            draws(Draw(lambda rng: rng.uniform(-40.0, 40.0, (3, 5)))),
+            ops.sigmoid,
+            lambda x: torch.sigmoid(x),
+        )
+    ],
+    "tanh": _unary(ops.tanh, lambda x: torch.tanh(x)),
+    "quick_gelu": [
+        Sample(
+            name,
+            draws(normal(*shape)),
+            lambda x, a=alpha: ops.quick_gelu(x) if a is None else ops.quick_gelu(x, a),
+            lambda x, a=alpha: x * torch.sigmoid((1.702 if a is None else a) * x),
+        )
+        for name, shape, alpha in [
+            ("default_alpha", (3, 4), None),
+            ("alpha1_silu_3d", (2, 3, 4), 1.0),
+            ("negative_alpha", (3, 4), -0.8),
+            ("zero_d", (), 1.702),
+        ]
+    ]
+    + [Sample("silu", draws(normal(3, 4)), ops.silu, lambda x: torch.nn.functional.silu(x))],
+    "gelu": [
+        Sample(
+            f"{approximate}_{name}",
+            draws(values),
+            lambda x, ap=approximate: ops.gelu(x, ap),
+            lambda x, ap=approximate: torch.nn.functional.gelu(x, approximate=ap),
+        )
+        for approximate in ("none", "tanh")
+        for name, values in [
+            ("matrix", normal(3, 4)),
+            ("3d", normal(2, 3, 4)),
+            ("zero_d", normal()),
+            ("wide", Draw(lambda rng: rng.uniform(-8.0, 8.0, (4, 5)))),
+        ]
+    ]
+    + [Sample("default", draws(normal(3, 4)), ops.gelu, lambda x: torch.nn.functional.gelu(x))],
+    # softmax and log_softmax: opset >= 13 is torch's dim; opset < 13 flattens x to 2-D at the
+    # axis, which PyTorch spells flatten(axis), softmax over the last dim, reshape back.
+    **{
+        op_name: [
+            Sample(
+                name,
+                draws(values),
+                lambda x, op=op, axis=axis, opset=opset: op(x, axis, opset),
+                (lambda x, ref=ref, dim=dim: ref(x, dim))
+                if opset >= 13
+                else (lambda x, ref=ref, dim=dim: ref(x.flatten(dim), -1).reshape(x.shape)),
+            )
+            for name, values, axis, opset, dim in [
+                ("default_axis", normal(3, 4), None, 13, -1),
+                ("axis0", normal(3, 4), 0, 13, 0),
+                ("3d_axis1", normal(2, 3, 4), 1, 13, 1),
+                ("4d_axis_minus3", normal(2, 3, 2, 3), -3, 13, -3),
+                ("vector", normal(5), -1, 13, -1),
+                ("zero_d", normal(), None, 13, -1),
+                ("empty_axis", normal(2, 0), -1, 13, -1),
+                ("logits_1e4", Draw(lambda rng: 1e4 + rng.standard_normal((3, 4))), 1, 13, 1),
+                ("opset11_default_axis", normal(2, 3, 4), None, 11, 1),
+                ("opset11_axis0", normal(2, 3, 4), 0, 11, 0),
+                ("opset1_4d_axis_minus2", normal(2, 3, 2, 3), -2, 1, -2),
+            ]
+        ]
+        for op_name, op, ref in [
+            ("softmax", ops.softmax, lambda *args: torch.softmax(*args)),
+            ("log_softmax", ops.log_softmax, lambda *args: torch.log_softmax(*args)),
+        ]
+    },
 }

@@ -1,5 +1,24 @@
 """Every op as a function, and the registry that lists them with their backward kernels."""
 
+from .activation import (
+    gelu,
+    gelu_grad,
+    leaky_relu,
+    leaky_relu_grad,
+    log_softmax,
+    log_softmax_grad,
+    quick_gelu,
+    quick_gelu_grad,
+    relu,
+    relu_grad,
+    sigmoid,
+    sigmoid_grad,
+    silu,
+    softmax,
+    softmax_grad,
+    tanh,
+    tanh_grad,
+)
 from .elementwise import (
     abs,
     add,
@@ -25,6 +44,16 @@ from .elementwise import (
     where,
 )
 from .linalg import linear, matmul
+from .loss import (
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    huber_loss,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+    softmax_cross_entropy_grad,
+)
 from .reduction import argmax, argmin, logsumexp, max, mean, min, sum, var
 from .registry import Ctx, Op, registry
 from .shape import (
@@ -48,4 +77,9 @@ __all__ = [
     "reshape", "flatten", "transpose", "permute", "broadcast_to", "getitem", "concat", "stack",
     "pad",
     "matmul", "linear",
+    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "binary_cross_entropy_with_logits", "softmax_cross_entropy_grad",
+    "relu", "leaky_relu", "sigmoid", "tanh", "quick_gelu", "silu", "gelu", "softmax", "log_softmax",
+    "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "quick_gelu_grad", "gelu_grad",
+    "softmax_grad", "log_softmax_grad",
 ]  # fmt: skip

@@ -1,0 +1,670 @@
+"""Activations and their gradient kernels: relu, leaky_relu, sigmoid, tanh, quick_gelu (silu),
+gelu, softmax and log_softmax.
+
+Each backward calls a public kernel of KERNELS.md section 1 (`relu_grad`, `softmax_grad`, ...):
+a plain array function, numpy or CuPy in and out, callable on its own. Sigmoid, tanh, leaky relu,
+softmax and log_softmax save their forward *output*: their gradients need only that, so the
+input can be freed. Softmax, log_softmax and exact gelu also have numba kernels (parallel loops),
+which run instead on the CPU when numba is enabled.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from .. import backend
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .reduction import normalize_axis
+from .registry import Op
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_TANH_CUBIC = 0.044715
+# |x| beyond which the Gaussian density, and tanh'(inner) of gelu's tanh form, are 0 in float64:
+# clamping there first keeps x*x and x**3 from overflowing (and warning) for huge inputs.
+_GAUSSIAN_TAIL = 40.0
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+
+def _check_same_shape(kernel: str, dY, other, other_name: str) -> None:
+    if dY.shape != other.shape:
+        raise ShapeError(
+            f"{kernel}: dY {tuple(dY.shape)} and {other_name} {tuple(other.shape)} must have "
+            f"the same shape"
+        )
+
+
+def _check_real(value, name: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{where}: {name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: {name} must be finite, got {value}")
+    return float(value)  # a Python float: float32 arrays stay float32 (numpy's weak scalars)
+
+
+def _check_leaky_alpha(alpha, where: str) -> float:
+    alpha = _check_real(alpha, "alpha", where)
+    if alpha < 0:
+        # The backward tells the two sides apart by the sign of the output Y = alpha * X, which a
+        # negative slope would flip.
+        raise ValueError(f"{where}: alpha (the negative slope) must be >= 0, got {alpha}")
+    return alpha
+
+
+def _check_float(x, where: str) -> None:
+    if x.dtype.kind != "f":
+        raise DTypeError(f"{where}: needs a floating-point input, got {x.dtype}")
+
+
+def _check_approximate(approximate, where: str) -> str:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"{where}: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return approximate
+
+
+def _softmax_axes(ndim: int, axis, opset, where: str) -> tuple[int, tuple[int, ...]]:
+    """The checked softmax axis (non-negative) and the axes one softmax spans.
+
+    opset >= 13 (PyTorch's `dim`): the one axis, None meaning -1. opset < 13: the tensor is
+    flattened to 2-D at `axis` (None meaning 1), so one softmax spans every dim from axis on.
+    A 0-d tensor is a single element (axis 0 or -1), its softmax spanning no axes.
+    """
+    if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)) or opset < 1:
+        raise ValueError(f"{where}: opset must be an ONNX opset number >= 1, got {opset!r}")
+    if axis is None:
+        axis = -1 if opset >= 13 else 1
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise DTypeError(f"{where}: axis must be one int, got {axis!r}")
+    if ndim == 0:
+        normalize_axis(axis, 0, where)  # 0 and -1 only
+        return 0, ()
+    (axis,) = normalize_axis(axis, ndim, where)
+    return axis, (axis,) if opset >= 13 else tuple(range(axis, ndim))
+
+
+# --- kernels ------------------------------------------------------------------------------------
+
+
+def relu_grad(dY, X):
+    """dX = dY where X > 0, else 0 (0 at X == 0). dY and X have the same shape."""
+    _check_same_shape("relu_grad", dY, X, "X")
+    return backend.array_module(dY, X).where(X > 0, dY, 0)
+
+
+def leaky_relu_grad(dY, Y, alpha: float = 0.01):
+    """dX = dY where Y > 0, else alpha * dY (alpha at Y == 0), from the forward *output* Y.
+
+    Y = X for X > 0 and alpha * X otherwise, so for alpha >= 0 (checked) Y > 0 exactly where
+    X > 0 and the input need not be kept.
+    """
+    _check_same_shape("leaky_relu_grad", dY, Y, "Y")
+    alpha = _check_leaky_alpha(alpha, "leaky_relu_grad")
+    return backend.array_module(dY, Y).where(Y > 0, dY, dY * alpha)
+
+
+def sigmoid_grad(dY, Y):
+    """dX = dY * Y * (1 - Y), from the forward output Y = sigmoid(X)."""
+    _check_same_shape("sigmoid_grad", dY, Y, "Y")
+    return dY * Y * (1 - Y)
+
+
+def tanh_grad(dY, Y):
+    """dX = dY * (1 - Y*Y), from the forward output Y = tanh(X)."""
+    _check_same_shape("tanh_grad", dY, Y, "Y")
+    return dY * (1 - Y * Y)
+
+
+def quick_gelu_grad(dY, X, alpha: float = 1.702):
+    """dX = dY * s * (1 + v * (1 - s)) with v = alpha * X and s = sigmoid(v).
+
+    The derivative of X * sigmoid(alpha * X): s + X * alpha * s * (1 - s). Any real alpha.
+    """
+    _check_same_shape("quick_gelu_grad", dY, X, "X")
+    xp = backend.array_module(dY, X)
+    v = X * _check_real(alpha, "alpha", "quick_gelu_grad")
+    s = _sigmoid(xp, v)
+    return dY * s * (1 + v * (1 - s))
+
+
+def gelu_grad(dY, X, approximate: str = "none"):
+    """dX = dY * d/dX [X * Phi(X)], Phi the standard normal CDF.
+
+    approximate='none' (exact): dX = dY * (Phi(X) + X * phi(X)), phi(x) = exp(-x^2/2)/sqrt(2 pi).
+    approximate='tanh': with u = sqrt(2/pi) * (X + 0.044715 X^3) and t = tanh(u), the forward is
+    X/2 * (1 + t) and dX = dY * (1/2 (1 + t) + X/2 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 X^2)).
+    """
+    _check_same_shape("gelu_grad", dY, X, "X")
+    approximate = _check_approximate(approximate, "gelu_grad")
+    xp = backend.array_module(dY, X)
+    # Clamped where the density terms are exactly 0 anyway (see _GAUSSIAN_TAIL).
+    x_tail = xp.clip(X, -_GAUSSIAN_TAIL, _GAUSSIAN_TAIL)
+    if approximate == "none":
+        pdf = xp.exp(-0.5 * x_tail * x_tail) * _INV_SQRT_2PI
+        return dY * (_normal_cdf(xp, X) + X * pdf)
+    x_sq = x_tail * x_tail
+    t = xp.tanh(_SQRT_2_OVER_PI * x_tail * (1 + _GELU_TANH_CUBIC * x_sq))
+    slope = 0.5 * x_tail * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * _GELU_TANH_CUBIC * x_sq)
+    return dY * (0.5 * (1 + t) + slope)
+
+
+def softmax_grad(dY, Y, axis: int | None = None, opset: int = 13):
+    """dX = Y * (dY - sum_axis(Y * dY)), from the forward output Y = softmax(X).
+
+    `axis` and `opset` as in `softmax`: axis=None is -1 for opset >= 13 (one axis) and 1 for
+    opset < 13 (the tensor flattened to 2-D at axis, each row one softmax).
+    """
+    _check_same_shape("softmax_grad", dY, Y, "Y")
+    _, axes = _softmax_axes(Y.ndim, axis, opset, "softmax_grad")
+    return Y * (dY - (Y * dY).sum(axis=axes, keepdims=True))
+
+
+def log_softmax_grad(dY, Y, axis: int | None = None, opset: int = 13):
+    """dX = dY - exp(Y) * sum_axis(dY), from the forward output Y = log_softmax(X)
+    (log-probabilities: exp(Y) is the softmax). `axis` and `opset` as in `softmax_grad`."""
+    _check_same_shape("log_softmax_grad", dY, Y, "Y")
+    _, axes = _softmax_axes(Y.ndim, axis, opset, "log_softmax_grad")
+    xp = backend.array_module(dY, Y)
+    return dY - xp.exp(Y) * dY.sum(axis=axes, keepdims=True)
+
+
+# --- forward helpers ----------------------------------------------------------------------------
+
+
+def _sigmoid(xp, x):
+    """1 / (1 + exp(-x)) in the stable two-branch form: with e = exp(-|x|) <= 1 (never
+    overflows), 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0. Exact 0 and 1 in the tails."""
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1, e) / (1 + e)
+
+
+def _normal_cdf(xp, x):
+    """Phi(x) = erfc(-x / sqrt(2)) / 2, in x's dtype. erfc rather than 1 + erf(x / sqrt(2)) keeps
+    full relative accuracy in the left tail, where 1 + erf cancels."""
+    if xp is np:
+        return (0.5 * _erfc(-_SQRT1_2 * np.asarray(x, np.float64))).astype(x.dtype, copy=False)
+    return 0.5 * importlib.import_module("cupyx.scipy.special").erfc(-_SQRT1_2 * x)
+
+
+# erfc for numpy, which has none: W. J. Cody, "Rational Chebyshev approximations for the error
+# function", Math. Comp. 23 (1969) 631-637, as in netlib's CALERF (SPECFUN), good to about 1e-16
+# relative over the whole line, so float64 gradient checks and PyTorch comparisons hold.
+# (Abramowitz-Stegun 7.1.26 is good only to 1.5e-7; np.vectorize(math.erfc) is exact but makes a
+# Python call per element.) Each pair is p(t) / q(t), coefficients highest degree first.
+_ERF_NEAR = (  # erf(x) = x * p(x^2) / q(x^2) for |x| <= 0.46875
+    (1.85777706184603153e-1, 3.16112374387056560e00, 1.13864154151050156e02,
+     3.77485237685302021e02, 3.20937758913846947e03),
+    (1.0, 2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
+     2.84423683343917062e03),
+)  # fmt: skip
+_ERFC_MID = (  # erfc(y) = exp(-y^2) * p(y) / q(y) for 0.46875 < y <= 4
+    (2.15311535474403846e-8, 5.64188496988670089e-1, 8.88314979438837594e00,
+     6.61191906371416295e01, 2.98635138197400131e02, 8.81952221241769090e02,
+     1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03),
+    (1.0, 1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
+     1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
+     3.43936767414372164e03, 1.23033935480374942e03),
+)  # fmt: skip
+_ERFC_FAR = (  # erfc(y) = exp(-y^2) / y * (1/sqrt(pi) - z p(z) / q(z)), z = 1/y^2, for y > 4
+    (1.63153871373020978e-2, 3.05326634961232344e-1, 3.60344899949804439e-1,
+     1.25781726111229246e-1, 1.60837851487422766e-2, 6.58749161529837803e-4),
+    (1.0, 2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
+     6.05183413124413191e-2, 2.33520497626869185e-3),
+)  # fmt: skip
+_ONE_OVER_SQRT_PI = 5.6418958354775628695e-1
+_ERFC_UNDERFLOW = 30.0  # erfc(30) < 1e-392: 0 in float64, as is everything beyond
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    """erfc(x) of a float64 array, by Cody's three rational approximations."""
+    y = np.abs(x)
+    out = np.empty_like(y)
+    near = y <= 0.46875
+    if near.any():  # erfc = 1 - erf, with the sign of x inside erf
+        x_near = x[near]
+        z = x_near * x_near
+        out[near] = 1.0 - x_near * _rational(z, _ERF_NEAR)
+    tail = ~near  # NaN lands here and stays NaN
+    if tail.any():
+        y_tail = np.minimum(y[tail], _ERFC_UNDERFLOW)
+        ratio = np.empty_like(y_tail)
+        mid = y_tail <= 4.0
+        ratio[mid] = _rational(y_tail[mid], _ERFC_MID)
+        y_far = y_tail[~mid]
+        z = 1.0 / (y_far * y_far)
+        ratio[~mid] = (_ONE_OVER_SQRT_PI - z * _rational(z, _ERFC_FAR)) / y_far
+        ratio *= _exp_minus_square(y_tail)
+        out[tail] = np.where(x[tail] < 0, 2.0 - ratio, ratio)  # erfc(-y) = 2 - erfc(y)
+    return out
+
+
+def _rational(t, coefficients):
+    """p(t) / q(t) by Horner's rule, updating one array in place (numpy temporaries of large
+    arrays cost more than the arithmetic)."""
+    p, q = (_horner(t, c) for c in coefficients)
+    p /= q
+    return p
+
+
+def _horner(t, coefficients):
+    acc = np.full_like(t, coefficients[0])
+    for c in coefficients[1:]:
+        acc *= t
+        acc += c
+    return acc
+
+
+def _exp_minus_square(y):
+    """exp(-y^2) without exp amplifying the rounding error of y*y (Cody's split): y = s + r with
+    s = y rounded down to a multiple of 1/16, so s*s is exact and y^2 = s^2 + (y - s)(y + s)."""
+    s = np.floor(y * 16.0) / 16.0
+    result = np.exp(-(s * s))
+    result *= np.exp(-(y - s) * (y + s))
+    return result
+
+
+def _shifted(x, axes):
+    """x minus its max over axes: every exponent is <= 0, so exp cannot overflow (logits of
+    magnitude 1e4 are fine)."""
+    return x - x.max(axis=axes, keepdims=True)
+
+
+# --- numba kernels ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _numba_kernels() -> SimpleNamespace:
+    """The numba kernels, defined on first use: their loops run in parallel with numba.prange,
+    which exists only once numba is imported (and importing minitrain must not import numba).
+
+    The softmax family takes C-contiguous (rows, cols) float32 or float64 matrices, one softmax
+    per row, rows in parallel, sums in float64. The exact gelu pair takes flat arrays and calls
+    math.erfc per element, several times faster than the numpy erfc above.
+    """
+    prange = importlib.import_module("numba").prange
+
+    @backend.jit(parallel=True, fastmath=False)
+    def softmax_rows(x):
+        out = np.empty_like(x)
+        for i in prange(x.shape[0]):
+            row, dst = x[i], out[i]
+            top = row.max()
+            total = 0.0
+            for j in range(row.shape[0]):
+                dst[j] = math.exp(row[j] - top)
+                total += dst[j]
+            scale = 1.0 / total
+            for j in range(row.shape[0]):
+                dst[j] *= scale
+        return out
+
+    @backend.jit(parallel=True, fastmath=False)
+    def log_softmax_rows(x):
+        out = np.empty_like(x)
+        for i in prange(x.shape[0]):
+            row, dst = x[i], out[i]
+            top = row.max()
+            total = 0.0
+            for j in range(row.shape[0]):
+                total += math.exp(row[j] - top)
+            log_total = math.log(total)
+            for j in range(row.shape[0]):
+                dst[j] = (row[j] - top) - log_total
+        return out
+
+    @backend.jit(parallel=True, fastmath=False)
+    def softmax_grad_rows(dy, y):
+        dx = np.empty_like(y)
+        for i in prange(y.shape[0]):
+            dot = 0.0
+            for j in range(y.shape[1]):
+                dot += y[i, j] * dy[i, j]
+            for j in range(y.shape[1]):
+                dx[i, j] = y[i, j] * (dy[i, j] - dot)
+        return dx
+
+    @backend.jit(parallel=True, fastmath=False)
+    def log_softmax_grad_rows(dy, y):
+        dx = np.empty_like(y)
+        for i in prange(y.shape[0]):
+            total = 0.0
+            for j in range(y.shape[1]):
+                total += dy[i, j]
+            for j in range(y.shape[1]):
+                dx[i, j] = dy[i, j] - math.exp(y[i, j]) * total
+        return dx
+
+    @backend.jit(parallel=True, fastmath=False)
+    def gelu_flat(x):
+        out = np.empty_like(x)
+        for i in prange(x.shape[0]):
+            out[i] = x[i] * (0.5 * math.erfc(-x[i] * _SQRT1_2))
+        return out
+
+    @backend.jit(parallel=True, fastmath=False)
+    def gelu_grad_flat(dy, x):
+        dx = np.empty_like(x)
+        for i in prange(x.shape[0]):
+            v = x[i]
+            cdf = 0.5 * math.erfc(-v * _SQRT1_2)
+            pdf = math.exp(-0.5 * v * v) * _INV_SQRT_2PI
+            dx[i] = dy[i] * (cdf + v * pdf)
+        return dx
+
+    return SimpleNamespace(
+        gelu=gelu_flat,
+        gelu_grad=gelu_grad_flat,
+        softmax=softmax_rows,
+        log_softmax=log_softmax_rows,
+        softmax_grad=softmax_grad_rows,
+        log_softmax_grad=log_softmax_grad_rows,
+    )
+
+
+def _numba_applies(arrays) -> bool:
+    """Whether the numba kernels take these arrays: float32 or float64, all alike, not empty.
+    Elsewhere (float16, mixed dtypes, empty or 0-d tensors) the generic kernel runs."""
+    dtype = arrays[0].dtype
+    return (
+        dtype in (np.float32, np.float64)
+        and all(a.dtype == dtype for a in arrays)
+        and arrays[0].size > 0
+    )
+
+
+def _by_rows(kernel: str, axis: int, opset: int, *arrays):
+    """Run numba row kernel `kernel` on arrays shaped like arrays[0], laid out as C-contiguous
+    (rows, cols) matrices: the axis moved last (opset >= 13) or the tensor flattened at axis
+    (opset < 13). The result comes back in the input's layout; None where numba does not apply."""
+    first = arrays[0]
+    if first.ndim == 0 or not _numba_applies(arrays):
+        return None
+    if opset >= 13:
+        arrays = [np.moveaxis(a, axis, -1) for a in arrays]
+        cols = first.shape[axis]
+    else:
+        cols = math.prod(first.shape[axis:])
+    matrices = [np.ascontiguousarray(a).reshape(-1, cols) for a in arrays]
+    out = getattr(_numba_kernels(), kernel)(*matrices)
+    if opset >= 13:
+        return np.moveaxis(out.reshape(arrays[0].shape), -1, axis)
+    return out.reshape(first.shape)
+
+
+def _by_elements(kernel: str, *arrays):
+    """Run numba elementwise kernel `kernel` on same-shape arrays, flattened; None where numba
+    does not apply."""
+    if not _numba_applies(arrays):
+        return None
+    flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+    return getattr(_numba_kernels(), kernel)(*flat).reshape(arrays[0].shape)
+
+
+# --- ops ----------------------------------------------------------------------------------------
+
+
+class Relu(Op):
+    """max(x, 0)."""
+
+    name = "relu"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.maximum(x, 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return relu_grad(grad, ctx.x)
+
+
+class LeakyRelu(Op):
+    """x for x > 0, alpha * x otherwise (alpha >= 0); saves the output."""
+
+    name = "leaky_relu"
+    inputs = ("x",)
+    attrs = ("alpha",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.where(x > 0, x, x * ctx.alpha)
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return leaky_relu_grad(grad, ctx.out, ctx.alpha)
+
+
+class Sigmoid(Op):
+    """1 / (1 + exp(-x)), stable for any x; saves the output."""
+
+    name = "sigmoid"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = _sigmoid(ctx.xp, x)
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return sigmoid_grad(grad, ctx.out)
+
+
+class Tanh(Op):
+    """tanh(x); saves the output."""
+
+    name = "tanh"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.tanh(x)
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return tanh_grad(grad, ctx.out)
+
+
+class QuickGelu(Op):
+    """x * sigmoid(alpha * x): a sigmoid approximation of GELU at alpha = 1.702, SiLU at 1."""
+
+    name = "quick_gelu"
+    inputs = ("x",)
+    attrs = ("alpha",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return x * _sigmoid(ctx.xp, x * ctx.alpha)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return quick_gelu_grad(grad, ctx.x, ctx.alpha)
+
+
+class Gelu(Op):
+    """x * Phi(x), Phi the standard normal CDF (exact, through erfc), or its tanh approximation
+    x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). On the CPU with numba enabled, the exact
+    form runs a numba kernel instead."""
+
+    name = "gelu"
+    inputs = ("x",)
+    attrs = ("approximate",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        xp = ctx.xp
+        if ctx.approximate == "none":
+            return x * _normal_cdf(xp, x)
+        x_tail = xp.clip(x, -_GAUSSIAN_TAIL, _GAUSSIAN_TAIL)  # tanh is +-1 beyond anyway
+        inner = _SQRT_2_OVER_PI * x_tail * (1 + _GELU_TANH_CUBIC * x_tail * x_tail)
+        return 0.5 * x * (1 + xp.tanh(inner))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return gelu_grad(grad, ctx.x, ctx.approximate)
+
+    @staticmethod
+    def numba_forward(ctx, x):
+        out = _by_elements("gelu", x) if ctx.approximate == "none" else None
+        if out is None:
+            return Gelu.forward(ctx, x)
+        ctx.save(x=x)
+        return out
+
+    @staticmethod
+    def numba_backward(ctx, grad):
+        dx = _by_elements("gelu_grad", grad, ctx.x) if ctx.approximate == "none" else None
+        return gelu_grad(grad, ctx.x, ctx.approximate) if dx is None else dx
+
+
+class _RowSoftmax(Op, register=False):
+    """softmax / log_softmax: one row kernel each way on the CPU with numba, the generic xp
+    forward and the KERNELS.md gradient kernel otherwise (and for inputs the rows skip)."""
+
+    inputs = ("x",)
+    attrs = ("axis", "opset")
+    saved = ("out",)
+    rows = ""  # name of the row kernels: `rows` forward, `rows + '_grad'` backward
+
+    @classmethod
+    def numba_forward(cls, ctx, x):
+        out = _by_rows(cls.rows, ctx.axis, ctx.opset, x)
+        if out is None:
+            return cls.forward(ctx, x)
+        ctx.save(out=out)
+        return out
+
+    @classmethod
+    def numba_backward(cls, ctx, grad):
+        dx = _by_rows(cls.rows + "_grad", ctx.axis, ctx.opset, grad, ctx.out)
+        return cls.backward(ctx, grad) if dx is None else dx
+
+
+class Softmax(_RowSoftmax):
+    """exp(x - max) / sum(exp(x - max)) over the softmax axes (see `softmax`); saves the
+    output. On the CPU with numba enabled, a row kernel runs instead."""
+
+    name = "softmax"
+    rows = "softmax"
+
+    @staticmethod
+    def forward(ctx, x):
+        _, axes = _softmax_axes(x.ndim, ctx.axis, ctx.opset, "softmax")
+        out = ctx.xp.exp(_shifted(x, axes)) if x.size else x.copy()
+        out /= out.sum(axis=axes, keepdims=True)
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
+
+
+class LogSoftmax(_RowSoftmax):
+    """(x - max) - log(sum(exp(x - max))) over the softmax axes (see `softmax`); saves the
+    output. On the CPU with numba enabled, a row kernel runs instead."""
+
+    name = "log_softmax"
+    rows = "log_softmax"
+
+    @staticmethod
+    def forward(ctx, x):
+        _, axes = _softmax_axes(x.ndim, ctx.axis, ctx.opset, "log_softmax")
+        if x.size:
+            shifted = _shifted(x, axes)
+            out = shifted - ctx.xp.log(ctx.xp.exp(shifted).sum(axis=axes, keepdims=True))
+        else:
+            out = x.copy()
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return log_softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
+
+
+# --- functional forms ---------------------------------------------------------------------------
+
+
+def relu(x) -> Tensor:
+    """max(x, 0); the gradient at 0 is 0."""
+    return Relu.apply(x)
+
+
+def leaky_relu(x, alpha: float = 0.01) -> Tensor:
+    """x for x > 0, alpha * x otherwise. alpha is PyTorch's `negative_slope` and must be >= 0;
+    the gradient at 0 is alpha."""
+    return LeakyRelu.apply(x, alpha=_check_leaky_alpha(alpha, "leaky_relu"))
+
+
+def sigmoid(x) -> Tensor:
+    """1 / (1 + exp(-x)), finite and exactly 0 or 1 in the far tails, with no overflow."""
+    return Sigmoid.apply(x)
+
+
+def tanh(x) -> Tensor:
+    """tanh(x); the backward reads only the output: 1 - tanh(x)^2."""
+    return Tanh.apply(x)
+
+
+def quick_gelu(x, alpha: float = 1.702) -> Tensor:
+    """x * sigmoid(alpha * x). alpha = 1.702 approximates GELU; alpha = 1 is SiLU (Swish);
+    any real alpha, negative included."""
+    return QuickGelu.apply(x, alpha=_check_real(alpha, "alpha", "quick_gelu"))
+
+
+def silu(x) -> Tensor:
+    """x * sigmoid(x) (SiLU, Swish): quick_gelu with alpha = 1."""
+    return quick_gelu(x, 1.0)
+
+
+def gelu(x, approximate: str = "none") -> Tensor:
+    """x * Phi(x) with Phi the standard normal CDF ('none', exact), or the tanh approximation
+    x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) ('tanh'), as torch.nn.functional.gelu."""
+    return Gelu.apply(x, approximate=_check_approximate(approximate, "gelu"))
+
+
+def _softmax_op(op, x, axis, opset):
+    x = x if isinstance(x, Tensor) else Tensor(x)
+    _check_float(x.data, op.name)
+    axis, _ = _softmax_axes(x.ndim, axis, opset, op.name)
+    return op.apply(x, axis=axis, opset=int(opset))
+
+
+def softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:
+    """exp(x) / sum(exp(x)) along `axis`, computed with the max subtracted (stable for logits of
+    any magnitude). Floating-point x.
+
+    opset >= 13 (the default, and PyTorch's `dim`): one axis, None meaning -1. opset < 13 (ONNX
+    Softmax-1/11): x is flattened to 2-D at `axis`, None meaning 1, so each softmax spans
+    every dim from axis on (rows = prod(shape[:axis]), cols = prod(shape[axis:])).
+    """
+    return _softmax_op(Softmax, x, axis, opset)
+
+
+def log_softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:
+    """log(softmax(x)) = (x - max) - log(sum(exp(x - max))) along `axis`: stable, and finite
+    where softmax underflows to 0. `axis` and `opset` as in `softmax`."""
+    return _softmax_op(LogSoftmax, x, axis, opset)
