@@ -305,14 +305,6 @@ class ToDevice(Op):
         return backend.to_device(grad, ctx.source)
 
 
-def _pair(x, y):
-    return [v.data if isinstance(v, Tensor) else v for v in (x, y)]
-
-
-def _no_grad_result(array):
-    return Tensor(array)
-
-
 def add(a, b):
     """a + b, broadcasting."""
     return Add.apply(a, b)
@@ -392,10 +384,10 @@ def to_device(x, device):
 
 def _comparison(ufunc_name):
     def compare(a, b):
-        x, y = _pair(a, b)
+        x, y = (v.data if isinstance(v, Tensor) else v for v in (a, b))
         xp = backend.array_module(x, y)
         try:
-            return _no_grad_result(getattr(xp, ufunc_name)(x, y))
+            return Tensor(getattr(xp, ufunc_name)(x, y))
         except ValueError:
             raise ShapeError(
                 f"{ufunc_name}: shapes do not broadcast: {np.shape(x)} and {np.shape(y)}"

@@ -6,11 +6,7 @@ import numpy as np
 
 from ..autograd import unbroadcast
 from ..errors import ShapeError
-from .registry import Op
-
-
-def _shape_of(x) -> tuple:
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+from .registry import Op, shape_of
 
 
 class MatMul(Op):
@@ -81,7 +77,7 @@ class Linear(Op):
 
 def matmul(a, b):
     """a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
-    sa, sb = _shape_of(a), _shape_of(b)
+    sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got {sa} and {sb}")
     inner_a, inner_b = sa[-1], (sb[0] if len(sb) == 1 else sb[-2])
@@ -100,12 +96,12 @@ def matmul(a, b):
 def linear(x, weight, bias=None):
     """x @ weight.T + bias: x (..., in_features), weight (out_features, in_features),
     bias (out_features,) or None."""
-    sx, sw = _shape_of(x), _shape_of(weight)
+    sx, sw = shape_of(x), shape_of(weight)
     if len(sw) != 2 or not sx or sx[-1] != sw[1]:
         raise ShapeError(
             f"linear: input {sx} and weight {sw} do not fit: weight must be "
             f"(out_features, in_features) with in_features == input's last dim"
         )
-    if bias is not None and _shape_of(bias) != (sw[0],):
-        raise ShapeError(f"linear: bias must have shape ({sw[0]},), got {_shape_of(bias)}")
+    if bias is not None and shape_of(bias) != (sw[0],):
+        raise ShapeError(f"linear: bias must have shape ({sw[0]},), got {shape_of(bias)}")
     return Linear.apply(x, weight, bias)

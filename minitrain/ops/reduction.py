@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .registry import Op
+from .registry import Op, shape_of
 
 
 def normalize_axis(axis, ndim: int, op: str) -> tuple[int, ...]:
@@ -154,12 +154,12 @@ class LogSumExp(Op):
 
 
 def _reduction(op, x, axis, keepdims):
-    ndim = x.ndim if isinstance(x, Tensor) else np.ndim(x)
+    ndim = len(shape_of(x))
     return op.apply(x, axis=normalize_axis(axis, ndim, op.name), keepdims=bool(keepdims))
 
 
 def _require_nonempty(x, axis, op: str) -> None:
-    shape = np.shape(x.data if hasattr(x, "data") else x)
+    shape = shape_of(x)
     norm = normalize_axis(axis, len(shape), op)
     if any(shape[a] == 0 for a in norm):
         raise ShapeError(f"{op}: reducing over an empty dim (input shape {shape}, axis {axis!r})")
@@ -190,7 +190,7 @@ def min(x, axis=None, keepdims: bool = False):  # noqa: A001
 
 def var(x, axis=None, keepdims: bool = False, correction: int = 1):
     """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased)."""
-    shape = x.shape if isinstance(x, Tensor) else np.shape(x)
+    shape = shape_of(x)
     norm = normalize_axis(axis, len(shape), "var")
     count = _count(shape, norm)
     if count - correction <= 0:

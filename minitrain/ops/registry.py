@@ -263,6 +263,11 @@ def _operand(value, op, index):
     )
 
 
+def shape_of(value) -> tuple:
+    """The shape of a Tensor, an array, a number or a nested list: for checks before an op runs."""
+    return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+
+
 def _check_broadcast(op, arrays) -> None:
     shapes = [a.shape for a in arrays if hasattr(a, "shape")]
     try:

@@ -10,11 +10,7 @@ from ..autograd import unbroadcast
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .reduction import normalize_axis
-from .registry import Op
-
-
-def _shape_of(x) -> tuple:
-    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+from .registry import Op, shape_of
 
 
 class Reshape(Op):
@@ -179,7 +175,7 @@ def _interior(pad_width, shape) -> tuple:
 
 def reshape(x, shape):
     """x with a new shape of the same size; one dim may be -1."""
-    old = _shape_of(x)
+    old = shape_of(x)
     shape = tuple(int(n) for n in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
     size = int(np.prod(old, dtype=np.int64))
     known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
@@ -198,7 +194,7 @@ def reshape(x, shape):
 
 def flatten(x, start_dim: int = 0, end_dim: int = -1):
     """Dims start_dim..end_dim (inclusive) merged into one."""
-    ndim = len(_shape_of(x))
+    ndim = len(shape_of(x))
     if ndim == 0:
         return Flatten.apply(x, start_dim=0, end_dim=0)
     start, end = (
@@ -212,26 +208,26 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1):
 
 def transpose(x, dim0: int, dim1: int):
     """x with dims dim0 and dim1 swapped."""
-    ndim = len(_shape_of(x))
+    ndim = len(shape_of(x))
     (d0,), (d1,) = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
     return Transpose.apply(x, dim0=d0, dim1=d1)
 
 
 def permute(x, dims):
     """x with its dims reordered: output dim i is input dim dims[i]."""
-    ndim = len(_shape_of(x))
+    ndim = len(shape_of(x))
     dims = tuple(dims)
     normalized = tuple(d % ndim if -ndim <= d < ndim else d for d in dims) if ndim else dims
     if sorted(normalized) != list(range(ndim)):
         raise ShapeError(
-            f"permute: dims {dims} are not a permutation of the {ndim} dims of shape {_shape_of(x)}"
+            f"permute: dims {dims} are not a permutation of the {ndim} dims of shape {shape_of(x)}"
         )
     return Permute.apply(x, dims=normalized)
 
 
 def broadcast_to(x, shape):
     """x repeated along new leading dims and dims of size 1 to reach `shape`."""
-    old, shape = _shape_of(x), tuple(int(n) for n in shape)
+    old, shape = shape_of(x), tuple(int(n) for n in shape)
     try:
         fits = np.broadcast_shapes(old, shape) == shape
     except ValueError:
@@ -270,8 +266,8 @@ def getitem(x, index):
     return GetItem.apply(x, index=tuple(entries), accumulate=accumulate)
 
 
-def _check_same(tensors, op: str, axis):
-    shapes = [_shape_of(t) for t in tensors]
+def _check_same(tensors, op: str):
+    shapes = [shape_of(t) for t in tensors]
     ndim = len(shapes[0]) if shapes else 0
     if any(len(s) != ndim for s in shapes):
         raise ShapeError(f"{op}: tensors have different numbers of dims: {shapes}")
@@ -283,7 +279,7 @@ def concat(tensors, axis: int = 0):
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("concat: 'tensors' is empty")
-    shapes, ndim = _check_same(tensors, "concat", axis)
+    shapes, ndim = _check_same(tensors, "concat")
     if ndim == 0:
         raise ShapeError("concat: cannot concatenate 0-d tensors; use stack")
     (axis,) = normalize_axis(axis, ndim, "concat")
@@ -298,7 +294,7 @@ def stack(tensors, axis: int = 0):
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: 'tensors' is empty")
-    shapes, ndim = _check_same(tensors, "stack", axis)
+    shapes, ndim = _check_same(tensors, "stack")
     if len(set(shapes)) > 1:
         raise ShapeError(f"stack: tensors must all have one shape, got {shapes}")
     (axis,) = normalize_axis(axis, ndim + 1, "stack")
@@ -308,7 +304,7 @@ def stack(tensors, axis: int = 0):
 def pad(x, pad_width, value: float = 0.0):
     """x surrounded by `value`: pad_width is an int (every side of every dim) or one
     (before, after) pair per dim, numpy-style."""
-    shape = _shape_of(x)
+    shape = shape_of(x)
     if isinstance(pad_width, (int, np.integer)):
         pad_width = [(pad_width, pad_width)] * len(shape)
     try:
