@@ -20,6 +20,7 @@ import numpy as np
 from .. import backend
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import numba_math
 from .reduction import normalize_axis
 from .registry import Op
 
@@ -281,66 +282,83 @@ def _shifted(x, axes):
 
 
 @functools.cache
-def _numba_kernels() -> SimpleNamespace:
-    """The numba kernels, defined on first use: their loops run in parallel with numba.prange,
-    which exists only once numba is imported (and importing minitrain must not import numba).
-
-    The softmax family takes C-contiguous (rows, cols) float32 or float64 matrices, one softmax
-    per row, rows in parallel, sums in float64. The exact gelu pair takes flat arrays and calls
-    math.erfc per element, several times faster than the numpy erfc above.
-    """
+def _row_kernels(dtype: np.dtype) -> SimpleNamespace:
+    """The softmax family's numba kernels for float32 or float64, defined on first use (numba is
+    imported then, not with minitrain). Each takes C-contiguous (rows, cols) matrices, one
+    softmax per row, rows in parallel, and sums in the data's dtype in vector lanes (fastmath
+    "reassoc"; "contract" fuses multiply-adds; nan and inf keep their meaning). The exp is
+    numba_math's vectorisable one: every argument it gets is <= 0 (x - max, or a
+    log-probability)."""
     prange = importlib.import_module("numba").prange
+    exp, row_max = numba_math.exp_nonpositive(dtype), numba_math.row_max()
+    zero, one = dtype.type(0), dtype.type(1)
+    fast = {"reassoc", "contract", "nsz"}
 
-    @backend.jit(parallel=True, fastmath=False)
+    @backend.jit(parallel=True, fastmath=fast)
     def softmax_rows(x):
         out = np.empty_like(x)
         for i in prange(x.shape[0]):
             row, dst = x[i], out[i]
-            top = row.max()
-            total = 0.0
+            top = row_max(row)
+            total = zero
             for j in range(row.shape[0]):
-                dst[j] = math.exp(row[j] - top)
-                total += dst[j]
-            scale = 1.0 / total
+                e = exp(row[j] - top)
+                dst[j] = e
+                total += e
+            scale = one / total
             for j in range(row.shape[0]):
                 dst[j] *= scale
         return out
 
-    @backend.jit(parallel=True, fastmath=False)
+    @backend.jit(parallel=True, fastmath=fast)
     def log_softmax_rows(x):
         out = np.empty_like(x)
         for i in prange(x.shape[0]):
             row, dst = x[i], out[i]
-            top = row.max()
-            total = 0.0
+            top = row_max(row)
+            total = zero
             for j in range(row.shape[0]):
-                total += math.exp(row[j] - top)
+                total += exp(row[j] - top)
             log_total = math.log(total)
             for j in range(row.shape[0]):
-                dst[j] = (row[j] - top) - log_total
+                dst[j] = (row[j] - top) - log_total  # not row - (top + log_total): x - top is exact
         return out
 
-    @backend.jit(parallel=True, fastmath=False)
+    @backend.jit(parallel=True, fastmath=fast)
     def softmax_grad_rows(dy, y):
         dx = np.empty_like(y)
         for i in prange(y.shape[0]):
-            dot = 0.0
+            dot = zero
             for j in range(y.shape[1]):
                 dot += y[i, j] * dy[i, j]
             for j in range(y.shape[1]):
                 dx[i, j] = y[i, j] * (dy[i, j] - dot)
         return dx
 
-    @backend.jit(parallel=True, fastmath=False)
+    @backend.jit(parallel=True, fastmath=fast)
     def log_softmax_grad_rows(dy, y):
         dx = np.empty_like(y)
         for i in prange(y.shape[0]):
-            total = 0.0
+            total = zero
             for j in range(y.shape[1]):
                 total += dy[i, j]
             for j in range(y.shape[1]):
-                dx[i, j] = dy[i, j] - math.exp(y[i, j]) * total
+                dx[i, j] = dy[i, j] - exp(y[i, j]) * total
         return dx
+
+    return SimpleNamespace(
+        softmax=softmax_rows,
+        log_softmax=log_softmax_rows,
+        softmax_grad=softmax_grad_rows,
+        log_softmax_grad=log_softmax_grad_rows,
+    )
+
+
+@functools.cache
+def _numba_kernels() -> SimpleNamespace:
+    """The exact gelu pair in numba, defined on first use: flat arrays, elements in parallel,
+    math.erfc per element (several times faster than the numpy erfc above)."""
+    prange = importlib.import_module("numba").prange
 
     @backend.jit(parallel=True, fastmath=False)
     def gelu_flat(x):
@@ -359,14 +377,7 @@ def _numba_kernels() -> SimpleNamespace:
             dx[i] = dy[i] * (cdf + v * pdf)
         return dx
 
-    return SimpleNamespace(
-        gelu=gelu_flat,
-        gelu_grad=gelu_grad_flat,
-        softmax=softmax_rows,
-        log_softmax=log_softmax_rows,
-        softmax_grad=softmax_grad_rows,
-        log_softmax_grad=log_softmax_grad_rows,
-    )
+    return SimpleNamespace(gelu=gelu_flat, gelu_grad=gelu_grad_flat)
 
 
 def _numba_applies(arrays) -> bool:
@@ -393,7 +404,7 @@ def _by_rows(kernel: str, axis: int, opset: int, *arrays):
     else:
         cols = math.prod(first.shape[axis:])
     matrices = [np.ascontiguousarray(a).reshape(-1, cols) for a in arrays]
-    out = getattr(_numba_kernels(), kernel)(*matrices)
+    out = getattr(_row_kernels(first.dtype), kernel)(*matrices)
     if opset >= 13:
         return np.moveaxis(out.reshape(arrays[0].shape), -1, axis)
     return out.reshape(first.shape)

@@ -23,6 +23,7 @@ import numpy as np
 from .. import backend
 from ..errors import DTypeError, GraphError, ShapeError
 from ..tensor import Tensor
+from . import numba_math
 from .registry import Op
 from .shape import reshape
 
@@ -266,20 +267,6 @@ def _from_rows(rows, shape):
     return np.moveaxis(rows.reshape(shape[:1] + shape[2:] + shape[1:2]), -1, 1)
 
 
-# The forward's exp, in the numba kernels: exp(v) for v <= 0, written in plain arithmetic so LLVM
-# vectorizes it (numba's math.exp is a libm call per element, several times slower). v = k ln2 + r
-# with k = rint(v / ln2) and |r| <= ln2 / 2; exp(r) by its Taylor polynomial (the terms left out
-# are under a tenth of an ulp); 2^k from its exponent bits. One constant for ln2 suffices: exp's
-# relative error from rounding v itself is |v| eps / 2, and k ln2's from rounding ln2 is smaller
-# (|k| 2e-9 in float32, |k| 3e-17 in float64). Below EXP_MIN, 2^k would leave the normal range;
-# the result is 0 there (exp(EXP_MIN) is 2e-38 in float32, 3e-308 in float64). Per dtype:
-# (Taylor degree, EXP_MIN, the integer type of its bits, mantissa bits, exponent bias).
-_EXP_FORMATS = {
-    np.dtype(np.float32): (7, -87.0, np.int32, 23, 127),
-    np.dtype(np.float64): (13, -708.0, np.int64, 52, 1023),
-}
-
-
 @functools.cache
 def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
     """The numba kernels of cross_entropy with class indices for float32 or float64, defined on
@@ -288,38 +275,21 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
     C-contiguous (rows, classes) arrays, run in parallel over rows, and compute each row as the
     generic kernels do."""
     prange = importlib.import_module("numba").prange
+    exp, row_max = numba_math.exp_nonpositive(dtype), numba_math.row_max()
     real = dtype.type
-    degree, exp_min, bits, mantissa, bias = _EXP_FORMATS[dtype]
-    exp_min, log2_e, ln2 = real(exp_min), real(1 / math.log(2)), real(math.log(2))
     zero, one = real(0), real(1)
-    taylor = tuple(real(1 / math.factorial(n)) for n in range(degree, -1, -1))  # highest first
 
     # fastmath: "reassoc" lets LLVM split the row sum into vector lanes, "contract" fuse
-    # multiply-adds; NaN and inf keep their meaning. The max waits on each compare (vectorizing it
-    # needs "no NaNs"), so it runs in four interleaved lanes.
+    # multiply-adds; NaN and inf keep their meaning.
     @backend.jit(parallel=True, fastmath={"reassoc", "contract", "nsz"})
     def forward_rows(logits, target, weight, ignore_index, eps, probs, losses):
         rows, classes = logits.shape
-        lanes_end = classes - classes % 4
         for i in prange(rows):
             x, p = logits[i], probs[i]
-            m0 = m1 = m2 = m3 = x[0]
-            for c in range(0, lanes_end, 4):
-                m0, m1 = max(m0, x[c]), max(m1, x[c + 1])
-                m2, m3 = max(m2, x[c + 2]), max(m3, x[c + 3])
-            top = max(max(m0, m1), max(m2, m3))
-            for c in range(lanes_end, classes):
-                top = max(top, x[c])
+            top = row_max(x)
             total = zero
             for c in range(classes):
-                v = x[c] - top  # <= 0 (nan stays nan)
-                k = np.rint(v * log2_e)
-                r = v - k * ln2
-                e = zero
-                for coefficient in taylor:
-                    e = e * r + coefficient
-                e *= bits((bits(k) + bias) << mantissa).view(real)
-                e = zero if v < exp_min else e
+                e = exp(x[c] - top)  # of a value <= 0 (nan stays nan)
                 p[c] = e
                 total += e
             inverse = one / total

@@ -1,0 +1,72 @@
+"""The numba kernels' scalar helpers against numpy: exp over its whole range, and the row max."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+from minitrain.ops import numba_math
+
+# what the kernels that call exp compile with: the helpers must stay accurate under it
+KERNEL_FASTMATH = {"reassoc", "contract", "nsz"}
+
+
+def _exp_of(dtype):
+    exp = numba_math.exp_nonpositive(dtype)
+
+    @numba.njit(fastmath=KERNEL_FASTMATH)
+    def apply(values):
+        out = np.empty_like(values)
+        for i in range(values.shape[0]):
+            out[i] = exp(values[i])
+        return out
+
+    return apply
+
+
+@pytest.mark.parametrize("dtype, ulps", [(np.float32, 2), (np.float64, 1)])
+def test_exp_within_an_ulp_or_two_of_numpy_over_its_range(dtype, ulps):
+    rng = np.random.default_rng(0)
+    tiny = np.finfo(dtype).tiny
+    floor = np.log(tiny)  # below this numpy's exp is subnormal
+    values = np.concatenate(
+        [
+            -rng.exponential(1.0, 20_000),
+            rng.uniform(floor, 0.0, 20_000),
+            -np.logspace(-30, 0, 1_000),
+            [0.0, -0.0, -np.log(2) / 2, -np.log(2), -1.5 * np.log(2)],
+        ]
+    ).astype(dtype)
+    got = _exp_of(dtype)(values)
+    want = np.exp(values)
+    # from EXP_MIN down (a little above the subnormal range) the result is 0 by design
+    exp_min = -87.0 if dtype == np.float32 else -708.0
+    kept = values >= exp_min
+    assert np.max(np.abs(got[kept] - want[kept]) / np.spacing(want[kept])) <= ulps
+    assert np.all(got[~kept] == 0.0) and np.all(want[~kept] < np.exp(dtype(exp_min)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_exp_edge_values(dtype):
+    values = np.array([0.0, -np.inf, np.nan, -1e30, np.finfo(dtype).min], dtype)
+    got = _exp_of(dtype)(values)
+    assert got[0] == 1.0
+    assert got[1] == 0.0 and got[3] == 0.0 and got[4] == 0.0
+    assert np.isnan(got[2])
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 8, 1001])
+def test_row_max_matches_numpy(n):
+    row_max = numba_math.row_max()
+
+    @numba.njit
+    def apply(x):
+        return row_max(x)
+
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        x = rng.standard_normal(n)
+        assert apply(x) == x.max()
+    x = -np.arange(n, dtype=np.float64)[::-1].copy()  # the max last: the tail loop must see it
+    assert apply(x) == 0.0
