@@ -35,7 +35,7 @@ test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: install
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/train_digits.py
 
 bench: install
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)

@@ -16,6 +16,7 @@ class Result:
     per: str = "call"
     target: float | None = None
     note: str = ""
+    unit: str = "us"  # how the two columns print: "us" (times in seconds) or "MiB" (bytes)
 
     @property
     def ratio(self) -> float | None:
@@ -46,12 +47,14 @@ def try_import_torch():
     return torch
 
 
-def _us(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e6:10.2f}"
+def _value(amount: float | None, unit: str) -> str:
+    if amount is None:
+        return "-"
+    return f"{amount * 1e6:9.1f} us" if unit == "us" else f"{amount / 2**20:8.1f} MiB"
 
 
 def print_table(results: list[Result]) -> None:
-    print(f"{'benchmark':<46} {'minitrain us':>12} {'torch us':>10} {'ratio':>7} {'target':>7}")
+    print(f"{'benchmark':<46} {'minitrain':>12} {'torch':>12} {'ratio':>7} {'target':>7}")
     for r in results:
         ratio = "-" if r.ratio is None else f"{r.ratio:7.2f}"
         target = "" if r.target is None else f"<={r.target:.2f}"
@@ -59,8 +62,8 @@ def print_table(results: list[Result]) -> None:
         if r.ratio is not None and r.target is not None:
             verdict = "  ok" if r.ratio <= r.target else "  MISSED"
         print(
-            f"{r.name + ' (per ' + r.per + ')':<46} {_us(r.minitrain_s):>12} "
-            f"{_us(r.torch_s):>10} {ratio:>7} {target:>7}{verdict}"
+            f"{r.name + ' (per ' + r.per + ')':<46} {_value(r.minitrain_s, r.unit):>12} "
+            f"{_value(r.torch_s, r.unit):>12} {ratio:>7} {target:>7}{verdict}"
         )
         if r.note:
             print(f"    {r.note}")

@@ -1,9 +1,10 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
-from . import ops
+from . import data, nn, ops, optim, train
 from .autograd import Tape, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, device, manual_seed
 from .gradcheck import gradcheck
+from .io import load, save
 from .ops import concat, matmul, maximum, minimum, stack, where
 from .tensor import (
     Tensor,
@@ -37,5 +38,6 @@ __all__ = [
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",
     "gradcheck", "Device", "device", "manual_seed",
     "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
-    "ops",
+    "save", "load",
+    "ops", "nn", "optim", "data", "train",
 ]  # fmt: skip

@@ -12,7 +12,10 @@ from __future__ import annotations
 import functools
 import heapq
 import itertools
+import sys
 import threading
+
+import numpy as np
 
 from .errors import GraphError, ShapeError
 
@@ -184,6 +187,23 @@ def _fit(node, index, grad, shape, dtype):
     return grad
 
 
+def _sole_owner(grad, leaf) -> bool:
+    """Whether the engine may hand `grad` to the leaf as its .grad without a copy, as PyTorch's
+    AccumulateGrad steals a gradient nobody else holds: a writeable numpy array that owns its
+    memory (no view of saved values or of another gradient), in the leaf's dtype, referenced
+    only by the flush loop's variable (an array sent to two leaves, kept by a hook or given by
+    the user has more references, and is copied)."""
+    return (
+        type(grad) is np.ndarray
+        and grad.base is None
+        and grad.flags.writeable
+        and grad.dtype == leaf.dtype
+        # the caller's variable, this parameter, getrefcount's argument; a Python that counts
+        # differently only makes this False, and the gradient is copied
+        and sys.getrefcount(grad) <= 3
+    )
+
+
 def backward(roots, root_grads, retain_graph: bool = False, capture=None):
     """Propagate gradients from `roots` (tensors) seeded with `root_grads` (arrays).
 
@@ -263,11 +283,14 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None):
             else:
                 send(parent, g)
 
-    for leaf, grad in leaf_grads.values():
+    grads = g = grad = None  # drop the walk's references: the flush below counts them
+    for key in list(leaf_grads):
+        leaf, grad = leaf_grads.pop(key)
         if leaf._hooks:
             grad = _run_hooks(leaf._hooks, grad)
         if capture is None:
-            leaf._accumulate_grad(grad)
+            owned = _sole_owner(grad, leaf)  # not inside the call below: its argument is a ref
+            leaf._accumulate_grad(grad, owned)
         for position in capture_leaves.get(id(leaf), ()):
             captured[position] = grad
     if capture is None:

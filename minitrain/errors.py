@@ -23,3 +23,8 @@ class GraphError(MinitrainError, RuntimeError):
 
 class GradcheckError(MinitrainError, AssertionError):
     """Analytic and finite-difference gradients disagree."""
+
+
+class CheckpointError(MinitrainError, ValueError):
+    """A checkpoint that cannot be saved or loaded: an unsupported value, a damaged or foreign
+    file, an unknown format version."""

@@ -159,11 +159,14 @@ class Tensor:
     def retains_grad(self) -> bool:
         return self.node is not None and self.node.retained is not None
 
-    def _accumulate_grad(self, grad) -> None:
+    def _accumulate_grad(self, grad, owned: bool = False) -> None:
         if self.grad is None:
-            # Copy on first accumulation: the engine's arrays may be shared with other tensors
-            # or be read-only broadcast views; this .grad owns its memory.
-            self.grad = Tensor._from_op(self.xp.array(grad, dtype=self.dtype, copy=True), None)
+            # An array nothing else holds (`owned`, the engine checked) becomes .grad as is;
+            # any other is copied: it may be shared with other tensors or be a read-only
+            # broadcast view, and this .grad must own its memory.
+            if not owned:
+                grad = self.xp.array(grad, dtype=self.dtype, copy=True)
+            self.grad = Tensor._from_op(grad, None)
         else:
             self.grad.data = self.grad.data + grad
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import operator
 import zlib
 from collections.abc import Callable
@@ -916,3 +917,30 @@ SAMPLES: dict[str, list[Sample]] = {
         ]
     },
 }
+
+
+def _dropout(p: float):
+    """Dropout with a fixed seed, so every call (gradcheck calls many) draws the same mask; the
+    PyTorch twin applies the mask numpy's generator gives for that seed (u >= p, kept)."""
+
+    def call(x):
+        mt.manual_seed(7)
+        return ops.dropout(x, p)
+
+    def ref(x):
+        keep = np.random.default_rng(7).random(tuple(x.shape)) >= p
+        return x * torch.from_numpy(keep) / (1.0 - p)
+
+    return call, ref
+
+
+SAMPLES["dropout"] = [
+    Sample(name, draws(normal(*shape)), *_dropout(p))
+    for name, shape, p in [("p0.3", (4, 5), 0.3), ("p0.9_3d", (2, 3, 4), 0.9), ("p0.5", (7,), 0.5)]
+]
+
+
+# Op families whose samples live in their own files add to the table; they import the helpers
+# above from this module, which is why this import comes last.
+for _family in ("samples_normalization", "samples_conv"):
+    SAMPLES.update(importlib.import_module(_family).SAMPLES)

@@ -1014,3 +1014,58 @@ def test_backward_returning_too_few_gradients_raises_naming_the_op():
     with pytest.raises(GraphError, match=r"_TooFewGradsGrad: backward returned 1 gradients for 2"):
         _TooFewGrads.apply(a, b).sum().backward()
     assert a.grad is None and b.grad is None
+
+
+# --- the leaf gradient's buffer: taken over when nobody else holds it, copied otherwise -------
+
+
+def _owned_flags(monkeypatch):
+    """Record, per first accumulation into a leaf, whether the engine handed its array over."""
+    from minitrain.tensor import Tensor
+
+    flags = []
+    original = Tensor._accumulate_grad
+
+    def spy(self, grad, owned=False):
+        flags.append(owned)
+        return original(self, grad, owned)
+
+    monkeypatch.setattr(Tensor, "_accumulate_grad", spy)
+    return flags
+
+
+def test_a_fresh_gradient_becomes_the_leafs_grad_without_a_copy(monkeypatch):
+    flags = _owned_flags(monkeypatch)
+    x = minitrain.randn(1000, requires_grad=True)
+    (x * 2.0).sum().backward()
+    assert flags == [True]
+    np.testing.assert_array_equal(x.grad.data, np.full(1000, 2.0, np.float32))
+
+
+def test_a_gradient_sent_to_two_leaves_is_copied_for_each(monkeypatch):
+    flags = _owned_flags(monkeypatch)
+    a, b = minitrain.randn(3, requires_grad=True), minitrain.randn(3, requires_grad=True)
+    (a + b).sum().backward()
+    assert flags == [False, False]
+    assert not np.shares_memory(a.grad.data, b.grad.data)
+
+
+def test_gradients_never_alias_user_arrays_hooks_or_retained_grads():
+    x = minitrain.randn(3, requires_grad=True)
+    upstream = np.ones(3, np.float32)
+    x.backward(upstream)
+    assert not np.shares_memory(x.grad.data, upstream)
+
+    kept = []
+    y = minitrain.randn(3, requires_grad=True)
+    y.register_hook(lambda g: kept.append(g * 1.0) or kept[-1])
+    (y * 3.0).sum().backward()
+    assert not np.shares_memory(y.grad.data, kept[0].data)
+
+    z = minitrain.randn(3, requires_grad=True)
+    h = z * 1.0
+    h.retain_grad()
+    (h * 2.0).sum().backward()
+    assert not np.shares_memory(h.grad.data, z.grad.data)
+    z.grad.data[...] = 0.0  # writing one .grad leaves the other alone
+    np.testing.assert_array_equal(h.grad.data, np.full(3, 2.0, np.float32))

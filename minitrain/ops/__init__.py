@@ -19,6 +19,7 @@ from .activation import (
     tanh,
     tanh_grad,
 )
+from .conv import col2im, conv, conv_grad, im2col
 from .elementwise import (
     abs,
     add,
@@ -54,6 +55,25 @@ from .loss import (
     smooth_l1_loss,
     softmax_cross_entropy_grad,
 )
+from .normalization import (
+    batch_norm,
+    batch_norm_composite,
+    batch_norm_grad,
+    invertible_layer_norm_grad,
+    layer_norm,
+    layer_norm_grad,
+    rms_norm,
+    simplified_layer_norm_grad,
+)
+from .pooling import (
+    adaptive_avg_pool,
+    adaptive_avg_pool_grad,
+    avg_pool,
+    avg_pool_grad,
+    max_pool,
+    max_pool_grad,
+)
+from .random import dropout, dropout_grad
 from .reduction import argmax, argmin, logsumexp, max, mean, min, sum, var
 from .registry import Ctx, Op, registry
 from .shape import (
@@ -77,9 +97,16 @@ __all__ = [
     "reshape", "flatten", "transpose", "permute", "broadcast_to", "getitem", "concat", "stack",
     "pad",
     "matmul", "linear",
+    "dropout", "dropout_grad",
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "binary_cross_entropy_with_logits", "softmax_cross_entropy_grad",
     "relu", "leaky_relu", "sigmoid", "tanh", "quick_gelu", "silu", "gelu", "softmax", "log_softmax",
     "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "quick_gelu_grad", "gelu_grad",
     "softmax_grad", "log_softmax_grad",
+    "batch_norm", "batch_norm_composite", "layer_norm", "rms_norm",
+    "batch_norm_grad", "layer_norm_grad", "invertible_layer_norm_grad",
+    "simplified_layer_norm_grad",
+    "conv", "conv_grad", "im2col", "col2im",
+    "max_pool", "avg_pool", "adaptive_avg_pool",
+    "max_pool_grad", "avg_pool_grad", "adaptive_avg_pool_grad",
 ]  # fmt: skip

@@ -1,0 +1,166 @@
+"""Whole training steps against PyTorch: an MLP (784-256-256-10, batch 128, Adam) and a small CNN
+(Conv-BN-ReLU-MaxPool twice, then Linear, on (64, 1, 28, 28), SGD with momentum): zero_grad,
+forward, cross entropy, backward and the optimizer step, from the same initial weights. Also the
+CNN run's peak memory, each framework measured alone in a fresh process (see `_peak_memory`).
+Alone: `python -m benchmarks.training`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from benchmarks.common import Result, best_times, try_import_torch
+
+MLP_TARGET, CNN_TARGET, MEMORY_TARGET = 1.1, 1.5, 1.2
+MEMORY_STEPS = 5
+
+
+def _mlp(framework):
+    nn = framework.nn
+    return nn.Sequential(
+        nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)
+    )
+
+
+def _cnn(framework):
+    nn = framework.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 7 * 7, 10),
+    )
+
+
+def _data(kind: str):
+    rng = np.random.default_rng(0)
+    shape = (128, 784) if kind == "mlp" else (64, 1, 28, 28)
+    return rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, shape[0])
+
+
+def _minitrain_step(kind: str):
+    import minitrain as mt
+
+    mt.manual_seed(0)
+    model = _mlp(mt) if kind == "mlp" else _cnn(mt)
+    if kind == "mlp":
+        optimizer = mt.optim.Adam(model.parameters(), lr=1e-3)
+    else:
+        optimizer = mt.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    inputs, labels = _data(kind)
+    x = mt.Tensor(inputs)
+    loss_fn = mt.nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(model(x), labels).backward()
+        optimizer.step()
+
+    return model, step
+
+
+def _torch_step(kind: str, weights_from=None):
+    import torch
+
+    model = _mlp(torch) if kind == "mlp" else _cnn(torch)
+    if weights_from is not None:  # the same initial weights as minitrain's model
+        with torch.no_grad():
+            for p, q in zip(weights_from.parameters(), model.parameters(), strict=True):
+                q.copy_(torch.from_numpy(p.data))
+    if kind == "mlp":
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    inputs, labels = _data(kind)
+    x, y = torch.from_numpy(inputs), torch.from_numpy(labels)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    return step
+
+
+def _peak_memory(framework: str) -> int:
+    """Bytes by which the process's resident memory peaks above its level after a warm-up step,
+    over MEMORY_STEPS more CNN steps, in a fresh process of its own. Linux resets the peak
+    (VmHWM) when 5 is written to /proc/self/clear_refs; the warm-up has already paid for
+    imports, compilation and the allocators' first growth, in either framework."""
+    code = (
+        "import json, sys; sys.path.insert(0, '.');"
+        "from benchmarks.training import _measure_in_process;"
+        f"print(json.dumps(_measure_in_process({framework!r})))"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def _measure_in_process(framework: str) -> int:
+    step = _minitrain_step("cnn")[1] if framework == "minitrain" else _torch_step("cnn")
+    step()
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")
+    baseline = _status_kib("VmRSS")
+    for _ in range(MEMORY_STEPS):
+        step()
+    return (_status_kib("VmHWM") - baseline) * 1024
+
+
+def run() -> list[Result]:
+    torch = try_import_torch()
+    results = []
+    for kind, target in (("mlp", MLP_TARGET), ("cnn", CNN_TARGET)):
+        model, ours = _minitrain_step(kind)
+        steps = [ours] if torch is None else [ours, _torch_step(kind, weights_from=model)]
+        times = best_times(steps, number=5 if kind == "cnn" else 20)
+        name = "MLP 784-256-256-10 b128 Adam" if kind == "mlp" else "CNN (64,1,28,28) SGD momentum"
+        results.append(
+            Result(
+                f"train step {name}",
+                times[0],
+                times[1] if torch else None,
+                per="step",
+                target=target,
+            )  # fmt: skip
+        )
+    if torch is not None and os.path.exists("/proc/self/clear_refs"):
+        results.append(
+            Result(
+                "CNN training peak memory above warm-up",
+                _peak_memory("minitrain"),
+                _peak_memory("torch"),
+                per=f"{MEMORY_STEPS} steps",
+                target=MEMORY_TARGET,
+                unit="MiB",
+            )
+        )
+    return results
+
+
+if __name__ == "__main__":
+    from benchmarks.common import print_table
+
+    print_table(run())

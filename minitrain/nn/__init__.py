@@ -1,0 +1,45 @@
+"""Layers, Module and Parameter, with PyTorch's names, signatures and defaults."""
+
+from . import functional, init, utils
+from .activation import GELU, LeakyReLU, LogSoftmax, QuickGELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .container import ModuleDict, ModuleList, Sequential
+from .conv import Conv1d, Conv2d, Conv3d
+from .dropout import Dropout
+from .linear import Flatten, Identity, Linear
+from .loss import (
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .module import Module, Parameter, StateDictError
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, RMSNorm
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+)
+from .sparse import Embedding
+
+__all__ = [
+    "functional", "init", "utils",
+    "Module", "Parameter", "StateDictError",
+    "Sequential", "ModuleList", "ModuleDict",
+    "Conv1d", "Conv2d", "Conv3d",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "RMSNorm",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "Identity", "Linear", "Flatten", "Embedding", "Dropout",
+    "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "QuickGELU", "Softmax", "LogSoftmax",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+    "BCEWithLogitsLoss",
+]  # fmt: skip

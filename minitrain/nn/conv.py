@@ -1,0 +1,108 @@
+"""Convolution layers: Conv1d, Conv2d, Conv3d."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import functional as F  # noqa: N812 (PyTorch's idiom)
+from . import init
+from .module import Module, Parameter
+
+
+def _ntuple(value, dims: int, name: str, where: str) -> tuple[int, ...]:
+    values = (value,) * dims if isinstance(value, int) else tuple(value)
+    if len(values) != dims:
+        raise ValueError(f"{where}: {name} needs {dims} values, got {value!r}")
+    return values
+
+
+class _ConvNd(Module):
+    dims = 0
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        dtype=np.float32,
+    ):
+        super().__init__()
+        where = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(
+                f"{where}: only padding_mode='zeros' is supported, got {padding_mode!r}"
+            )
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{where}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+                f"both be divisible by groups ({groups})"
+            )
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _ntuple(kernel_size, self.dims, "kernel_size", where)
+        self.stride = _ntuple(stride, self.dims, "stride", where)
+        self.dilation = _ntuple(dilation, self.dims, "dilation", where)
+        self.padding = (padding,) * self.dims if isinstance(padding, int) else padding
+        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(np.empty(shape, dtype))
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        if self.bias is not None:
+            fan_in, _ = init.fan_in_and_fan_out(self.weight)
+            bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: Tensor) -> Tensor:
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self.dims - 1]
+        return conv(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+    def extra_repr(self) -> str:
+        text = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != 0 and self.padding != (0,) * self.dims:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * self.dims:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L) (or unbatched (C, L)): weight (out, in/groups, k)."""
+
+    dims = 1
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C, H, W) (or unbatched (C, H, W)): weight
+    (out, in/groups, kh, kw). padding: an int, a pair, per-dim (begin, end) pairs, 'same' or
+    'valid'."""
+
+    dims = 2
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W) (or unbatched): weight (out, in/groups, kd, kh, kw)."""
+
+    dims = 3

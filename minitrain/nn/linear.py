@@ -1,0 +1,66 @@
+"""Identity, Linear and Flatten."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ops
+from ..tensor import Tensor
+from . import init
+from .module import Module, Parameter
+
+
+class Identity(Module):
+    """Returns its input; takes and ignores any arguments (a placeholder, as in PyTorch)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, weight (out_features, in_features). Initialised as PyTorch does:
+    weight and bias from U(-1/sqrt(in_features), 1/sqrt(in_features))."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=np.float32):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(np.empty((out_features, in_features), dtype))
+        if bias:
+            self.bias = Parameter(np.empty(out_features, dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # = U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        if self.bias is not None:
+            bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class Flatten(Module):
+    """Flatten dims start_dim..end_dim into one (default: everything but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.flatten(x, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

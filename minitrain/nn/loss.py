@@ -1,0 +1,113 @@
+"""Loss layers: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss,
+BCEWithLogitsLoss. Each holds its options (and class weights as a buffer) and calls the
+functional form."""
+
+from __future__ import annotations
+
+from .. import ops
+from ..tensor import Tensor
+from .module import Module
+
+
+class _Loss(Module):
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        if reduction not in ("none", "mean", "sum"):
+            raise ValueError(
+                f"{type(self).__name__}: reduction must be 'none', 'mean' or 'sum', "
+                f"got {reduction!r}"
+            )
+        self.reduction = reduction
+
+    def extra_repr(self) -> str:
+        return f"reduction='{self.reduction}'" if self.reduction != "mean" else ""
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight=None, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", None if weight is None else _as_tensor(weight))
+
+
+def _as_tensor(value) -> Tensor:
+    return value if isinstance(value, Tensor) else Tensor(value)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of softmax(input) over the class axis 1 against class indices or class
+    probabilities (fused with log-softmax in one op)."""
+
+    def __init__(
+        self,
+        weight=None,
+        ignore_index: int = -100,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+    ):
+        super().__init__(weight, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.cross_entropy(
+            input,
+            target,
+            self.weight,
+            ignore_index=self.ignore_index,
+            reduction=self.reduction,
+            label_smoothing=self.label_smoothing,
+        )
+
+
+class NLLLoss(_WeightedLoss):
+    """Negative log likelihood of log-probabilities (class axis 1) against class indices."""
+
+    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.nll_loss(
+            input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction
+        )
+
+
+class MSELoss(_Loss):
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCEWithLogitsLoss(_WeightedLoss):
+    """Binary cross entropy of sigmoid(input) against targets in [0, 1], computed stably from
+    the logits; `pos_weight` weighs the positive term per class."""
+
+    def __init__(self, weight=None, reduction: str = "mean", pos_weight=None):
+        super().__init__(weight, reduction)
+        self.register_buffer("pos_weight", None if pos_weight is None else _as_tensor(pos_weight))
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.binary_cross_entropy_with_logits(
+            input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight
+        )

@@ -1,0 +1,428 @@
+"""Module and Parameter: parameters, buffers and children registered by assignment, state dicts,
+train/eval, devices, hooks."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from .. import backend
+from ..autograd import RemovableHandle, no_grad
+from ..errors import DTypeError, MinitrainError
+from ..tensor import Tensor, _is_dtype_name
+
+
+class Parameter(Tensor):
+    """A Tensor that is a module's parameter: a leaf that requires grad by default, registered
+    when assigned to a Module attribute."""
+
+    __slots__ = ()
+
+    def __init__(self, data=None, requires_grad: bool = True):
+        if isinstance(data, Tensor):
+            data = data.data
+        super().__init__(np.empty(0, np.float32) if data is None else data)
+        if requires_grad:
+            self.requires_grad = True
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class StateDictError(MinitrainError, KeyError):
+    """A state dict that does not fit the module: missing, unexpected or mis-shaped entries."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class Module:
+    """Base class of every layer and model.
+
+    Assigning a Parameter, a Module or (through `register_buffer`) a buffer to an attribute
+    registers it, so `parameters()`, `state_dict()`, `to()` and `train()` find it. Subclasses
+    define `forward`; calling the module runs forward hooks around it.
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        # object.__setattr__: our own __setattr__ needs these dicts to exist
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", [])
+        object.__setattr__(self, "_forward_pre_hooks", [])
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args, **kwargs):
+        for hook in list(self._forward_pre_hooks):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks):
+            result = hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
+
+    # --- registration -------------------------------------------------------------------
+
+    def __setattr__(self, name: str, value) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"cannot assign '{name}' before Module.__init__() is called "
+                f"(call super().__init__() first in {type(self).__name__}.__init__)"
+            )
+        params, buffers, modules = self._parameters, self._buffers, self._modules
+        if isinstance(value, Parameter):
+            self._forget(name)
+            params[name] = value
+        elif isinstance(value, Module):
+            self._forget(name)
+            modules[name] = value
+        elif name in params:
+            if value is not None:
+                raise DTypeError(
+                    f"{type(self).__name__}.{name}: a parameter can only be replaced by a "
+                    f"Parameter or None, got {type(value).__name__}"
+                )
+            params[name] = None
+        elif name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise DTypeError(
+                    f"{type(self).__name__}.{name}: a buffer can only be replaced by a Tensor "
+                    f"or None, got {type(value).__name__}"
+                )
+            buffers[name] = value
+        elif name in modules:
+            if value is not None:
+                raise DTypeError(
+                    f"{type(self).__name__}.{name}: a child module can only be replaced by a "
+                    f"Module or None, got {type(value).__name__}"
+                )
+            modules[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        self.__dict__.pop(name, None)
+        for table in (self._parameters, self._buffers, self._modules):
+            table.pop(name, None)
+        self._non_persistent.discard(name)
+
+    def __getattr__(self, name: str):
+        # only called when normal lookup fails: the registered tables
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(table)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(
+            set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules)
+        )
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register a parameter (or None, a declared but absent one, like a bias=False)."""
+        self._check_new_name(name, "register_parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise DTypeError(
+                f"register_parameter: '{name}' must be a Parameter or None, "
+                f"got {type(param).__name__}"
+            )
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Register state that is not a parameter (running statistics): saved in the state dict
+        when persistent, moved by `to()`, never given to an optimizer."""
+        self._check_new_name(name, "register_buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise DTypeError(
+                f"register_buffer: '{name}' must be a Tensor or None, got {type(tensor).__name__}"
+            )
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Register a child module under `name`."""
+        self._check_new_name(name, "add_module")
+        if module is not None and not isinstance(module, Module):
+            raise DTypeError(
+                f"add_module: '{name}' must be a Module or None, got {type(module).__name__}"
+            )
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _check_new_name(self, name: str, where: str) -> None:
+        if not isinstance(name, str) or not name or "." in name:
+            raise KeyError(f"{where}: name must be a non-empty string without '.', got {name!r}")
+        if name in self.__dict__ or (hasattr(type(self), name) and not self._owns(name)):
+            raise KeyError(f"{where}: attribute '{name}' already exists")
+
+    def _owns(self, name: str) -> bool:
+        return name in self._parameters or name in self._buffers or name in self._modules
+
+    # --- traversal ----------------------------------------------------------------------
+
+    def named_modules(self, prefix: str = "", memo: set | None = None) -> Iterator:
+        """(path, module) for this module and every descendant, each module once."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator:
+        seen = set()
+        for name, child in self._modules.items():
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                yield name, child
+
+    def children(self) -> Iterator[Module]:
+        for _, child in self.named_children():
+            yield child
+
+    def _named_members(self, table: str, recurse: bool) -> Iterator:
+        seen = set()
+        modules = self.named_modules() if recurse else [("", self)]
+        for path, module in modules:
+            for name, member in getattr(module, table).items():
+                if member is None or id(member) in seen:
+                    continue
+                seen.add(id(member))
+                yield (f"{path}.{name}" if path else name), member
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator:
+        """(dotted name, Parameter) for every parameter, shared ones once."""
+        for name, param in self._named_members("_parameters", recurse):
+            yield (f"{prefix}.{name}" if prefix else name), param
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator:
+        for name, buffer in self._named_members("_buffers", recurse):
+            yield (f"{prefix}.{name}" if prefix else name), buffer
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def get_submodule(self, target: str) -> Module:
+        """The descendant at dotted path `target` ('' is this module)."""
+        module = self
+        for part in target.split(".") if target else []:
+            child = module._modules.get(part)
+            if child is None:
+                raise AttributeError(
+                    f"get_submodule: {type(module).__name__} has no child '{part}'"
+                )
+            module = child
+        return module
+
+    # --- modes, gradients, devices --------------------------------------------------------
+
+    def train(self, mode: bool = True) -> Module:
+        """Training mode for this module and every descendant (dropout active, batch norm
+        updating its running statistics)."""
+        if not isinstance(mode, bool):
+            raise DTypeError(f"train: mode must be a bool, got {type(mode).__name__}")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        """Evaluation mode: `train(False)`."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's gradient: to None (the default), or to zeros in place."""
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad.data[...] = 0
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call fn on every descendant, then on this module (children first, as in PyTorch)."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, target) -> Module:
+        """Move every parameter and buffer to a device ('cpu', 'cuda'), or cast the floating ones
+        to a dtype, in place: the Parameter objects stay the same, so an optimizer built before
+        keeps working."""
+        if isinstance(target, (str, backend.Device)) and not _is_dtype_name(target):
+            device = backend.device(target)
+            return self._convert(lambda a: backend.to_device(a, device), floating_only=False)
+        dtype = np.dtype(target)
+        if dtype.kind != "f":
+            raise DTypeError(f"Module.to: can only cast to a floating dtype, got {dtype}")
+        return self._convert(lambda a: a.astype(dtype, copy=False), floating_only=True)
+
+    def float(self) -> Module:
+        return self.to(np.float32)
+
+    def double(self) -> Module:
+        return self.to(np.float64)
+
+    def half(self) -> Module:
+        return self.to(np.float16)
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> Module:
+        return self.to(f"cuda:{index}")
+
+    def _convert(self, convert, floating_only: bool) -> Module:
+        with no_grad():
+            for tensor in [*self.parameters(), *self.buffers()]:
+                if floating_only and tensor.dtype.kind != "f":
+                    continue
+                tensor.data = convert(tensor.data)
+                if tensor.grad is not None:
+                    tensor.grad.data = convert(tensor.grad.data)
+        return self
+
+    # --- hooks ----------------------------------------------------------------------------
+
+    def register_forward_hook(self, hook) -> RemovableHandle:
+        """Call `hook(module, inputs, output)` after forward; a returned value replaces the
+        output."""
+        return _add_hook(self._forward_hooks, hook)
+
+    def register_forward_pre_hook(self, hook) -> RemovableHandle:
+        """Call `hook(module, inputs)` before forward; a returned value replaces the inputs."""
+        return _add_hook(self._forward_pre_hooks, hook)
+
+    # --- state dicts ----------------------------------------------------------------------
+
+    def state_dict(self, prefix: str = "") -> OrderedDict:
+        """Every parameter and persistent buffer by dotted name, as Tensors outside the graph
+        sharing the module's arrays (copy them, or save them, to keep a snapshot)."""
+        state = OrderedDict()
+        for path, module in self.named_modules(prefix=prefix.rstrip(".")):
+            dot = f"{path}." if path else ""
+            for name, param in module._parameters.items():
+                if param is not None:
+                    state[dot + name] = param.detach()
+            for name, buffer in module._buffers.items():
+                if buffer is not None and name not in module._non_persistent:
+                    state[dot + name] = buffer.detach()
+        return state
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """Copy values into this module's parameters and buffers, in place, checked first: with
+        strict=True every key must match exactly; shapes must always match. Nothing is changed
+        when the check fails. Returns (missing_keys, unexpected_keys)."""
+        own = self._state_targets()
+        missing = [key for key in own if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in own]
+        problems = []
+        if strict and missing:
+            problems.append(f"missing keys: {missing}")
+        if strict and unexpected:
+            problems.append(f"unexpected keys: {unexpected}")
+        values = {}
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            array = value.data if isinstance(value, Tensor) else value
+            if not hasattr(array, "shape"):
+                array = np.asarray(array)
+            if tuple(array.shape) != target.shape:
+                problems.append(
+                    f"'{key}': shape {tuple(array.shape)} in the state dict, "
+                    f"{target.shape} in the module"
+                )
+            elif array.dtype.kind not in "fiub":
+                problems.append(f"'{key}': dtype {array.dtype} cannot be loaded")
+            values[key] = array
+        if problems:
+            raise StateDictError(
+                f"load_state_dict for {type(self).__name__}: " + "; ".join(problems)
+            )
+        with no_grad():
+            for key, array in values.items():
+                target = own[key]
+                target.data[...] = backend.to_device(
+                    np.asarray(array) if not backend.is_array(array) else array, target.device
+                )
+        return missing, unexpected
+
+    def _state_targets(self) -> dict:
+        targets = {}
+        for path, module in self.named_modules():
+            dot = f"{path}." if path else ""
+            for name, param in module._parameters.items():
+                if param is not None:
+                    targets[dot + name] = param
+            for name, buffer in module._buffers.items():
+                if buffer is not None and name not in module._non_persistent:
+                    targets[dot + name] = buffer
+        return targets
+
+    # --- repr -----------------------------------------------------------------------------
+
+    def extra_repr(self) -> str:
+        """The layer's own settings for its repr (override: 'in_features=2, out_features=3')."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [line for line in [self.extra_repr()] if line]
+        for name, child in self._modules.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"({name}): {body}")
+        name = type(self).__name__
+        if not self._modules:
+            return f"{name}({lines[0] if lines else ''})"
+        return name + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _add_hook(hooks: list, hook) -> RemovableHandle:
+    if not callable(hook):
+        raise DTypeError(f"hook must be callable, got {type(hook).__name__}")
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)

@@ -1,0 +1,176 @@
+"""Normalization layers: BatchNorm1d/2d/3d, LayerNorm (also invertible), RMSNorm."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops
+from ..errors import ShapeError
+from ..tensor import Tensor
+from .module import Module, Parameter
+
+
+class _BatchNorm(Module):
+    ranks: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        dtype=np.float32,
+        *,
+        bias: bool = True,
+    ):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.register_parameter(
+            "weight", Parameter(np.ones(num_features, dtype)) if affine else None
+        )
+        has_bias = affine and bias
+        self.register_parameter(
+            "bias", Parameter(np.zeros(num_features, dtype)) if has_bias else None
+        )
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, dtype)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, dtype)))
+            self.register_buffer("num_batches_tracked", Tensor(np.zeros((), np.int64)))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.data[...] = 0
+            self.running_var.data[...] = 1
+            self.num_batches_tracked.data[...] = 0
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim not in self.ranks:
+            raise ShapeError(
+                f"{type(self).__name__}: expected input of rank {' or '.join(map(str, self.ranks))}"
+                f" (N, C{', ...' if max(self.ranks) > 2 else ''}), got shape {tuple(x.shape)}"
+            )
+        if x.shape[1] != self.num_features:
+            raise ShapeError(
+                f"{type(self).__name__}: input has {x.shape[1]} channels (axis 1), the layer "
+                f"was built for num_features={self.num_features}"
+            )
+        momentum = 0.0 if self.momentum is None else self.momentum
+        updating = self.training and self.track_running_stats
+        if updating and self.momentum is None:  # cumulative moving average, as in PyTorch
+            momentum = 1.0 / (int(self.num_batches_tracked.data) + 1)
+        use_running = self.track_running_stats and (updating or not self.training)
+        out = ops.batch_norm(
+            x,
+            self.weight,
+            self.bias,
+            self.eps,
+            running_mean=self.running_mean if use_running else None,
+            running_var=self.running_var if use_running else None,
+            training=self.training or not self.track_running_stats,
+            momentum=momentum,
+        )
+        if updating:  # counted only once the op has checked its input and run
+            self.num_batches_tracked.data += 1
+        return out
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L), per channel C."""
+
+    ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W), per channel C."""
+
+    ranks = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W), per channel C."""
+
+    ranks = (5,)
+
+
+def _shape(normalized_shape) -> tuple[int, ...]:
+    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+
+
+class LayerNorm(Module):
+    """Normalize over the last dims (`normalized_shape`), then scale and shift. With
+    invertible=True the backward rebuilds x_hat from the output, so the input is not kept for it
+    (InvertibleLayerNormalizationGrad): less memory, same gradients."""
+
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        bias: bool = True,
+        invertible: bool = False,
+        dtype=np.float32,
+    ):
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps, self.elementwise_affine, self.invertible = eps, elementwise_affine, invertible
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dtype))
+            if bias:
+                self.bias = Parameter(np.zeros(self.normalized_shape, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.layer_norm(
+            x, self.normalized_shape, self.weight, self.bias, self.eps, invertible=self.invertible
+        )
+
+    def extra_repr(self) -> str:
+        text = (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )
+        return text + (", invertible=True" if self.invertible else "")
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2) + eps) over the last dims, times weight; eps=None is the dtype's
+    machine epsilon, as in PyTorch."""
+
+    def __init__(
+        self,
+        normalized_shape,
+        eps: float | None = None,
+        elementwise_affine: bool = True,
+        dtype=np.float32,
+    ):
+        super().__init__()
+        self.normalized_shape = _shape(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )

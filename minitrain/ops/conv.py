@@ -1,0 +1,869 @@
+"""Convolution over 1 to 3 spatial dims: the conv op (im2col + GEMM), its gradient kernel
+conv_grad (KERNELS.md section 4), im2col / col2im with numba kernels, and the translation of
+PyTorch's conv arguments that minitrain.nn.functional uses.
+
+Layout: X is (N, C, *spatial), W is (M, C/group, *kernel), B is (M,). With K = prod(kernel) and
+P = prod(output spatial), `im2col(X)` is the (C*K, N*P) matrix whose row c*K + k holds kernel tap k
+of channel c at every output position of every image: group g's rows are one contiguous block, so
+one GEMM per group, W[g] (M/group, C/group*K) @ col[g], covers the whole batch, and the backward's
+dW and dX are one GEMM each too. Few large GEMMs rather than one per image keep BLAS efficient and
+its threads in step (each call is a synchronisation, costly on a busy machine); the price is one
+pass transposing the (M, N*P) product to (N, M, P). Batches whose columns outgrow
+`_COL_CHUNK_BYTES` go through in a few chunks of images, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import backend
+from ..errors import DTypeError, ShapeError
+from ..tensor import Tensor
+from .registry import Op, shape_of
+from .shape import reshape
+
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+# Bytes of im2col columns computed at once: the batch goes through in chunks of images whose
+# columns stay in the last-level cache between im2col writing them and the GEMM reading them
+# (measured: a third faster than one pass over a 75 MB batch on a 2-core Xeon).
+_COL_CHUNK_BYTES = 6 << 20
+# Elements of columns from which im2col / col2im called on their own run in parallel: below it,
+# waking threads costs more than it saves. Inside conv and conv_grad they run serially, between
+# multi-threaded GEMMs: BLAS's worker threads keep spinning for a while after each GEMM, and
+# numba's threads competing with them for the cores made the whole conv slower, not faster.
+_PARALLEL_WORK = 1 << 18
+
+
+# --- geometry -----------------------------------------------------------------------------------
+
+
+class Window(NamedTuple):
+    """Where the sliding windows of a conv or pool sit, per spatial dim: kernel taps, strides,
+    pads in ONNX order (all begins, then all ends), dilations, and the output size."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    pads: tuple[int, ...]
+    dilations: tuple[int, ...]
+    out: tuple[int, ...]
+
+    @property
+    def pads_begin(self) -> tuple[int, ...]:
+        return self.pads[: len(self.kernel)]
+
+    @property
+    def pads_end(self) -> tuple[int, ...]:
+        return self.pads[len(self.kernel) :]
+
+    @property
+    def reach(self) -> tuple[int, ...]:
+        """Input positions a window spans: dilation * (k - 1) + 1 per dim."""
+        return tuple(d * (k - 1) + 1 for k, d in zip(self.kernel, self.dilations, strict=True))
+
+    def slices(self, offset: tuple[int, ...]) -> tuple[slice, ...]:
+        """Per dim, the padded-input positions kernel tap `offset` reads, one per output."""
+        return tuple(
+            slice(o * d, o * d + s * (n - 1) + 1, s)
+            for o, d, s, n in zip(offset, self.dilations, self.strides, self.out, strict=True)
+        )
+
+    def canonical(self) -> tuple[tuple[int, int, int], ...]:
+        """kernel, strides, pads_begin, dilations and out as 3-tuples, missing leading dims
+        filled with a size-1 dim, so one numba kernel serves 1, 2 and 3 spatial dims."""
+        lead = 3 - len(self.kernel)
+        return (
+            (1,) * lead + self.kernel,
+            (1,) * lead + self.strides,
+            (0,) * lead + self.pads_begin,
+            (1,) * lead + self.dilations,
+            (1,) * lead + self.out,
+        )
+
+
+def spatial_ints(value, dims: int, name: str, where: str, minimum: int) -> tuple[int, ...]:
+    """An int (the same for every spatial dim) or a sequence of `dims` ints, each >= minimum."""
+    items = (value,) * dims if isinstance(value, (int, np.integer)) else value
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise DTypeError(f"{where}: {name} must be an int or {dims} ints, got {value!r}")
+    items = tuple(items)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+        raise DTypeError(f"{where}: {name} must be ints, got {value!r}")
+    if len(items) != dims:
+        raise ShapeError(
+            f"{where}: {name} needs {dims} values (one per spatial dim), got {len(items)}: "
+            f"{value!r}"
+        )
+    if any(v < minimum for v in items):
+        raise ValueError(f"{where}: {name} must be >= {minimum}, got {value!r}")
+    return tuple(int(v) for v in items)
+
+
+def onnx_pads(pads, dims: int, where: str) -> tuple[int, ...]:
+    """pads in ONNX order, [b0, b1, ..., e0, e1, ...]: None (no padding), one int (every side)
+    or 2 * dims non-negative ints."""
+    if pads is None:
+        return (0,) * (2 * dims)
+    if isinstance(pads, (int, np.integer)):
+        pads = (pads,) * (2 * dims)
+    if isinstance(pads, Sequence) and len(pads) != 2 * dims:
+        raise ShapeError(
+            f"{where}: pads needs 2 * {dims} values, all begins then all ends "
+            f"[b0, b1, ..., e0, e1, ...], got {len(pads)}: {pads!r}"
+        )
+    return spatial_ints(pads, 2 * dims, "pads", where, 0)
+
+
+def _output_size(length, begin, end, reach, stride, dim, where) -> int:
+    padded = length + begin + end
+    if reach > padded:
+        raise ShapeError(
+            f"{where}: the kernel spans {reach} positions in spatial dim {dim}, more than the "
+            f"padded input's {padded} (size {length} + pads {begin}, {end})"
+        )
+    return (padded - reach) // stride + 1
+
+
+def conv_window(spatial, kernel, strides, pads, dilations, where: str = "conv") -> Window:
+    """The Window of a conv: per dim `floor((L + pad_begin + pad_end - reach) / stride) + 1`
+    outputs, reach = dilation * (k - 1) + 1. Raises when a kernel outspans the padded input."""
+    dims = len(kernel)
+    begin, end = pads[:dims], pads[dims:]
+    reach = [d * (k - 1) + 1 for k, d in zip(kernel, dilations, strict=True)]
+    out = tuple(
+        _output_size(*args, dim, where)
+        for dim, args in enumerate(zip(spatial, begin, end, reach, strides, strict=True))
+    )
+    return Window(tuple(kernel), tuple(strides), tuple(pads), tuple(dilations), out)
+
+
+def auto_pads(auto_pad: str, spatial, kernel, strides, dilations, where: str) -> tuple[int, ...]:
+    """ONNX auto_pad as explicit pads. SAME_UPPER / SAME_LOWER: ceil(L / stride) outputs, from
+    `max(0, (out - 1) * stride + reach - L)` padding split in two, the odd one at the end (UPPER)
+    or at the beginning (LOWER). VALID: no padding."""
+    if auto_pad not in AUTO_PADS[1:]:
+        raise ValueError(f"{where}: auto_pad must be one of {AUTO_PADS}, got {auto_pad!r}")
+    dims = len(kernel)
+    if auto_pad == "VALID":
+        return (0,) * (2 * dims)
+    begins, ends = [], []
+    for length, k, s, d in zip(spatial, kernel, strides, dilations, strict=True):
+        total = max(0, (-(-length // s) - 1) * s + d * (k - 1) + 1 - length)
+        small, large = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else large)
+        ends.append(large if auto_pad == "SAME_UPPER" else small)
+    return tuple(begins + ends)
+
+
+def check_rank(where: str, x_shape, name: str = "input") -> None:
+    """x_shape must be (N, C, *spatial) with 1 to 3 spatial dims."""
+    if len(x_shape) not in (3, 4, 5):
+        raise ShapeError(
+            f"{where}: {name} must be (N, C, *spatial) with 1 to 3 spatial dims, got shape "
+            f"{x_shape}"
+        )
+
+
+# What the conv attributes are called in errors: ONNX's names in ops, PyTorch's in F.
+_ONNX_NAMES = {"strides": "strides", "dilations": "dilations", "group": "group"}
+_TORCH_NAMES = {"strides": "stride", "dilations": "dilation", "group": "groups"}
+
+
+def _conv_window(
+    where, x_shape, w_shape, strides, pads, dilations, group, auto_pad, names=_ONNX_NAMES
+) -> Window:
+    """Check a conv's shapes and attributes (before anything runs) and return its Window."""
+    check_rank(where, x_shape, "input X")
+    dims = len(x_shape) - 2
+    if len(w_shape) != len(x_shape):
+        raise ShapeError(
+            f"{where}: weight W {w_shape} must be (M, C/group, *kernel) with the rank of "
+            f"X {x_shape}"
+        )
+    if isinstance(group, bool) or not isinstance(group, (int, np.integer)) or group < 1:
+        raise ValueError(f"{where}: {names['group']} must be a positive int, got {group!r}")
+    channels, filters = x_shape[1], w_shape[0]
+    if channels % group or filters % group:
+        raise ShapeError(
+            f"{where}: {names['group']} {group} must divide both X's channels C = {channels} "
+            f"(X {x_shape}) and W's filters M = {filters} (W {w_shape})"
+        )
+    if w_shape[1] != channels // group:
+        raise ShapeError(
+            f"{where}: W {w_shape} must have C/group = {channels}/{group} = {channels // group} "
+            f"input channels in dim 1, got {w_shape[1]} (X {x_shape})"
+        )
+    kernel = tuple(int(k) for k in w_shape[2:])
+    if 0 in kernel:
+        raise ShapeError(f"{where}: W {w_shape} has an empty kernel")
+    strides = spatial_ints(1 if strides is None else strides, dims, names["strides"], where, 1)
+    dilations = spatial_ints(
+        1 if dilations is None else dilations, dims, names["dilations"], where, 1
+    )
+    if auto_pad == "NOTSET":
+        pads = onnx_pads(pads, dims, where)
+    elif pads is not None:
+        raise ValueError(f"{where}: give pads or auto_pad={auto_pad!r}, not both (got {pads!r})")
+    else:
+        pads = auto_pads(auto_pad, x_shape[2:], kernel, strides, dilations, where)
+    return conv_window(x_shape[2:], kernel, strides, pads, dilations, where)
+
+
+def _check_float(where: str, **arrays) -> None:
+    """Floating arrays of one dtype (None entries skipped), as PyTorch's conv requires."""
+    dtypes = {name: a.dtype for name, a in arrays.items() if a is not None}
+    for name, dtype in dtypes.items():
+        if dtype.kind != "f":
+            raise DTypeError(f"{where}: {name} must be floating point, got {dtype}")
+    if len(set(dtypes.values())) > 1:
+        given = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
+        raise DTypeError(f"{where}: inputs must share one dtype, got {given}")
+
+
+# --- im2col and col2im --------------------------------------------------------------------------
+
+
+class Columns(NamedTuple):
+    """How im2col lays out one image's columns: `span` per image, in one of two layouts.
+
+    compact: one column per output position, P = prod(out) of them, output p at column p.
+    wide (every stride 1): the columns follow the zero-padded input's own grid, output
+    (od, oh, ow) at column (od * Hp + oh) * Wp + ow, so each kernel tap's columns are one
+    contiguous run of the padded input plane: im2col and col2im become block copies and adds
+    instead of row-by-row gathers, at the cost of a few unused columns (ow >= OW, oh >= OH),
+    which the forward drops and the backward feeds zeros. `span` runs to the last output.
+    """
+
+    window: Window
+    padded: tuple[int, int, int]  # the zero-padded input's spatial shape, canonical 3-D
+    wide: bool
+    span: int
+
+    @classmethod
+    def of(cls, window: Window, spatial, wide: bool | None = None) -> Columns:
+        """The layout for `window` over input `spatial`: wide where every stride is 1 and it
+        costs at most twice the compact columns, unless `wide` says otherwise."""
+        lead = (1,) * (3 - len(spatial))
+        padded = lead + tuple(
+            n + b + e for n, b, e in zip(spatial, window.pads_begin, window.pads_end, strict=True)
+        )
+        out = lead + window.out
+        span = ((out[0] - 1) * padded[1] + out[1] - 1) * padded[2] + out[2]
+        positions = math.prod(window.out)
+        if wide is None:
+            wide = all(s == 1 for s in window.strides) and span <= 2 * positions
+        return cls(window, padded, wide, span if wide else positions)
+
+    def outputs(self, matrix, images: int):
+        """The columns of matrix (..., images * span) that hold outputs, as a view
+        (..., images, *out)."""
+        xp = backend.array_module(matrix)
+        lead = matrix.shape[:-1]
+        per_image = matrix.reshape(lead + (images, self.span))
+        if not self.wide:
+            return per_image.reshape(lead + (images,) + self.window.out)
+        _, height, width = self.padded
+        steps = (height * width, width, 1)[3 - len(self.window.out) :]
+        return xp.lib.stride_tricks.as_strided(
+            per_image,
+            lead + (images,) + self.window.out,
+            per_image.strides[:-1] + tuple(step * matrix.itemsize for step in steps),
+        )
+
+    def tap_starts(self) -> list[int]:
+        """For the wide layout: where each kernel tap's run starts in the padded plane."""
+        kernel, _, _, dilations, _ = self.window.canonical()
+        _, height, width = self.padded
+        return [
+            ((a * dilations[0]) * height + b * dilations[1]) * width + t * dilations[2]
+            for a, b, t in np.ndindex(*kernel)
+        ]
+
+
+def _numba_applies(*arrays) -> bool:
+    """Whether the numba kernels take these arrays: numpy, float32 or float64, numba enabled."""
+    return (
+        backend.numba_enabled()
+        and all(type(a) is np.ndarray for a in arrays)
+        and arrays[0].dtype in (np.float32, np.float64)
+    )
+
+
+def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
+    """Fill col (C*K, N*span) with X's windows: numba kernels on the CPU (the parallel build
+    when `parallel`), else the xp ones."""
+    if not _numba_applies(X, col):
+        (_im2col_wide_xp if columns.wide else _im2col_xp)(X, columns, col)
+        return
+    kernel, strides, pads, dilations, out = columns.window.canonical()
+    kernels = _numba_kernels(parallel)
+    taps = col.reshape((X.shape[1], math.prod(kernel), X.shape[0], -1))
+    if columns.wide:
+        kernels.im2col_wide(_canonical(X), kernel, pads, dilations, columns.padded, taps)
+    else:
+        taps = taps.reshape(taps.shape[:3] + out)
+        kernels.im2col(_canonical(X), kernel, strides, pads, dilations, taps)
+
+
+def _col2im_into(col, columns: Columns, dX, parallel: bool) -> None:
+    """dX (N, C, *spatial) = col (C*K, N*span) added back where it came from (the adjoint of
+    im2col): numba kernels on the CPU (the parallel build when `parallel`), else the xp ones."""
+    if not _numba_applies(col, dX):
+        (_col2im_wide_xp if columns.wide else _col2im_xp)(col, columns, dX)
+        return
+    kernel, strides, pads, dilations, out = columns.window.canonical()
+    kernels = _numba_kernels(parallel)
+    taps = col.reshape((dX.shape[1], math.prod(kernel), dX.shape[0], -1))
+    if columns.wide:
+        kernels.col2im_wide(taps, kernel, pads, dilations, columns.padded, _canonical(dX))
+    else:
+        taps = taps.reshape(taps.shape[:3] + out)
+        kernels.col2im(taps, kernel, strides, pads, dilations, _canonical(dX))
+
+
+def _canonical(X):
+    """X (N, C, *spatial) as (N, C, D, H, W): leading size-1 spatial dims up to 3."""
+    return X.reshape(X.shape[:2] + (1,) * (5 - X.ndim) + X.shape[2:])
+
+
+def _pad_width(window: Window) -> tuple:
+    return ((0, 0), (0, 0)) + tuple(zip(window.pads_begin, window.pads_end, strict=True))
+
+
+def _interior(window: Window, spatial) -> tuple:
+    """The padded input's slices that hold the input."""
+    lead = (slice(None), slice(None))
+    return lead + tuple(slice(b, b + n) for b, n in zip(window.pads_begin, spatial, strict=True))
+
+
+def _im2col_xp(X, columns: Columns, col) -> None:
+    xp, window = backend.array_module(X), columns.window
+    N, C = X.shape[:2]
+    padded = xp.pad(X, _pad_width(window))
+    taps = col.reshape((C,) + window.kernel + (N,) + window.out)
+    for offset in np.ndindex(*window.kernel):
+        values = padded[(slice(None), slice(None)) + window.slices(offset)]
+        taps[(slice(None),) + offset] = xp.moveaxis(values, 1, 0)
+
+
+def _col2im_xp(col, columns: Columns, dX) -> None:
+    xp, window = backend.array_module(col), columns.window
+    N, C = dX.shape[:2]
+    padded = xp.zeros((N, C) + columns.padded[3 - len(window.out) :], dX.dtype)
+    taps = col.reshape((C,) + window.kernel + (N,) + window.out)
+    lead = (slice(None), slice(None))
+    for offset in np.ndindex(*window.kernel):
+        # one tap's windows never overlap each other (stride >= 1), so += on the view is exact
+        padded[lead + window.slices(offset)] += xp.moveaxis(taps[(slice(None),) + offset], 0, 1)
+    dX[...] = padded[_interior(window, dX.shape[2:])]
+
+
+def _im2col_wide_xp(X, columns: Columns, col) -> None:
+    xp, span = backend.array_module(X), columns.span
+    N, C = X.shape[:2]
+    plane = xp.pad(X, _pad_width(columns.window)).reshape(N, C, -1)
+    taps = col.reshape(C, -1, N, span)
+    for k, start in enumerate(columns.tap_starts()):
+        taps[:, k] = plane[:, :, start : start + span].swapaxes(0, 1)
+
+
+def _col2im_wide_xp(col, columns: Columns, dX) -> None:
+    xp, span = backend.array_module(col), columns.span
+    N, C = dX.shape[:2]
+    padded = xp.zeros((N, C) + columns.padded[3 - (dX.ndim - 2) :], dX.dtype)
+    plane = padded.reshape(N, C, -1)
+    taps = col.reshape(C, -1, N, span)
+    for k, start in enumerate(columns.tap_starts()):
+        plane[:, :, start : start + span] += taps[:, k].swapaxes(0, 1)
+    dX[...] = padded[_interior(columns.window, dX.shape[2:])]
+
+
+def _im2col_window(where, x_shape, kernel_shape, strides, pads, dilations) -> Window:
+    check_rank(where, x_shape, "X")
+    kernel = spatial_ints(kernel_shape, len(x_shape) - 2, "kernel_shape", where, 1)
+    w_shape = (1, x_shape[1]) + kernel
+    return _conv_window(where, x_shape, w_shape, strides, pads, dilations, 1, "NOTSET")
+
+
+def im2col(X, kernel_shape, *, strides=None, pads=None, dilations=None):
+    """The sliding windows of X as columns: X (N, C, *spatial) -> col (C*K, N*P), K =
+    prod(kernel_shape), P = prod(output spatial). With the input zero-padded by pads (ONNX
+    order), kernel tap k = (k_0, k_1, ...) and output position p = (p_0, p_1, ...):
+
+        col[c*K + k, n*P + p] = X_padded[n, c, p_i * strides_i + k_i * dilations_i (each dim i)]
+
+    so conv(X, W) for one group is W.reshape(M, C*K) @ col, all images at once. Strides and
+    dilations default to 1, pads to 0. A numba kernel (parallel over images and channels) runs
+    on CPU arrays when numba is enabled. (The conv op itself uses a wider layout when every
+    stride is 1; see Columns.)
+    """
+    x_shape = shape_of(X)
+    window = _im2col_window("im2col", x_shape, kernel_shape, strides, pads, dilations)
+    xp = backend.array_module(X)
+    rows = x_shape[1] * math.prod(window.kernel)
+    col = xp.empty((rows, x_shape[0] * math.prod(window.out)), X.dtype)
+    columns = Columns.of(window, x_shape[2:], wide=False)
+    _im2col_into(xp.ascontiguousarray(X), columns, col, col.size >= _PARALLEL_WORK)
+    return col
+
+
+def col2im(col, x_shape, kernel_shape, *, strides=None, pads=None, dilations=None):
+    """The adjoint of im2col: every column entry added back to the input position it came from,
+    entries that fall in the padding dropped. col (C*K, N*P) -> (N, C, *spatial) = x_shape.
+    Positions no window reaches (a stride longer than the kernel) get 0."""
+    x_shape = tuple(int(n) for n in x_shape)
+    window = _im2col_window("col2im", x_shape, kernel_shape, strides, pads, dilations)
+    expected = (x_shape[1] * math.prod(window.kernel), x_shape[0] * math.prod(window.out))
+    if shape_of(col) != expected:
+        raise ShapeError(
+            f"col2im: col {shape_of(col)} must be (C*K, N*P) = {expected} for X {x_shape}, "
+            f"kernel {window.kernel} and output {window.out}"
+        )
+    xp = backend.array_module(col)
+    dX = xp.empty(x_shape, col.dtype)
+    columns = Columns.of(window, x_shape[2:], wide=False)
+    _col2im_into(xp.ascontiguousarray(col), columns, dX, col.size >= _PARALLEL_WORK)
+    return dX
+
+
+# --- the forward and the gradient kernel --------------------------------------------------------
+
+
+def _matmul(a, b, out) -> None:
+    """out = a @ b (batched over groups): the one GEMM call site, BLAS through numpy."""
+    backend.array_module(a, b).matmul(a, b, out=out)
+
+
+def _chunks(N: int, image_bytes: int) -> list[slice]:
+    """The batch in about equal chunks of images whose columns fit _COL_CHUNK_BYTES."""
+    if N == 0:
+        return []
+    count = max(1, min(N, -(-N * image_bytes // _COL_CHUNK_BYTES)))
+    size = -(-N // count)
+    return [slice(start, min(start + size, N)) for start in range(0, N, size)]
+
+
+def _conv_forward(X, W, B, window: Window, group: int):
+    xp = backend.array_module(X)
+    N, C = X.shape[:2]
+    M = W.shape[0]
+    rows = C * math.prod(window.kernel)
+    columns = Columns.of(window, X.shape[2:])
+    span = columns.span
+    w_groups = W.reshape(group, M // group, rows // group)
+    bias = None if B is None else B.reshape((M,) + (1,) * len(window.out))
+    Y = xp.empty((N, M) + window.out, X.dtype)
+    chunks = _chunks(N, rows * span * X.dtype.itemsize)
+    size = chunks[0].stop if chunks else 0
+    col_buffer = xp.empty(rows * size * span, X.dtype)
+    out_buffer = xp.empty(M * size * span, X.dtype)
+    for part in chunks:
+        n = part.stop - part.start
+        col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
+        _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
+        out = out_buffer[: M * n * span].reshape(group, M // group, n * span)
+        _matmul(w_groups, col, out)
+        # (M, n, *out) -> (n, M, *out): the transpose, the wide layout's unused columns
+        # dropped and the bias added, in one pass over the output
+        outputs = xp.moveaxis(columns.outputs(out.reshape(M, -1), n), 0, 1)
+        if bias is None:
+            Y[part] = outputs
+        else:
+            xp.add(outputs, bias, out=Y[part])
+    return Y
+
+
+def _check_need(need) -> tuple[bool, bool, bool]:
+    try:
+        flags = tuple(bool(flag) for flag in need)
+    except TypeError:
+        flags = ()
+    if len(flags) != 3:
+        raise ValueError(f"conv_grad: need must be three flags (dX, dW, dB), got {need!r}")
+    return flags
+
+
+def conv_grad(
+    dY,
+    X,
+    W,
+    *,
+    strides: Sequence[int] | int | None = None,
+    pads: Sequence[int] | int | None = None,
+    dilations: Sequence[int] | int | None = None,
+    group: int = 1,
+    auto_pad: str = "NOTSET",
+    need: Sequence[bool] = (True, True, True),
+):
+    """ConvGrad: the gradients (dX, dW, dB) of Y = conv(X, W, B) given dY = dL/dY.
+
+    Shapes: dY (N, M, *out), X (N, C, *spatial), W (M, C/group, *kernel). Attributes as in
+    `conv` (pads in ONNX order, or auto_pad resolved exactly as the forward does). Per group g,
+    with col = im2col(X)[g] (C/group*K, N*P) and dY[g] laid out as (M/group, N*P):
+
+        dW[g] = dY[g] @ col.T                  (summing over images and output positions)
+        dX = col2im(W[g].T @ dY[g])            (scatter-add; taps in the padding dropped)
+        dB = sum of dY over N and every output position
+
+    `need` = which of (dX, dW, dB) to compute; the others come back None and cost nothing (no
+    im2col and no GEMM for dW when the weight needs no gradient, no GEMM and no col2im for dX of
+    a first layer's input). Input positions no window touches get dX = 0.
+    """
+    dy_shape, x_shape, w_shape = shape_of(dY), shape_of(X), shape_of(W)
+    window = _conv_window("conv_grad", x_shape, w_shape, strides, pads, dilations, group, auto_pad)
+    expected = (x_shape[0], w_shape[0]) + window.out
+    if dy_shape != expected:
+        raise ShapeError(
+            f"conv_grad: dY {dy_shape} must be (N, M, *out) = {expected} for X {x_shape} and "
+            f"W {w_shape}"
+        )
+    _check_float("conv_grad", X=X, W=W)
+    need_x, need_w, need_b = _check_need(need)
+    xp = backend.array_module(dY, X, W)
+    dY = xp.asarray(dY, dtype=X.dtype)
+    N, C = x_shape[:2]
+    M = w_shape[0]
+    rows = C * math.prod(window.kernel)
+    spatial_axes = tuple(range(2, dY.ndim))
+    dB = dY.sum(axis=spatial_axes).sum(axis=0) if need_b else None
+    dX = dW = None
+    if not (need_x or need_w):
+        return dX, dW, dB
+
+    X = xp.ascontiguousarray(X)
+    columns = Columns.of(window, x_shape[2:])
+    span = columns.span
+    w_transposed = W.reshape(group, M // group, rows // group).swapaxes(-1, -2)
+    dX = xp.empty(x_shape, X.dtype) if need_x else None
+    # dW accumulates transposed, (C/group*K, M/group) per group: col @ dY.T is the fastest
+    # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
+    dw_transposed = xp.zeros((group, rows // group, M // group), X.dtype) if need_w else None
+    partial = xp.empty_like(dw_transposed) if need_w else None
+    chunks = _chunks(N, rows * span * X.dtype.itemsize)
+    size = chunks[0].stop if chunks else 0
+    col_buffer = xp.empty(rows * size * span, X.dtype)
+    dy_buffer = xp.empty(M * size * span, X.dtype)
+    for part in chunks:
+        n = part.stop - part.start
+        # dY's chunk in the columns' layout, (M, n*span), unused columns 0: one copy serves
+        # both GEMMs
+        dy_chunk = dy_buffer[: M * n * span].reshape(M, n * span)
+        if columns.wide:
+            dy_chunk[...] = 0
+        columns.outputs(dy_chunk, n)[...] = xp.moveaxis(dY[part], 1, 0)
+        dy_chunk = dy_chunk.reshape(group, M // group, n * span)
+        col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
+        if need_w:
+            _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
+            _matmul(col, dy_chunk.swapaxes(-1, -2), partial)
+            dw_transposed += partial
+        if need_x:
+            _matmul(w_transposed, dy_chunk, col)
+            _col2im_into(col.reshape(rows, -1), columns, dX[part], parallel=False)
+    if need_w:
+        dW = xp.ascontiguousarray(dw_transposed.swapaxes(-1, -2)).reshape(w_shape)
+    return dX, dW, dB
+
+
+# --- numba kernels ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _numba_kernels(parallel: bool) -> SimpleNamespace:
+    """im2col and col2im as numba kernels, for both column layouts (see Columns), defined on
+    first use (numba.prange exists only once numba is imported, and importing minitrain must
+    not import it), in a parallel and a serial build: waking threads costs more than a small
+    im2col saves (and far more on a busy machine).
+
+    All work on 3 spatial dims (1-D and 2-D come with leading size-1 dims, see
+    Window.canonical): x (N, C, D, H, W), and columns (C, K, N, span) or, compact, (C, K, N,
+    OD, OH, OW). The N*C planes (a channel of an image) run in parallel; a plane's columns come
+    from, and go back to, that plane only, so col2im's scatter-add never races.
+
+    compact: along the last dim each output row splits into a left part in the padding, a
+    middle read from the input and a right part in the padding, so the inner loop has no bounds
+    test. wide: the plane is zero-padded into a small scratch buffer, and each tap's columns
+    are one contiguous run of it.
+    """
+    # The loop is a closure variable, which also keeps the two builds apart in numba's cache.
+    loop = importlib.import_module("numba").prange if parallel else range
+
+    @backend.jit(parallel=parallel, fastmath=False)
+    def im2col_planes(x, kernel, strides, pads, dilations, col):
+        images, channels, depth, height, width = x.shape
+        kd, kh, kw = kernel
+        sd, sh, sw = strides
+        pd, ph, pw = pads
+        dd, dh, dw = dilations
+        out_d, out_h, out_w = col.shape[3:]
+        for plane in loop(images * channels):
+            c, n = divmod(np.int64(plane), images)  # (parallel loops count in unsigned ints)
+            k = 0
+            for a in range(kd):
+                for b in range(kh):
+                    for t in range(kw):
+                        shift = t * dw - pw  # input column = ow * sw + shift
+                        lo = min(out_w, max(0, -(shift // sw)))
+                        hi = max(lo, min(out_w, -((shift - width) // sw)))
+                        for od in range(out_d):
+                            i_d = od * sd + a * dd - pd
+                            for oh in range(out_h):
+                                i_h = oh * sh + b * dh - ph
+                                dst = col[c, k, n, od, oh]
+                                if i_d < 0 or i_d >= depth or i_h < 0 or i_h >= height:
+                                    dst[:] = 0
+                                    continue
+                                src = x[n, c, i_d, i_h]
+                                dst[:lo] = 0
+                                for ow in range(lo, hi):
+                                    dst[ow] = src[ow * sw + shift]
+                                dst[hi:] = 0
+                        k += 1
+
+    @backend.jit(parallel=parallel, fastmath=False)
+    def col2im_planes(col, kernel, strides, pads, dilations, dx):
+        images, channels, depth, height, width = dx.shape
+        kd, kh, kw = kernel
+        sd, sh, sw = strides
+        pd, ph, pw = pads
+        dd, dh, dw = dilations
+        out_d, out_h, out_w = col.shape[3:]
+        for plane in loop(images * channels):
+            c, n = divmod(np.int64(plane), images)
+            dx[n, c] = 0
+            k = 0
+            for a in range(kd):
+                for b in range(kh):
+                    for t in range(kw):
+                        shift = t * dw - pw
+                        lo = min(out_w, max(0, -(shift // sw)))
+                        hi = max(lo, min(out_w, -((shift - width) // sw)))
+                        for od in range(out_d):
+                            i_d = od * sd + a * dd - pd
+                            if i_d < 0 or i_d >= depth:
+                                continue
+                            for oh in range(out_h):
+                                i_h = oh * sh + b * dh - ph
+                                if i_h < 0 or i_h >= height:
+                                    continue
+                                src, dst = col[c, k, n, od, oh], dx[n, c, i_d, i_h]
+                                for ow in range(lo, hi):
+                                    dst[ow * sw + shift] += src[ow]
+                        k += 1
+
+    @backend.jit(parallel=parallel, fastmath=False)
+    def im2col_wide_planes(x, kernel, pads, dilations, padded, col):
+        images, channels, depth, height, width = x.shape
+        kd, kh, kw = kernel
+        pd, ph, pw = pads
+        dd, dh, dw = dilations
+        padded_d, padded_h, padded_w = padded
+        span = col.shape[3]
+        for plane in loop(images * channels):
+            c, n = divmod(np.int64(plane), images)
+            scratch = np.zeros(padded_d * padded_h * padded_w, x.dtype)
+            for z in range(depth):
+                for y in range(height):
+                    row, src = (
+                        scratch[((z + pd) * padded_h + y + ph) * padded_w + pw :],
+                        x[n, c, z, y],
+                    )
+                    for i in range(width):
+                        row[i] = src[i]
+            k = 0
+            for a in range(kd):
+                for b in range(kh):
+                    for t in range(kw):
+                        run = scratch[(a * dd * padded_h + b * dh) * padded_w + t * dw :]
+                        dst = col[c, k, n]
+                        for q in range(span):
+                            dst[q] = run[q]
+                        k += 1
+
+    @backend.jit(parallel=parallel, fastmath=False)
+    def col2im_wide_planes(col, kernel, pads, dilations, padded, dx):
+        images, channels, depth, height, width = dx.shape
+        kd, kh, kw = kernel
+        pd, ph, pw = pads
+        dd, dh, dw = dilations
+        padded_d, padded_h, padded_w = padded
+        span = col.shape[3]
+        for plane in loop(images * channels):
+            c, n = divmod(np.int64(plane), images)
+            scratch = np.zeros(padded_d * padded_h * padded_w, dx.dtype)
+            k = 0
+            for a in range(kd):
+                for b in range(kh):
+                    for t in range(kw):
+                        run = scratch[(a * dd * padded_h + b * dh) * padded_w + t * dw :]
+                        src = col[c, k, n]
+                        for q in range(span):
+                            run[q] += src[q]
+                        k += 1
+            for z in range(depth):
+                for y in range(height):
+                    row, dst = (
+                        scratch[((z + pd) * padded_h + y + ph) * padded_w + pw :],
+                        dx[n, c, z, y],
+                    )
+                    for i in range(width):
+                        dst[i] = row[i]
+
+    return SimpleNamespace(
+        im2col=im2col_planes,
+        col2im=col2im_planes,
+        im2col_wide=im2col_wide_planes,
+        col2im_wide=col2im_wide_planes,
+    )
+
+
+# --- the op -------------------------------------------------------------------------------------
+
+
+class Conv(Op):
+    """Convolution (cross-correlation, as in PyTorch and ONNX) of X (N, C, *spatial) with
+    W (M, C/group, *kernel), plus B (M,): im2col + one GEMM per image and group. Saves X and W;
+    the backward is conv_grad, computing only the gradients the inputs need."""
+
+    name = "conv"
+    inputs = ("x", "w", "b")
+    attrs = ("strides", "pads", "dilations", "group")
+    saved = ("x", "w")
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save(x=x, w=w)
+        xp = ctx.xp
+        window = conv_window(x.shape[2:], w.shape[2:], ctx.strides, ctx.pads, ctx.dilations)
+        return _conv_forward(xp.ascontiguousarray(x), w, b, window, ctx.group)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return conv_grad(
+            grad,
+            ctx.x,
+            ctx.w,
+            strides=ctx.strides,
+            pads=ctx.pads,
+            dilations=ctx.dilations,
+            group=ctx.group,
+            need=ctx.needs_grad,
+        )
+
+
+def conv(
+    x,
+    w,
+    b=None,
+    *,
+    strides: Sequence[int] | int | None = None,
+    pads: Sequence[int] | int | None = None,
+    dilations: Sequence[int] | int | None = None,
+    group: int = 1,
+    auto_pad: str = "NOTSET",
+) -> Tensor:
+    """Convolution of x (N, C, *spatial), 1 to 3 spatial dims, with w (M, C/group, *kernel) and
+    optional bias b (M,), ONNX's Conv:
+
+        Y[n, m, p] = b[m] + sum over c in m's group and taps k of
+                     w[m, c, k] * x_padded[n, c, p * strides + k * dilations]
+
+    Output size per dim: floor((L + pad_begin + pad_end - (dilation * (k - 1) + 1)) / stride) + 1.
+    strides and dilations: an int or one per spatial dim (default 1). pads: ONNX order
+    [b0, b1, ..., e0, e1, ...] (asymmetric allowed) or one int (default 0). auto_pad:
+    'NOTSET' (use pads), 'SAME_UPPER' / 'SAME_LOWER' (ceil(L / stride) outputs, the odd pad at
+    the end / the beginning) or 'VALID' (no padding). group: C and M both divide by it.
+    """
+    return _conv("conv", x, w, b, strides, pads, dilations, group, auto_pad, _ONNX_NAMES)
+
+
+def _conv(where, x, w, b, strides, pads, dilations, group, auto_pad, names) -> Tensor:
+    x_shape, w_shape = shape_of(x), shape_of(w)
+    window = _conv_window(where, x_shape, w_shape, strides, pads, dilations, group, auto_pad, names)
+    if b is not None and shape_of(b) != (w_shape[0],):
+        raise ShapeError(
+            f"{where}: bias B must be (M,) = ({w_shape[0]},) for W {w_shape}, got {shape_of(b)}"
+        )
+    _check_float(where, X=_array(x), W=_array(w), B=_array(b))
+    return Conv.apply(
+        x,
+        w,
+        b,
+        strides=window.strides,
+        pads=window.pads,
+        dilations=window.dilations,
+        group=int(group),
+    )
+
+
+def _array(value):
+    """The array behind an input, for dtype checks (None stays None)."""
+    if value is None or isinstance(value, Tensor):
+        return None if value is None else value.data
+    return value if backend.is_array(value) else np.asarray(value)
+
+
+# --- PyTorch's spelling (minitrain.nn.functional) -----------------------------------------------
+
+
+def torch_pads(padding, dims: int, where: str, named: bool = True) -> tuple[tuple | None, str]:
+    """PyTorch's `padding` as (ONNX pads, auto_pad): an int, one int per spatial dim, one
+    (begin, end) pair per spatial dim, or (when `named`) 'valid' / 'same'. 'same' is
+    SAME_UPPER: for stride 1, PyTorch's 'same' exactly (the odd pad at the end); for larger
+    strides, where PyTorch refuses, ceil(L / stride) outputs as in ONNX."""
+    if isinstance(padding, str):
+        if not named or padding not in ("valid", "same"):
+            allowed = "an int, ints or (begin, end) pairs" + (", 'valid' or 'same'" * named)
+            raise ValueError(f"{where}: padding must be {allowed}, got {padding!r}")
+        return None, "VALID" if padding == "valid" else "SAME_UPPER"
+    if isinstance(padding, Sequence) and any(isinstance(p, Sequence) for p in padding):
+        if len(padding) != dims or not all(
+            isinstance(p, Sequence) and len(p) == 2 for p in padding
+        ):
+            raise ShapeError(
+                f"{where}: padding as pairs needs one (begin, end) pair per spatial dim "
+                f"({dims}), got {padding!r}"
+            )
+        begins = spatial_ints([p[0] for p in padding], dims, "padding", where, 0)
+        ends = spatial_ints([p[1] for p in padding], dims, "padding", where, 0)
+        return begins + ends, "NOTSET"
+    per_dim = spatial_ints(padding, dims, "padding", where, 0)
+    return per_dim + per_dim, "NOTSET"
+
+
+def batched(input, dims: int, where: str, fn) -> Tensor:
+    """fn(input) for input (N, C, *spatial) with `dims` spatial dims, or for an unbatched
+    (C, *spatial) input, which gets a batch of one and loses it again, as in PyTorch."""
+    shape = shape_of(input)
+    if len(shape) == dims + 1:
+        out = fn(reshape(input, (1,) + shape))
+        return reshape(out, out.shape[1:])
+    if len(shape) != dims + 2:
+        raise ShapeError(
+            f"{where}: input must be (N, C, *spatial) or (C, *spatial) with {dims} spatial "
+            f"dims, got shape {shape}"
+        )
+    return fn(input)
+
+
+def conv_nd(
+    input, weight, bias, stride, padding, dilation, groups, *, dims: int, where: str
+) -> Tensor:
+    """F.conv1d / conv2d / conv3d: PyTorch's arguments (stride, padding, dilation, groups)
+    translated to `conv`'s; errors name the PyTorch function and arguments."""
+    pads, auto_pad = torch_pads(padding, dims, where)
+    return batched(
+        input,
+        dims,
+        where,
+        lambda x: _conv(
+            where, x, weight, bias, stride, pads, dilation, groups, auto_pad, _TORCH_NAMES
+        ),
+    )

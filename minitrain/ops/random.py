@@ -1,0 +1,53 @@
+"""Ops that draw random numbers: dropout."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import backend
+from ..errors import DTypeError
+from ..tensor import Tensor
+from .registry import Op
+
+
+def dropout_grad(dY, mask):
+    """dX = dY * mask, where mask holds 0 for a dropped element and 1 / (1 - p) for a kept one
+    (the forward's scaled mask)."""
+    return dY * mask
+
+
+class Dropout(Op):
+    """x * mask with mask = (u >= p) / (1 - p), u ~ U(0, 1) per element from minitrain's
+    generator: each element is zeroed with probability p and the survivors are scaled so the
+    expectation is unchanged. Saves the scaled mask (in x's dtype), not x."""
+
+    name = "dropout"
+    inputs = ("x",)
+    attrs = ("p",)
+    saved = ("mask",)
+
+    @staticmethod
+    def forward(ctx, x):
+        keep = backend.generator().random(x.shape) >= ctx.p
+        mask = ctx.xp.asarray(keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - ctx.p)))
+        ctx.save(mask=mask)
+        return x * mask
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (dropout_grad(grad, ctx.mask),)
+
+
+def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1 / (1 - p), in training; the
+    input itself when not training or p == 0. p == 1 zeroes everything."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be a probability in [0, 1], got {p!r}")
+    if not training or p == 0:
+        return x if isinstance(x, Tensor) else Tensor(x)
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or np.dtype(dtype).kind != "f":
+        raise DTypeError(f"dropout: x must be a floating tensor, got dtype {dtype}")
+    if p == 1:
+        return x * 0.0
+    return Dropout.apply(x, p=float(p))

@@ -1,0 +1,379 @@
+"""The training loop: `fit` and `evaluate`, the `History` they record, progress and plots."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .autograd import no_grad
+from .errors import MinitrainError
+from .tensor import Tensor
+
+
+class NonFiniteLossError(MinitrainError, FloatingPointError):
+    """The loss became nan or inf; training stopped before that step updated any parameter.
+    `.history` holds everything recorded up to then."""
+
+    def __init__(self, message: str, history: History):
+        super().__init__(message)
+        self.history = history
+
+
+class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
+    """Raise from a callback to end training after the current step or epoch."""
+
+
+# --- metrics -----------------------------------------------------------------------------------
+
+
+def accuracy(output: Tensor, target) -> float:
+    """Fraction of rows whose largest output (class axis 1) is the target class."""
+    labels = target.data if isinstance(target, Tensor) else np.asarray(target)
+    predicted = output.data.argmax(axis=1)
+    return float((predicted == labels).mean()) if labels.size else math.nan
+
+
+_METRICS: dict[str, Callable] = {"accuracy": accuracy}
+
+
+def _resolve_metrics(metrics) -> dict[str, Callable]:
+    if metrics is None:
+        return {}
+    if isinstance(metrics, Mapping):
+        return dict(metrics)
+    resolved = {}
+    for metric in metrics:
+        if isinstance(metric, str):
+            if metric not in _METRICS:
+                raise ValueError(
+                    f"fit: unknown metric {metric!r}; known: {sorted(_METRICS)}, or pass a "
+                    f"function (output, target) -> float"
+                )
+            resolved[metric] = _METRICS[metric]
+        elif callable(metric):
+            resolved[getattr(metric, "__name__", f"metric{len(resolved)}")] = metric
+        else:
+            raise TypeError(f"fit: a metric must be a name or a function, got {metric!r}")
+    return resolved
+
+
+# --- history -----------------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """What training recorded: one row per optimizer step (`steps`: step, epoch, loss, lr,
+    seconds since the start) and one per epoch (`epochs`: epoch, loss, the metrics, and with a
+    validation loader val_loss and val_<metric>, lr, seconds, samples_per_s)."""
+
+    steps: list[dict] = field(default_factory=list)
+    epochs: list[dict] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> list:
+        """The per-epoch values of one column: `history['val_accuracy']`."""
+        if not self.epochs or key not in self.epochs[-1]:
+            known = sorted(self.epochs[-1]) if self.epochs else []
+            raise KeyError(f"History has no per-epoch column {key!r}; it has {known}")
+        return [row.get(key) for row in self.epochs]
+
+    def to_dict(self) -> dict:
+        return {"steps": [dict(r) for r in self.steps], "epochs": [dict(r) for r in self.epochs]}
+
+    def plot(self, path: str | os.PathLike) -> str:
+        """Write the loss curves (per step, and per epoch with validation) and the metric curves
+        to an image (PNG, or any format matplotlib knows by the suffix). Needs matplotlib."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg", force=False)
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            raise ImportError(
+                "History.plot needs matplotlib: pip install 'minitrain[examples]'"
+            ) from exc
+        metric_names = [
+            k
+            for k in (self.epochs[-1] if self.epochs else {})
+            if k not in ("epoch", "loss", "val_loss", "lr", "seconds", "samples_per_s")
+            and not k.startswith("val_")
+        ]
+        columns = 2 if metric_names else 1
+        figure, axes = plt.subplots(1, columns, figsize=(6 * columns, 4), squeeze=False)
+        ax = axes[0][0]
+        if self.steps:
+            per_epoch = max(1, len(self.steps) // max(1, len(self.epochs)))
+            x = [(r["step"] + 1) / per_epoch for r in self.steps]
+            ax.plot(x, [r["loss"] for r in self.steps], alpha=0.3, label="train (per step)")
+        epochs = [r["epoch"] + 1 for r in self.epochs]
+        ax.plot(epochs, self["loss"] if self.epochs else [], "o-", label="train")
+        if self.epochs and "val_loss" in self.epochs[-1]:
+            ax.plot(epochs, self["val_loss"], "o-", label="validation")
+        ax.set(xlabel="epoch", ylabel="loss", title="loss")
+        ax.legend()
+        if metric_names:
+            ax = axes[0][1]
+            for name in metric_names:
+                ax.plot(epochs, self[name], "o-", label=f"train {name}")
+                if f"val_{name}" in self.epochs[-1]:
+                    ax.plot(epochs, self[f"val_{name}"], "o-", label=f"validation {name}")
+            ax.set(xlabel="epoch", title=", ".join(metric_names))
+            ax.legend()
+        figure.tight_layout()
+        path = os.fspath(path)
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        return path
+
+
+# --- callbacks ---------------------------------------------------------------------------------
+
+
+class Callback:
+    """Hooks into `fit`; override what you need. Raise StopTraining to end training early."""
+
+    def on_step_end(self, step: int, loss: float, history: History) -> None:
+        pass
+
+    def on_epoch_end(self, epoch: int, history: History) -> None:
+        pass
+
+
+class EarlyStopping(Callback):
+    """Stop when `monitor` (a per-epoch column, default 'val_loss') has not improved by more
+    than min_delta for `patience` epochs; mode 'min' or 'max'."""
+
+    def __init__(
+        self, monitor: str = "val_loss", patience: int = 3, min_delta: float = 0.0, mode="min"
+    ):
+        if mode not in ("min", "max"):
+            raise ValueError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
+        self.monitor, self.patience, self.min_delta, self.mode = monitor, patience, min_delta, mode
+        self.best, self.waited = None, 0
+
+    def on_epoch_end(self, epoch: int, history: History) -> None:
+        value = history[self.monitor][-1]
+        sign = 1.0 if self.mode == "min" else -1.0
+        if self.best is None or sign * (self.best - value) > self.min_delta:
+            self.best, self.waited = value, 0
+            return
+        self.waited += 1
+        if self.waited >= self.patience:
+            raise StopTraining(
+                f"{self.monitor} has not improved on {self.best:.4g} for {self.patience} epochs"
+            )
+
+
+# --- the loop ----------------------------------------------------------------------------------
+
+
+def _split_batch(batch, where: str):
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise ValueError(
+            f"{where}: each batch must be a pair (inputs, targets), got "
+            f"{type(batch).__name__}{'' if not isinstance(batch, (tuple, list)) else len(batch)}"
+        )
+    return batch
+
+
+def _batch_size(inputs) -> int:
+    return int(inputs.shape[0]) if hasattr(inputs, "shape") and inputs.shape else 1
+
+
+def _learning_rate(optimizer) -> float:
+    return float(optimizer.param_groups[0]["lr"])
+
+
+class _Progress:
+    """A tqdm bar on a terminal (loss and throughput on it), plain lines otherwise."""
+
+    def __init__(self, enabled: bool, epochs: int, steps_per_epoch: int | None):
+        self.enabled, self.epochs, self.steps_per_epoch = enabled, epochs, steps_per_epoch
+        self.bar = None
+        self.interactive = enabled and sys.stderr.isatty()
+        if self.interactive:
+            try:
+                import tqdm
+            except ImportError:
+                self.interactive = False
+            else:
+                self.tqdm = tqdm.tqdm
+
+    def start_epoch(self, epoch: int) -> None:
+        if self.interactive:
+            self.bar = self.tqdm(
+                total=self.steps_per_epoch,
+                desc=f"epoch {epoch + 1}/{self.epochs}",
+                unit="step",
+                leave=True,
+                dynamic_ncols=True,
+            )
+
+    def step(self, loss: float, samples_per_s: float) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{loss:.4f}", samples_s=f"{samples_per_s:,.0f}")
+            self.bar.update(1)
+
+    def end_epoch(self, row: dict) -> None:
+        parts = [f"{k}={_fmt(v)}" for k, v in row.items() if k not in ("epoch",)]
+        line = f"epoch {row['epoch'] + 1}/{self.epochs}: " + " ".join(parts)
+        if self.bar is not None:
+            self.bar.set_postfix_str(" ".join(parts[:4]))
+            self.bar.close()
+            self.bar = None
+        elif self.enabled:
+            print(line, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _fmt(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def fit(
+    model,
+    train_loader: Iterable,
+    loss_fn: Callable,
+    optimizer,
+    epochs: int = 1,
+    val_loader: Iterable | None = None,
+    scheduler=None,
+    metrics=("accuracy",),
+    progress: bool = True,
+    callbacks: Iterable[Callback] = (),
+    scheduler_interval: str = "epoch",
+) -> History:
+    """Train `model` for `epochs` passes over `train_loader` (batches of (inputs, targets)):
+    per step forward, `loss_fn(output, targets)`, backward, `optimizer.step()`; per epoch the
+    mean training loss and metrics, then the validation loss and metrics from `val_loader`, and
+    `scheduler.step()` (or per step with scheduler_interval='step'). Returns the History.
+
+    A nan or inf loss stops training at once, before its backward and step touch any
+    parameter, with a NonFiniteLossError naming the epoch and step (its `.history` keeps what
+    was recorded). A callback may raise StopTraining to end early; fit then returns normally.
+    """
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"fit: epochs must be a positive int, got {epochs!r}")
+    if scheduler_interval not in ("epoch", "step"):
+        raise ValueError(
+            f"fit: scheduler_interval must be 'epoch' or 'step', got {scheduler_interval!r}"
+        )
+    metric_fns = _resolve_metrics(metrics)
+    callbacks = list(callbacks)
+    history = History()
+    try:
+        steps_per_epoch = len(train_loader)
+    except TypeError:
+        steps_per_epoch = None
+    bar = _Progress(progress, epochs, steps_per_epoch)
+    start, step = time.perf_counter(), 0
+    try:
+        for epoch in range(epochs):
+            model.train()
+            bar.start_epoch(epoch)
+            epoch_start, seen, loss_sum = time.perf_counter(), 0, 0.0
+            metric_sums = dict.fromkeys(metric_fns, 0.0)
+            for batch in train_loader:
+                inputs, targets = _split_batch(batch, "fit")
+                output = model(inputs)
+                loss = loss_fn(output, targets)
+                value = float(loss.item())
+                if not math.isfinite(value):
+                    raise NonFiniteLossError(
+                        f"fit: the loss is {value} at epoch {epoch + 1}, step {step} (batch "
+                        f"{step - (steps_per_epoch or 0) * epoch} of the epoch); training stopped "
+                        f"before this step changed any parameter. Lower the learning rate, clip "
+                        f"gradients, or look at this batch's inputs.",
+                        history,
+                    )
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if scheduler is not None and scheduler_interval == "step":
+                    scheduler.step()
+                size = _batch_size(inputs)
+                seen += size
+                loss_sum += value * size
+                with no_grad():
+                    for name, fn in metric_fns.items():
+                        metric_sums[name] += fn(output, targets) * size
+                history.steps.append(
+                    {
+                        "step": step,
+                        "epoch": epoch,
+                        "loss": value,
+                        "lr": _learning_rate(optimizer),
+                        "seconds": time.perf_counter() - start,
+                    }
+                )
+                bar.step(value, seen / max(time.perf_counter() - epoch_start, 1e-9))
+                for callback in callbacks:
+                    callback.on_step_end(step, value, history)
+                step += 1
+            if seen == 0:
+                raise ValueError("fit: the training loader gave no batches")
+            row = {"epoch": epoch, "loss": loss_sum / seen}
+            row.update({name: total / seen for name, total in metric_sums.items()})
+            if val_loader is not None:
+                results = evaluate(model, val_loader, loss_fn, metric_fns)
+                row.update({f"val_{name}": v for name, v in results.items()})
+            seconds = time.perf_counter() - epoch_start
+            row.update(
+                {
+                    "lr": _learning_rate(optimizer),
+                    "seconds": seconds,
+                    "samples_per_s": seen / seconds,
+                }
+            )
+            history.epochs.append(row)
+            bar.end_epoch(row)
+            if scheduler is not None and scheduler_interval == "epoch":
+                scheduler.step()
+            for callback in callbacks:
+                callback.on_epoch_end(epoch, history)
+    except StopTraining as reason:
+        if progress:
+            print(f"fit: stopped early: {reason}", flush=True)
+    finally:
+        bar.close()
+    return history
+
+
+def evaluate(model, loader: Iterable, loss_fn: Callable | None = None, metrics=("accuracy",)):
+    """The mean loss (when loss_fn is given) and metrics of `model` over `loader`, in eval mode
+    and without recording; the model's mode is restored afterwards. Returns a dict."""
+    metric_fns = _resolve_metrics(metrics)
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    seen, loss_sum = 0, 0.0
+    sums = dict.fromkeys(metric_fns, 0.0)
+    try:
+        with no_grad():
+            for batch in loader:
+                inputs, targets = _split_batch(batch, "evaluate")
+                output = model(inputs)
+                size = _batch_size(inputs)
+                seen += size
+                if loss_fn is not None:
+                    loss_sum += float(loss_fn(output, targets).item()) * size
+                for name, fn in metric_fns.items():
+                    sums[name] += fn(output, targets) * size
+    finally:
+        for module, mode in modes:
+            object.__setattr__(module, "training", mode)
+    if seen == 0:
+        raise ValueError("evaluate: the loader gave no batches")
+    results = {"loss": loss_sum / seen} if loss_fn is not None else {}
+    results.update({name: total / seen for name, total in sums.items()})
+    return results

@@ -1,0 +1,160 @@
+"""The training loop: fit learns, records its history, schedules, stops on a non-finite loss
+before harming the parameters, and reports; evaluate restores the mode and records nothing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import minitrain as mt
+from minitrain import nn, optim
+from minitrain.train import EarlyStopping, History, NonFiniteLossError, evaluate, fit
+
+
+def _blobs(seed: int, n: int = 120):
+    """Three well separated Gaussian blobs in 2-D, as (inputs, labels) batches of 20."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, n)
+    centres = np.array([[3.0, 0.0], [-3.0, 0.0], [0.0, 3.0]])
+    points = (centres[labels] + 0.5 * rng.standard_normal((n, 2))).astype(np.float32)
+    return [(mt.tensor(points[i : i + 20]), labels[i : i + 20]) for i in range(0, n, 20)]
+
+
+def _model():
+    mt.manual_seed(0)
+    return nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def test_fit_learns_and_records_every_step_and_epoch():
+    model, train, val = _model(), _blobs(0), _blobs(1)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    history = fit(
+        model, train, nn.CrossEntropyLoss(), optimizer, epochs=5, val_loader=val, progress=False
+    )
+    assert len(history.steps) == 5 * len(train) and len(history.epochs) == 5
+    assert [r["step"] for r in history.steps] == list(range(30))
+    assert history["loss"][-1] < 0.5 * history["loss"][0]
+    assert history["val_accuracy"][-1] > 0.95
+    assert set(history.epochs[0]) >= {"loss", "accuracy", "val_loss", "val_accuracy", "lr"}
+    # the epoch loss is the sample-weighted mean of that epoch's step losses
+    steps = [r["loss"] for r in history.steps[:6]]
+    assert history["loss"][0] == pytest.approx(np.mean(steps))
+    assert history.to_dict()["epochs"][2]["epoch"] == 2
+
+
+def test_fit_steps_the_scheduler_per_epoch_or_per_step():
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=1.0)
+    scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    history = fit(
+        model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 3, scheduler=scheduler, progress=False
+    )
+    assert history["lr"] == [1.0, 0.5, 0.25]
+    optimizer = optim.SGD(model.parameters(), lr=1.0)
+    scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    history = fit(
+        model,
+        _blobs(0)[:2],
+        nn.CrossEntropyLoss(),
+        optimizer,
+        1,
+        scheduler=scheduler,
+        progress=False,
+        scheduler_interval="step",
+    )
+    assert [r["lr"] for r in history.steps] == [0.5, 0.25]
+
+
+def test_a_non_finite_loss_stops_before_the_step_changes_anything():
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    calls = {"n": 0}
+    snapshots = []
+
+    def loss_fn(output, target):
+        calls["n"] += 1
+        loss = nn.functional.cross_entropy(output, target)
+        return loss * math.nan if calls["n"] == 4 else loss
+
+    class Snapshot(mt.train.Callback):
+        def on_step_end(self, step, loss, history):
+            snapshots.append([p.data.copy() for p in model.parameters()])
+
+    with pytest.raises(NonFiniteLossError, match="loss is nan at epoch 1, step 3") as caught:
+        fit(model, _blobs(0), loss_fn, optimizer, 2, progress=False, callbacks=[Snapshot()])
+    assert len(caught.value.history.steps) == 3
+    for before, param in zip(snapshots[-1], model.parameters(), strict=True):
+        np.testing.assert_array_equal(param.data, before)
+
+
+def test_early_stopping_ends_training_and_fit_returns_the_history(capsys):
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=0.0)  # nothing improves
+    history = fit(
+        model,
+        _blobs(0),
+        nn.CrossEntropyLoss(),
+        optimizer,
+        epochs=10,
+        val_loader=_blobs(1),
+        callbacks=[EarlyStopping(patience=2)],
+    )
+    assert len(history.epochs) == 3
+    assert "stopped early: val_loss has not improved" in capsys.readouterr().out
+
+
+def test_progress_lines_when_not_a_terminal_and_silence_when_off(capsys):
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    fit(model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 2, progress=True)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("epoch 2/2: loss=")
+    fit(model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 1, progress=False)
+    assert capsys.readouterr().out == ""
+
+
+def test_evaluate_restores_modes_and_records_nothing():
+    model = nn.Sequential(nn.Linear(2, 3), nn.Dropout(0.5))
+    model.train()
+    model[1].eval()  # a mixed state must come back as it was
+    seen = []
+    model.register_forward_hook(lambda m, args, out: seen.append(out.requires_grad))
+    results = evaluate(model, _blobs(0), nn.CrossEntropyLoss())
+    assert set(results) == {"loss", "accuracy"} and 0.0 <= results["accuracy"] <= 1.0
+    assert seen and not any(seen)
+    assert model.training and not model[1].training
+
+
+def test_custom_metrics_and_errors():
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+
+    def mean_logit(output, target):
+        return float(output.data.mean())
+
+    history = fit(
+        model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 1, metrics=[mean_logit], progress=False
+    )
+    assert "mean_logit" in history.epochs[0]
+    with pytest.raises(ValueError, match="unknown metric 'f1'"):
+        fit(model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 1, metrics=["f1"])
+    with pytest.raises(ValueError, match="each batch must be a pair"):
+        fit(model, [mt.zeros(2, 2)], nn.CrossEntropyLoss(), optimizer, 1, progress=False)
+    with pytest.raises(ValueError, match="epochs must be a positive int"):
+        fit(model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 0)
+    with pytest.raises(KeyError, match="no per-epoch column 'val_loss'"):
+        History(epochs=[{"epoch": 0, "loss": 1.0}])["val_loss"]
+
+
+def test_history_plot_writes_an_image(tmp_path):
+    pytest.importorskip("matplotlib")
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    history = fit(
+        model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 2, val_loader=_blobs(1), progress=False
+    )
+    path = history.plot(tmp_path / "curves" / "loss.png")
+    with open(path, "rb") as image:
+        assert image.read(8) == b"\x89PNG\r\n\x1a\n"
