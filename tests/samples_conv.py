@@ -327,7 +327,7 @@ SAMPLES: dict[str, list[Sample]] = {
             lambda x: torch.nn.functional.avg_pool3d(
                 x, (2, 3, 2), (1, 2, 2), (1, 1, 0), ceil_mode=True
             ),
-        ),  # fmt: skip
+        ),
         Sample(
             "3d_exclude_pad_divisor_override",
             draws(normal(1, 2, 4, 4, 4)),

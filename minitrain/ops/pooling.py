@@ -24,16 +24,12 @@ import numpy as np
 from .. import backend
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from .conv import (
-    _PARALLEL_WORK,
-    Window,
-    batched,
-    check_rank,
-    onnx_pads,
-    spatial_ints,
-    torch_pads,
-)
+from .conv import Window, batched, check_rank, onnx_pads, spatial_ints, torch_pads
 from .registry import Op, shape_of
+
+# Input elements from which the numba kernels run in parallel: below it, waking threads costs
+# more than it saves.
+_PARALLEL_WORK = 1 << 18
 
 # --- geometry -----------------------------------------------------------------------------------
 
