@@ -295,8 +295,7 @@ def _row_kernels(dtype: np.dtype) -> SimpleNamespace:
     fast = {"reassoc", "contract", "nsz"}
 
     @backend.jit(parallel=True, fastmath=fast)
-    def softmax_rows(x):
-        out = np.empty_like(x)
+    def softmax_rows(x, out):
         for i in prange(x.shape[0]):
             row, dst = x[i], out[i]
             top = row_max(row)
@@ -308,11 +307,9 @@ def _row_kernels(dtype: np.dtype) -> SimpleNamespace:
             scale = one / total
             for j in range(row.shape[0]):
                 dst[j] *= scale
-        return out
 
     @backend.jit(parallel=True, fastmath=fast)
-    def log_softmax_rows(x):
-        out = np.empty_like(x)
+    def log_softmax_rows(x, out):
         for i in prange(x.shape[0]):
             row, dst = x[i], out[i]
             top = row_max(row)
@@ -322,29 +319,24 @@ def _row_kernels(dtype: np.dtype) -> SimpleNamespace:
             log_total = math.log(total)
             for j in range(row.shape[0]):
                 dst[j] = (row[j] - top) - log_total  # not row - (top + log_total): x - top is exact
-        return out
 
     @backend.jit(parallel=True, fastmath=fast)
-    def softmax_grad_rows(dy, y):
-        dx = np.empty_like(y)
+    def softmax_grad_rows(dy, y, dx):
         for i in prange(y.shape[0]):
             dot = zero
             for j in range(y.shape[1]):
                 dot += y[i, j] * dy[i, j]
             for j in range(y.shape[1]):
                 dx[i, j] = y[i, j] * (dy[i, j] - dot)
-        return dx
 
     @backend.jit(parallel=True, fastmath=fast)
-    def log_softmax_grad_rows(dy, y):
-        dx = np.empty_like(y)
+    def log_softmax_grad_rows(dy, y, dx):
         for i in prange(y.shape[0]):
             total = zero
             for j in range(y.shape[1]):
                 total += dy[i, j]
             for j in range(y.shape[1]):
                 dx[i, j] = dy[i, j] - exp(y[i, j]) * total
-        return dx
 
     return SimpleNamespace(
         softmax=softmax_rows,
@@ -404,10 +396,14 @@ def _by_rows(kernel: str, axis: int, opset: int, *arrays):
     else:
         cols = math.prod(first.shape[axis:])
     matrices = [np.ascontiguousarray(a).reshape(-1, cols) for a in arrays]
-    out = getattr(_row_kernels(first.dtype), kernel)(*matrices)
-    if opset >= 13:
-        return np.moveaxis(out.reshape(arrays[0].shape), -1, axis)
-    return out.reshape(first.shape)
+    # The kernel writes into `result` through a (rows, cols) view, so `result` owns its memory:
+    # with the axis already last it is returned as is, and a gradient can become x.grad
+    # without a copy.
+    result = np.empty(arrays[0].shape, first.dtype)
+    getattr(_row_kernels(first.dtype), kernel)(*matrices, result.reshape(-1, cols))
+    if opset >= 13 and axis % first.ndim != first.ndim - 1:
+        return np.moveaxis(result, -1, axis)
+    return result
 
 
 def _by_elements(kernel: str, *arrays):

@@ -263,7 +263,10 @@ def _to_rows(array):
 
 
 def _from_rows(rows, shape):
-    """The inverse of _to_rows (a view)."""
+    """The inverse of _to_rows: a view, or for (N, C) the rows themselves (an array that owns
+    its memory can become x.grad without a copy)."""
+    if len(shape) == 2:
+        return rows
     return np.moveaxis(rows.reshape(shape[:1] + shape[2:] + shape[1:2]), -1, 1)
 
 
