@@ -3,6 +3,7 @@ switch for numba kernels."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -142,6 +143,16 @@ def set_numba(enabled: bool) -> bool:
     global _numba_enabled
     previous, _numba_enabled = _numba_enabled, bool(enabled)
     return previous
+
+
+@contextlib.contextmanager
+def use_numba(enabled: bool):
+    """Within the block, CPU ops run their numba kernels (True) or the generic ones (False)."""
+    previous = set_numba(enabled)
+    try:
+        yield
+    finally:
+        set_numba(previous)
 
 
 def jit(**options):

@@ -22,20 +22,6 @@ from minitrain.ops import activation
 SHAPES = [(7,), (3, 5), (2, 3, 4), (2, 3, 4, 5)]
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
-@contextlib.contextmanager
-def numba_enabled(enabled: bool):
-    previous = backend.set_numba(enabled)
-    try:
-        yield
-    finally:
-        backend.set_numba(previous)
-
-
 @contextlib.contextmanager
 def no_float_warnings():
     """Fail on any overflow, invalid or divide-by-zero (underflow to 0 is fine)."""
@@ -185,7 +171,7 @@ def test_softmax_family_matches_torch(torch, name, shape, axis, opset, use_numba
 
     got = kernel(dy, y_want, axis, opset)  # the kernel alone, on PyTorch's Y
     np.testing.assert_allclose(got, dx_want, rtol=1e-10, atol=1e-12)
-    with numba_enabled(use_numba):  # and the op, forward and backward
+    with backend.use_numba(use_numba):  # and the op, forward and backward
         y, dx = _value_and_grad(op, x, dy, axis, opset)
     np.testing.assert_allclose(y, y_want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dx, dx_want, rtol=1e-10, atol=1e-12)
@@ -224,10 +210,10 @@ def _draw(rng, layout, dtype, scale=4.0):
 def test_numba_softmax_matches_generic(numba_runs, name, axis, opset, layout, dtype):
     rng = np.random.default_rng(3)
     x, dy = _draw(rng, layout, dtype), _draw(rng, layout, dtype, scale=1.0)
-    with numba_enabled(True):
+    with backend.use_numba(True):
         y_numba, dx_numba = _value_and_grad(getattr(ops, name), x, dy, axis, opset)
     assert runs_of(numba_runs) == [name, name + "_grad"]
-    with numba_enabled(False):
+    with backend.use_numba(False):
         y, dx = _value_and_grad(getattr(ops, name), x, dy, axis, opset)
     assert runs_of(numba_runs) == []
     assert y_numba.dtype == y.dtype == dx_numba.dtype == dx.dtype == dtype
@@ -241,10 +227,10 @@ def test_numba_softmax_matches_generic(numba_runs, name, axis, opset, layout, dt
 def test_numba_gelu_matches_generic(numba_runs, layout, dtype):
     rng = np.random.default_rng(4)
     x, dy = _draw(rng, layout, dtype, scale=6.0), _draw(rng, layout, dtype, scale=1.0)
-    with numba_enabled(True):
+    with backend.use_numba(True):
         y_numba, dx_numba = _value_and_grad(ops.gelu, x, dy)
     assert runs_of(numba_runs) == ["gelu", "gelu_grad"]
-    with numba_enabled(False):
+    with backend.use_numba(False):
         y, dx = _value_and_grad(ops.gelu, x, dy)
     assert runs_of(numba_runs) == []
     tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-15}
@@ -254,7 +240,7 @@ def test_numba_gelu_matches_generic(numba_runs, layout, dtype):
 
 def test_numba_kernels_step_aside_where_they_do_not_apply(numba_runs):
     rng = np.random.default_rng(5)
-    with numba_enabled(True):
+    with backend.use_numba(True):
         # float16, the tanh form of gelu, empty and 0-d tensors run the generic kernels
         half = rng.standard_normal((3, 4)).astype(np.float16)
         y, dx = _value_and_grad(ops.softmax, half, np.ones((3, 4), np.float16))
@@ -276,7 +262,7 @@ def test_numba_kernels_step_aside_where_they_do_not_apply(numba_runs):
 def test_softmax_of_logits_1e4_is_finite_and_exact(use_numba, dtype):
     x = np.array([[1e4, -1e4, 0.0], [-1e4, -1e4, -1e4 + 1.0]], dtype=dtype)
     dy = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]], dtype=dtype)
-    with numba_enabled(use_numba), no_float_warnings():
+    with backend.use_numba(use_numba), no_float_warnings():
         y, dx = _value_and_grad(ops.softmax, x, dy)
         log_y, log_dx = _value_and_grad(ops.log_softmax, x, dy)
     for array in (y, dx, log_y, log_dx):
@@ -321,7 +307,7 @@ def test_gelu_family_in_the_tails_is_exact_without_warnings(name, dtype, use_num
     call, (left, right) = TAIL_LIMITS[name]
     values = np.array([-1e30, -1e4, 1e4, 1e30], dtype=dtype)
     x = mt.tensor(values, requires_grad=True)
-    with numba_enabled(use_numba), no_float_warnings():
+    with backend.use_numba(use_numba), no_float_warnings():
         y = call(x)
         y.sum().backward()
     value_units, grads = zip(left, left, right, right, strict=True)
@@ -377,7 +363,7 @@ def test_silu_is_quick_gelu_with_alpha_1_and_matches_torch(torch):
 def test_gelu_matches_torch_over_a_wide_range(torch, approximate, dtype, use_numba):
     values = np.concatenate([np.linspace(-12.0, 12.0, 481), [0.0, -40.0, 40.0]]).astype(dtype)
     upstream = np.random.default_rng(7).standard_normal(values.shape).astype(dtype)
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         y, dx = _value_and_grad(lambda t: ops.gelu(t, approximate), values, upstream)
     y_want, dx_want = _torch_value_and_grad(
         torch, lambda t: torch.nn.functional.gelu(t, approximate=approximate), values, upstream
@@ -427,7 +413,7 @@ def test_backward_calls_its_kernel_with_what_forward_saved(monkeypatch, op_name)
     call, kernel_name, saved_name, attrs = WIRING[op_name]
     calls = spy_on(monkeypatch, kernel_name)
     x = mt.tensor(np.random.default_rng(8).standard_normal((2, 3)), requires_grad=True)
-    with numba_enabled(False):
+    with backend.use_numba(False):
         y = call(x)
         saved = y.grad_fn.saved_arrays()
         assert list(saved) == [saved_name]  # exactly what the kernel reads
@@ -442,7 +428,7 @@ def test_backward_calls_its_kernel_with_what_forward_saved(monkeypatch, op_name)
 
 def test_numba_backward_falls_back_to_the_kernel(monkeypatch):
     calls = spy_on(monkeypatch, "softmax_grad")
-    with numba_enabled(True):
+    with backend.use_numba(True):
         x = mt.tensor(np.ones((2, 3), np.float16), requires_grad=True)
         ops.softmax(x).backward(np.ones((2, 3), np.float16))
     assert len(calls) == 1

@@ -6,7 +6,6 @@ the errors. (Gradchecks and PyTorch comparisons of the op itself run from tests/
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import itertools
 import math
@@ -21,20 +20,6 @@ from minitrain.nn import functional as F  # noqa: N812 (PyTorch's name for it)
 
 # `ops.conv` is the function; the module behind it is reached by name
 conv_module = importlib.import_module("minitrain.ops.conv")
-
-
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
-@contextlib.contextmanager
-def numba_enabled(enabled: bool):
-    previous = backend.set_numba(enabled)
-    try:
-        yield
-    finally:
-        backend.set_numba(previous)
 
 
 def _normal(rng, *shape, dtype=np.float64):
@@ -102,7 +87,7 @@ def test_conv_grad_matches_torch(
     )
     dy = _normal(rng, *expected.shape)
     expected.backward(torch.from_numpy(dy))
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         y = ops.conv(mt.tensor(x), mt.tensor(w), mt.tensor(b), **attrs)
         dx, dw, db = ops.conv_grad(dy, x, w, **attrs)
     np.testing.assert_allclose(y.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
@@ -177,7 +162,7 @@ def test_need_gives_none_and_does_no_work_for_skipped_outputs(work, monkeypatch,
     window = conv_module.conv_window((6, 5), (3, 3), (1, 2), (1, 0, 1, 1), (1, 1))
     image_bytes = 4 * 9 * conv_module.Columns.of(window, (6, 5)).span * x.itemsize
     monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 2 * image_bytes)
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         full = ops.conv_grad(dy, x, w, **attrs)
         for key in work:
             work[key] = 0
@@ -335,7 +320,7 @@ def test_im2col_and_col2im_match_a_loop_reference(
     x = _normal(rng, *x_shape, dtype=dtype)
     attrs = {"strides": strides, "pads": pads, "dilations": dilations}
     expected = _reference_im2col(x, kernel, strides, pads, dilations)
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         col = ops.im2col(x, kernel, **attrs)
         assert col.dtype == dtype
         np.testing.assert_array_equal(col, expected)
@@ -383,7 +368,7 @@ def test_wide_columns_hold_the_compact_ones(x_shape, kernel, pads, dilations, us
     wide = conv_module.Columns.of(window, x_shape[2:])
     assert wide.wide
     rows = x_shape[1] * math.prod(kernel)
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         compact = ops.im2col(x, kernel, pads=pads, dilations=dilations)
         col = np.full((rows, x_shape[0] * wide.span), np.nan)
         conv_module._im2col_into(x, wide, col, parallel)
@@ -418,9 +403,9 @@ def test_numba_conv_matches_numpy_in_float32(attrs):
     rng = np.random.default_rng(9)
     values = _leaves(rng, (3, 4, 9, 8), (6, 4 // attrs.get("group", 1), 3, 3))
     values = [v.astype(np.float32) for v in values]
-    with numba_enabled(True):
+    with backend.use_numba(True):
         fast = _conv_and_grads(*values, **attrs)
-    with numba_enabled(False):
+    with backend.use_numba(False):
         generic = _conv_and_grads(*values, **attrs)
     for got, want in zip(fast, generic, strict=True):
         assert got.dtype == np.float32

@@ -4,7 +4,6 @@ the standard one; mixed precision; running statistics; the N/(N-1) trap; and the
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import subprocess
@@ -31,26 +30,12 @@ GRAD_KERNELS = {
 }
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
 @pytest.fixture(params=[False, True], ids=["generic", "numba"])
 def numba(request):
     """Run the test with the generic kernels, then with the numba ones."""
     previous = backend.set_numba(request.param)
     yield request.param
     backend.set_numba(previous)
-
-
-@contextlib.contextmanager
-def numba_enabled(enabled: bool):
-    previous = backend.set_numba(enabled)
-    try:
-        yield
-    finally:
-        backend.set_numba(previous)
 
 
 @pytest.fixture
@@ -285,7 +270,7 @@ def test_functional_forms_take_torchs_positional_arguments(torch, numba_on):
     theirs_mean, theirs_var = torch.tensor(mean), torch.tensor(var)
     functional = torch.nn.functional
     t = torch.tensor
-    with numba_enabled(numba_on):
+    with backend.use_numba(numba_on):
         for training in (True, False):
             got = F.batch_norm(x, ours_mean, ours_var, w, b, training, 0.3, 1e-3).data
             want = functional.batch_norm(
@@ -334,11 +319,11 @@ def test_numba_matches_generic(kernel_runs, case, dtype, layout, affine):
     x, weight, bias, dy = case.make(dtype, seed=4, affine=affine)
     x, dy = LAYOUTS[layout](x), LAYOUTS[layout](dy)
     assert x.flags.c_contiguous == dy.flags.c_contiguous == (layout == "contiguous")
-    with numba_enabled(True):
+    with backend.use_numba(True):
         y_numba, grads_numba, *_ = _run(case, x, weight, bias, dy)
     forward, backward = _numba_kernels_of(case)
     assert kernel_runs == forward + backward
-    with numba_enabled(False):
+    with backend.use_numba(False):
         y, grads, *_ = _run(case, x, weight, bias, dy)
     assert kernel_runs == forward + backward  # no more
     for got in [y_numba, *grads_numba]:
@@ -357,10 +342,10 @@ def test_numba_backward_of_a_generic_forward(kernel_runs, case):
     leaves = [
         mt.Tensor(a, requires_grad=True) if a is not None else None for a in (x, weight, bias)
     ]
-    with numba_enabled(False):
+    with backend.use_numba(False):
         out = case.call(*leaves)
     kernel_runs.clear()
-    with numba_enabled(True):
+    with backend.use_numba(True):
         out.backward(dy)
     assert kernel_runs == _numba_kernels_of(case)[1]
     got = [None if leaf is None else leaf.grad.data for leaf in leaves]
@@ -378,7 +363,7 @@ def test_numba_backward_of_a_generic_forward(kernel_runs, case):
 @pytest.mark.parametrize("case", [CASES[2], CASES[4], CASES[8]], ids=str)
 def test_numba_steps_aside_where_it_does_not_apply(kernel_runs, case, make):
     x, weight, bias = make(case)
-    with numba_enabled(True):
+    with backend.use_numba(True):
         y, grads, *_ = _run(case, x, weight, bias, np.ones(x.shape, x.dtype))
     assert kernel_runs == []
     assert grads[0].dtype == x.dtype and np.isfinite(grads[0]).all()
@@ -592,7 +577,7 @@ def test_the_n_over_n_minus_1_factor_fails_the_gradient_check(monkeypatch):
     # check shows that is wrong. M = 4 values per channel: a factor of 4/3.
     x, weight, bias, _ = Case("batch_norm", (4, 2)).make()
     inputs = [mt.tensor(a, requires_grad=True) for a in (x, weight, bias)]
-    with numba_enabled(False):  # the backward calls the public kernel
+    with backend.use_numba(False):  # the backward calls the public kernel
         assert mt.gradcheck(ops.batch_norm, inputs)
         original = normalization.batch_norm_grad
 
@@ -627,7 +612,7 @@ def test_backward_calls_its_kernel_with_what_forward_saved(monkeypatch, case):
     )
     x, weight, bias, dy = case.make()
     leaf = mt.tensor(x, requires_grad=True)
-    with numba_enabled(False):
+    with backend.use_numba(False):
         out = case.call(leaf, weight, bias)
         saved = out.grad_fn.saved_arrays()
         assert sorted(saved) == sorted(saved_names)  # exactly what the kernel reads

@@ -5,7 +5,6 @@ errors. (Gradchecks and PyTorch comparisons of the ops run from tests/samples_co
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import itertools
 
@@ -18,20 +17,6 @@ from minitrain.errors import DTypeError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's name for it)
 
 pooling = importlib.import_module("minitrain.ops.pooling")
-
-
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
-
-
-@contextlib.contextmanager
-def numba_enabled(enabled: bool):
-    previous = backend.set_numba(enabled)
-    try:
-        yield
-    finally:
-        backend.set_numba(previous)
 
 
 def _leaf(values, dtype=np.float64):
@@ -54,7 +39,7 @@ def test_max_pool_ties_send_the_gradient_to_the_first_max(use_numba):
     # windows of 2, stride 1 over [1, 3, 3, 2]: [1, 3] [3, 3] [3, 2], each max 3; the middle
     # window's max is the first 3 (position 1), so position 1 gets two gradients, 2 gets one
     x = _leaf([[[1.0, 3.0, 3.0, 2.0]]])
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         out = ops.max_pool(x, 2)
         np.testing.assert_array_equal(out.data, [[[3.0, 3.0, 3.0]]])
         np.testing.assert_array_equal(
@@ -66,7 +51,7 @@ def test_max_pool_ties_send_the_gradient_to_the_first_max(use_numba):
 def test_max_pool_ties_in_2d_follow_row_major_window_order(torch, use_numba):
     # one 2x2 window of equal values: the first in row-major order, (0, 0), takes it all
     x = _leaf(np.full((1, 1, 2, 2), 5.0))
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         grad = _grad(ops.max_pool(x, 2), x)
     np.testing.assert_array_equal(grad, [[[[1.0, 0.0], [0.0, 0.0]]]])
     tx = torch.full((1, 1, 2, 2), 5.0, dtype=torch.float64, requires_grad=True)
@@ -78,7 +63,7 @@ def test_max_pool_ties_in_2d_follow_row_major_window_order(torch, use_numba):
 def test_max_pool_with_nan_is_nan_like_torch(torch, use_numba):
     values = np.array([[[1.0, np.nan, 2.0, np.nan, 0.5, 4.0]]])
     x = _leaf(values)
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         out = ops.max_pool(x, 3, strides=1)
         grad = _grad(out, x)
     tx = torch.tensor(values, requires_grad=True)
@@ -93,7 +78,7 @@ def test_max_pool_with_nan_is_nan_like_torch(torch, use_numba):
 def test_a_window_over_padding_only_is_minus_inf_with_no_gradient(torch, use_numba):
     # L = 2, kernel 2, dilation 3, pad 1: the one window reads positions -1 and 2, both padding
     x = _leaf([[[1.0, 2.0]]])
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         out = ops.max_pool(x, 2, pads=1, dilations=3)
         np.testing.assert_array_equal(out.data, [[[-np.inf]]])
         np.testing.assert_array_equal(_grad(out, x), [[[0.0, 0.0]]])
@@ -146,7 +131,7 @@ def test_ceil_mode_drops_a_last_window_that_starts_in_the_right_padding():
 def test_count_include_pad_by_hand(use_numba):
     # [1, 2, 3, 4], kernel 3, stride 1, pad 1: windows [0 1 2] [1 2 3] [2 3 4] [3 4 0]
     x = _leaf([[[1.0, 2.0, 3.0, 4.0]]])
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         include = ops.avg_pool(x, 3, pads=1, count_include_pad=True)
         exclude = ops.avg_pool(x, 3, pads=1)
         np.testing.assert_allclose(include.data, [[[3 / 3, 6 / 3, 9 / 3, 7 / 3]]])
@@ -162,7 +147,7 @@ def test_count_include_pad_does_not_count_the_ceil_mode_overhang(torch, use_numb
     # L = 4, kernel 3, stride 2, pad 1, ceil: windows start at -1 and 1, and a third at 3 that
     # runs to 5: the padded input ends at 4 + 1 = 5, so it counts 2 (positions 3, 4), not 3
     x = _leaf([[[1.0, 2.0, 3.0, 4.0]]])
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         out = ops.avg_pool(x, 3, strides=2, pads=1, ceil_mode=True, count_include_pad=True)
     np.testing.assert_allclose(out.data, [[[3 / 3, 9 / 3, 4 / 2]]])
     expected = torch.nn.functional.avg_pool1d(torch.from_numpy(x.data), 3, 2, 1, ceil_mode=True)
@@ -172,7 +157,7 @@ def test_count_include_pad_does_not_count_the_ceil_mode_overhang(torch, use_numb
 @USE_NUMBA
 def test_divisor_override_by_hand(use_numba):
     x = _leaf(np.arange(16.0).reshape(1, 1, 4, 4))
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         out = ops.avg_pool(x, 2, strides=2, divisor_override=3)
         # window sums: 0+1+4+5, 2+3+6+7, 8+9+12+13, 10+11+14+15
         np.testing.assert_allclose(out.data, [[[[10 / 3, 18 / 3], [42 / 3, 50 / 3]]]])
@@ -265,7 +250,7 @@ def test_avg_pool_grad_kernel_matches_torch(
         "count_include_pad": count_include_pad,
         "divisor_override": divisor_override,
     }
-    with numba_enabled(use_numba):
+    with backend.use_numba(use_numba):
         out = ops.avg_pool(values, kernel, **attrs)
         dx = ops.avg_pool_grad(dy, shape, kernel, **attrs)
     np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-13, atol=1e-14)
@@ -325,7 +310,7 @@ def test_numba_pooling_matches_numpy(monkeypatch, name, shape, call, parallel, d
     results = []
     for use_numba in (True, False):
         x = mt.tensor(values, requires_grad=True)
-        with numba_enabled(use_numba):
+        with backend.use_numba(use_numba):
             out = call(x)
             saved = out.grad_fn.saved_arrays()
             if upstream is None:
