@@ -177,10 +177,10 @@ class EarlyStopping(Callback):
 
 def _split_batch(batch, where: str):
     if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-        raise ValueError(
-            f"{where}: each batch must be a pair (inputs, targets), got "
-            f"{type(batch).__name__}{'' if not isinstance(batch, (tuple, list)) else len(batch)}"
-        )
+        got = type(batch).__name__
+        if isinstance(batch, (tuple, list)):
+            got = f"a {got} of {len(batch)} items"
+        raise ValueError(f"{where}: each batch must be a pair (inputs, targets), got {got}")
     return batch
 
 
@@ -284,7 +284,7 @@ def fit(
             bar.start_epoch(epoch)
             epoch_start, seen, loss_sum = time.perf_counter(), 0, 0.0
             metric_sums = dict.fromkeys(metric_fns, 0.0)
-            for batch in train_loader:
+            for batch_index, batch in enumerate(train_loader):
                 inputs, targets = _split_batch(batch, "fit")
                 output = model(inputs)
                 loss = loss_fn(output, targets)
@@ -292,7 +292,7 @@ def fit(
                 if not math.isfinite(value):
                     raise NonFiniteLossError(
                         f"fit: the loss is {value} at epoch {epoch + 1}, step {step} (batch "
-                        f"{step - (steps_per_epoch or 0) * epoch} of the epoch); training stopped "
+                        f"{batch_index} of the epoch); training stopped "
                         f"before this step changed any parameter. Lower the learning rate, clip "
                         f"gradients, or look at this batch's inputs.",
                         history,
