@@ -6,17 +6,11 @@ import math
 
 import numpy as np
 
+from ..ops.conv import spatial_ints
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
 from .module import Module, Parameter
-
-
-def _ntuple(value, dims: int, name: str, where: str) -> tuple[int, ...]:
-    values = (value,) * dims if isinstance(value, int) else tuple(value)
-    if len(values) != dims:
-        raise ValueError(f"{where}: {name} needs {dims} values, got {value!r}")
-    return values
 
 
 class _ConvNd(Module):
@@ -47,9 +41,9 @@ class _ConvNd(Module):
                 f"both be divisible by groups ({groups})"
             )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = _ntuple(kernel_size, self.dims, "kernel_size", where)
-        self.stride = _ntuple(stride, self.dims, "stride", where)
-        self.dilation = _ntuple(dilation, self.dims, "dilation", where)
+        self.kernel_size = spatial_ints(kernel_size, self.dims, "kernel_size", where, minimum=1)
+        self.stride = spatial_ints(stride, self.dims, "stride", where, minimum=1)
+        self.dilation = spatial_ints(dilation, self.dims, "dilation", where, minimum=1)
         self.padding = (padding,) * self.dims if isinstance(padding, int) else padding
         shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(np.empty(shape, dtype))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import ops
+from ..ops.random import check_probability
 from ..tensor import Tensor
 from .module import Module
 
@@ -13,9 +14,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p!r}")
-        self.p = p
+        self.p = check_probability(p, "Dropout")
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.dropout(x, self.p, self.training)

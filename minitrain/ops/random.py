@@ -38,11 +38,17 @@ class Dropout(Op):
         return (dropout_grad(grad, ctx.mask),)
 
 
+def check_probability(p, where: str) -> float:
+    """p itself, when it is a number in [0, 1]; a ValueError naming `where` otherwise."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{where}: p must be a probability in [0, 1], got {p!r}")
+    return p
+
+
 def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
     """Zero each element with probability p and scale the rest by 1 / (1 - p), in training; the
     input itself when not training or p == 0. p == 1 zeroes everything."""
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout: p must be a probability in [0, 1], got {p!r}")
+    check_probability(p, "dropout")
     if not training or p == 0:
         return x if isinstance(x, Tensor) else Tensor(x)
     dtype = getattr(x, "dtype", None)
