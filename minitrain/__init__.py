@@ -1,6 +1,6 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
-from . import data, nn, ops, optim, train
+from . import data, nn, ops, optim, train, viz
 from .autograd import Tape, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, device, manual_seed
 from .gradcheck import gradcheck
@@ -39,5 +39,5 @@ __all__ = [
     "gradcheck", "Device", "device", "manual_seed",
     "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
     "save", "load",
-    "ops", "nn", "optim", "data", "train",
+    "ops", "nn", "optim", "data", "train", "viz",
 ]  # fmt: skip

@@ -14,6 +14,7 @@ import heapq
 import itertools
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -26,6 +27,7 @@ class _GradState(threading.local):
     def __init__(self):
         self.enabled = True
         self.tapes: list[Tape] = []
+        self.module = None  # the innermost Module whose forward is running (for drawing)
 
 
 _state = _GradState()
@@ -104,21 +106,37 @@ class Node:
     """One recorded op: the unit the backward walk visits.
 
     `parents[i]` is where input i's gradient goes: the Node that produced it, the leaf Tensor
-    itself, or None when input i needs no gradient.
+    itself, or None when input i needs no gradient. `output` is a weak reference to the tensor
+    the op produced (the graph does not keep outputs alive; a Tape does). `module` is the
+    innermost Module whose forward recorded the op (None outside any), so a drawing can group
+    a layer's ops.
     """
 
-    __slots__ = ("op", "ctx", "parents", "seq", "hooks", "retained", "__weakref__")
+    __slots__ = (
+        "op",
+        "ctx",
+        "parents",
+        "seq",
+        "output",
+        "module",
+        "hooks",
+        "retains_grad",
+        "__weakref__",
+    )
 
-    def __init__(self, op, ctx, parents):
+    def __init__(self, op, ctx, parents, output):
         self.op = op
         self.ctx = ctx
         self.parents = parents
         self.seq = next(_sequence)
+        self.output = weakref.ref(output)
+        self.module = _state.module
         self.hooks = None  # hooks registered on the (non-leaf) tensor this node produced
-        self.retained = None  # weakref to that tensor after retain_grad()
+        self.retains_grad = False  # set by output.retain_grad()
         if Tape.open_count:  # any thread: only then look at this thread's tapes
             for tape in _state.tapes:
                 tape.nodes.append(self)
+                tape.outputs.append(output)
 
     @property
     def name(self) -> str:
@@ -204,12 +222,15 @@ def _sole_owner(grad, leaf) -> bool:
     )
 
 
-def backward(roots, root_grads, retain_graph: bool = False, capture=None):
+def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=None):
     """Propagate gradients from `roots` (tensors) seeded with `root_grads` (arrays).
 
     Without `capture`, leaf gradients accumulate into `.grad` (and retained non-leaf ones too).
     With `capture` (a sequence of tensors), nothing's `.grad` is touched: the gradients reaching
     those tensors are returned, in order, None where none arrived.
+    With `trace` (a dict), every gradient the walk computes is stored in it, by Node (the
+    gradient of its output) and by id(leaf); a traced walk is a read-only look, so it runs no
+    hooks. Pass capture=() with it to leave every `.grad` alone.
     """
     pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
     leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
@@ -240,10 +261,12 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None):
     while heap:
         node = heapq.heappop(heap)[1]
         grad = pending.pop(node)
-        if node.hooks:
+        if trace is not None:
+            trace[node] = grad
+        elif node.hooks:
             grad = _run_hooks(node.hooks, grad)
         if capture is None:
-            if node.retained is not None and (tensor := node.retained()) is not None:
+            if node.retains_grad and (tensor := node.output()) is not None:
                 tensor._accumulate_grad(grad)
         elif node in capture_nodes:
             for position in capture_nodes[node]:
@@ -286,7 +309,9 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None):
     grads = g = grad = None  # drop the walk's references: the flush below counts them
     for key in list(leaf_grads):
         leaf, grad = leaf_grads.pop(key)
-        if leaf._hooks:
+        if trace is not None:
+            trace[key] = grad
+        elif leaf._hooks:
             grad = _run_hooks(leaf._hooks, grad)
         if capture is None:
             owned = _sole_owner(grad, leaf)  # not inside the call below: its argument is a ref
@@ -389,16 +414,19 @@ class Tape:
         with minitrain.Tape() as tape:
             loss = model(x).sum()
         tape.nodes            # every Node recorded inside the block, in order
+        tape.outputs          # the tensor each of those nodes produced
         tape.saved_bytes()    # memory held for backward right now
         tape.gradient(loss, [w, b])   # gradients, without touching .grad
+        tape.draw()           # the recorded graph (minitrain.viz.draw_graph)
 
-    The tape keeps its nodes (and so their saved arrays) alive as long as it lives.
+    The tape keeps its nodes, their saved arrays and their outputs alive as long as it lives.
     """
 
     open_count = 0  # tapes open in all threads; recording skips the tape lookup while it is 0
 
     def __init__(self):
         self.nodes: list[Node] = []
+        self.outputs: list = []
 
     def __enter__(self):
         with _tape_count_lock:
@@ -430,5 +458,17 @@ class Tape:
             array for node in self.nodes for array in node.saved_arrays().values()
         )
 
+    def draw(self, **options):
+        """The recorded graph as a graphviz.Digraph: every node, each tensor that no recorded
+        op consumed marked as an output. Options as `minitrain.viz.draw_graph`'s."""
+        from . import viz
+
+        return viz.draw_graph(self, **options)
+
     def __repr__(self):
         return f"<Tape: {len(self.nodes)} nodes, {self.saved_bytes()} bytes saved>"
+
+    def _repr_html_(self):
+        from . import viz
+
+        return viz.tape_html(self)

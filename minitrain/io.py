@@ -161,14 +161,16 @@ class _Encoder:
         return name
 
 
-def _write_atomically(path: str, write: Callable[[IO[bytes]], None]) -> None:
+def _write_atomically(path: str, write: Callable[[IO[bytes]], None], where: str = "save") -> None:
     """Write a file through a temporary one in the same directory, then rename it onto `path`."""
     if not path or path.endswith(("/", os.sep)) or os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, "save: the path names a directory, not a file", path)
+        raise IsADirectoryError(
+            errno.EISDIR, f"{where}: the path names a directory, not a file", path
+        )
     target = os.path.realpath(path)  # through a symbolic link: replace the file it points to
     directory = os.path.dirname(target)
     if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, "save: the directory does not exist", directory)
+        raise FileNotFoundError(errno.ENOENT, f"{where}: the directory does not exist", directory)
     temp_path, descriptor = _create_temporary(directory, os.path.basename(target))
     try:
         with os.fdopen(descriptor, "wb") as file:

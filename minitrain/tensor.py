@@ -151,13 +151,11 @@ class Tensor:
         if not self.requires_grad:
             raise GraphError("retain_grad: the tensor does not require grad")
         if self.node is not None:
-            import weakref
-
-            self.node.retained = weakref.ref(self)
+            self.node.retains_grad = True
 
     @property
     def retains_grad(self) -> bool:
-        return self.node is not None and self.node.retained is not None
+        return self.node is not None and self.node.retains_grad
 
     def _accumulate_grad(self, grad, owned: bool = False) -> None:
         if self.grad is None:
@@ -253,6 +251,11 @@ class Tensor:
         elif self.requires_grad:
             extras.append("requires_grad=True")
         return "tensor(" + ", ".join([body, *extras]) + ")"
+
+    def _repr_html_(self) -> str:
+        from .viz import tensor_html
+
+        return tensor_html(self)
 
     # --- device and dtype -----------------------------------------------------------------
 

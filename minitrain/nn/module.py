@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from .. import backend
-from ..autograd import RemovableHandle, no_grad
+from ..autograd import RemovableHandle, _state, no_grad
 from ..errors import DTypeError, MinitrainError
 from ..tensor import Tensor, _is_dtype_name
 
@@ -66,11 +66,15 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks):
-            result = hook(self, args, out)
-            if result is not None:
-                out = result
+        outer, _state.module = _state.module, self  # the nodes recorded now belong to self
+        try:
+            out = self.forward(*args, **kwargs)
+            for hook in list(self._forward_hooks):
+                result = hook(self, args, out)
+                if result is not None:
+                    out = result
+        finally:
+            _state.module = outer
         return out
 
     # --- registration -------------------------------------------------------------------

@@ -215,7 +215,10 @@ class Op(metaclass=_OpType):
             raise GraphError(f"{cls.name}: forward did not save {cls.saved} for its backward")
         ctx.shapes = tuple(shapes)
         ctx.dtypes = tuple(dtypes)
-        return Tensor._from_op(out, Node(cls, ctx, tuple(parents)))
+        tensor = Tensor._from_op(out, None)
+        tensor.node = Node(cls, ctx, tuple(parents), tensor)
+        tensor._requires_grad = True
+        return tensor
 
     @classmethod
     def run_backward(cls, ctx, grad):

@@ -1,0 +1,608 @@
+"""Draw the backward graph autograd recorded: a graphviz diagram, a text tree, notebook HTML.
+
+    loss = loss_fn(model(x), y)
+    viz.draw_graph(loss, model=model)            # a graphviz.Digraph; shows inline in Jupyter
+    viz.text_graph(loss, model=model)            # the same graph as an indented tree
+    loss.backward(retain_graph=True)
+    viz.draw_graph(loss, model=model, show_values=True)   # value and gradient statistics
+
+One box per recorded op, named after its backward kernel (ConvGrad, BatchNormalizationGrad...),
+with the arrays it saved for backward and its attributes; one box per leaf that requires grad,
+named after its parameter; edges run from inputs toward the output, in recording order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import sys
+from dataclasses import dataclass, field
+
+import graphviz
+import numpy as np
+
+from . import backend
+from .autograd import Node, Tape, backward
+from .errors import DTypeError, GraphError, MinitrainError
+from .io import _write_atomically
+from .tensor import Tensor
+
+INSTALL_GRAPHVIZ = (
+    "Rendering a graph needs Graphviz's `dot` program, which was not found on PATH. Install "
+    "Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; "
+    "conda: conda install -c conda-forge graphviz; others: https://graphviz.org/download/). "
+    "The graph itself is complete: its DOT source is in `.source`."
+)
+
+_OP_FILL, _PARAM_FILL, _LEAF_FILL, _OUTPUT_FILL = "#F2F2F2", "#D6E9F8", "#E6E6E6", "#D4EDD4"
+_BAD = "#C62828"  # a gradient with nan or inf
+_DIM = "#666666"
+
+
+class GraphvizNotFoundError(MinitrainError, graphviz.ExecutableNotFound):
+    """Graphviz's `dot` program is needed to render a graph and is not installed."""
+
+    def __init__(self, message: str = INSTALL_GRAPHVIZ):
+        RuntimeError.__init__(self, message)
+
+
+@contextlib.contextmanager
+def _explain_missing_dot():
+    try:
+        yield
+    except graphviz.ExecutableNotFound as error:
+        if isinstance(error, GraphvizNotFoundError):
+            raise
+        raise GraphvizNotFoundError() from error
+
+
+class Graph(graphviz.Digraph):
+    """A graphviz.Digraph of a backward graph. Rendering without Graphviz's `dot` program raises
+    GraphvizNotFoundError saying how to install it; in a notebook the DOT source shows instead."""
+
+    def render(self, *args, **kwargs):
+        with _explain_missing_dot():
+            return super().render(*args, **kwargs)
+
+    def pipe(self, *args, **kwargs):
+        with _explain_missing_dot():
+            return super().pipe(*args, **kwargs)
+
+    def write(self, path: str | os.PathLike, format: str | None = None) -> str:  # noqa: A002
+        """Render to `path` atomically (format from the extension unless given: svg, png, pdf).
+        An existing file is replaced only once the new one is complete. Returns the path."""
+        path = os.fspath(path)
+        format = format or os.path.splitext(path)[1].lstrip(".").lower()  # noqa: A001
+        if not format:
+            raise ValueError(
+                f"Graph.write: give a format or a path with an extension, got {path!r}"
+            )
+        data = self.pipe(format=format)
+        _write_atomically(path, lambda file: file.write(data), where="Graph.write")
+        return path
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        try:
+            return super()._repr_mimebundle_(include, exclude, **kwargs)
+        except GraphvizNotFoundError as error:
+            return {"text/plain": f"{error}\n\n{self.source}"}
+
+
+# --- what a drawing shows ---------------------------------------------------------------------
+
+
+@dataclass
+class _Drawing:
+    """The part of the graph a drawing shows, and what is known about it; both renderers read it."""
+
+    nodes: list  # the drawn ops (Node), in recording order
+    leaves: list  # the drawn leaf tensors, in order of first use
+    outputs: list  # the tensors marked as outputs
+    omitted: int  # ops left out by max_nodes
+    names: dict  # id(leaf) -> parameter name
+    paths: dict  # id(module) -> module path in the model
+    module_types: dict  # module path -> class name
+    output_info: dict = field(default_factory=dict)  # Node -> (shape, dtype) of its output
+    grads: dict | None = None  # Node or id(leaf) -> gradient of the outputs' sum
+    notes: list = field(default_factory=list)  # caption lines
+
+    def name_of(self, leaf) -> str:
+        return self.names.get(id(leaf), "leaf" if leaf.requires_grad else "tensor")
+
+    def path_of(self, node) -> str:
+        return self.paths.get(id(node.module), "") if node.module is not None else ""
+
+
+def _roots(root, where: str) -> tuple[list, list]:
+    """(outputs, nodes): the tensors to mark and every op they were computed by, in order."""
+    if isinstance(root, Tape):
+        nodes = list(root.nodes)
+        consumed = {id(p) for node in nodes for p in node.parents if type(p) is Node}
+        outputs = [
+            t for node, t in zip(nodes, root.outputs, strict=True) if id(node) not in consumed
+        ]
+        return outputs, nodes
+    outputs = [root] if isinstance(root, Tensor) else root
+    if not isinstance(outputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in outputs):
+        raise DTypeError(
+            f"{where}: root must be a Tensor, a list of Tensors or a Tape, got "
+            f"{type(root).__name__}"
+        )
+    for i, t in enumerate(outputs):
+        if not t.requires_grad:
+            raise GraphError(
+                f"{where}: root[{i}] (shape {t.shape}) does not require grad, so no graph was "
+                f"recorded for it (computed under no_grad, or from tensors that need no gradient)"
+            )
+    seen, stack, nodes = set(), [t.node for t in outputs if t.node is not None], []
+    while stack:  # iterative: graphs of any depth
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        nodes.append(node)
+        stack.extend(p for p in node.parents if type(p) is Node)
+    nodes.sort(key=lambda node: node.seq)
+    return list(outputs), nodes
+
+
+def _names(params, model, where: str) -> dict:
+    from .nn.module import Module
+
+    names = {}
+    for source in (model, params):  # params' names win
+        if source is None:
+            continue
+        if isinstance(source, Module):
+            items = source.named_parameters()
+        elif isinstance(source, dict):
+            items = source.items()
+        else:
+            items = source
+        for item in items:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Tensor)):
+                raise DTypeError(
+                    f"{where}: params must be a Module, a dict of name -> Tensor or (name, "
+                    f"Tensor) pairs, got an entry {type(item).__name__}"
+                )
+            names[id(item[1])] = str(item[0])
+    return names
+
+
+def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawing:
+    from .nn.module import Module
+
+    if max_nodes is not None and (
+        isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1
+    ):
+        raise ValueError(f"{where}: max_nodes must be a positive int or None, got {max_nodes!r}")
+    if model is None and isinstance(params, Module):
+        model = params
+    if model is not None and not isinstance(model, Module):
+        raise DTypeError(f"{where}: model must be a Module, got {type(model).__name__}")
+    outputs, nodes = _roots(root, where)
+    omitted = 0
+    if max_nodes is not None and len(nodes) > max_nodes:
+        omitted = len(nodes) - max_nodes
+        nodes = nodes[omitted:]  # keep the ops nearest the output
+    leaves, seen = [], set()
+    for tensor in [*(n_p for n in nodes for n_p in n.parents), *outputs]:
+        if isinstance(tensor, Tensor) and tensor.node is None and id(tensor) not in seen:
+            seen.add(id(tensor))
+            leaves.append(tensor)
+    paths, module_types = {}, {}
+    if model is not None:
+        for path, module in model.named_modules():
+            if path:
+                paths[id(module)] = path
+                module_types[path] = type(module).__name__
+    drawing = _Drawing(
+        nodes, leaves, outputs, omitted, _names(params, model, where), paths, module_types
+    )
+    for node in nodes:
+        for index, parent in enumerate(node.parents):
+            if type(parent) is Node:
+                drawing.output_info[parent] = (node.ctx.shapes[index], node.ctx.dtypes[index])
+    for t in outputs:
+        if t.node is not None:
+            drawing.output_info[t.node] = (t.shape, t.dtype)
+    if show_values:
+        _trace_gradients(drawing)
+    return drawing
+
+
+def _trace_gradients(drawing: _Drawing) -> None:
+    """Every tensor's gradient of sum(outputs), by a read-only walk over the saved values."""
+    if any(node.ctx.released for node in drawing.nodes):
+        drawing.notes.append(
+            "gradients not shown: backward() freed the saved values; call "
+            "backward(retain_graph=True) to look at them after backward"
+        )
+        return
+    seeds = [backend.array_module(t.data).ones_like(t.data) for t in drawing.outputs]
+    trace: dict = {}
+    try:
+        backward(drawing.outputs, seeds, retain_graph=True, capture=(), trace=trace)
+    except GraphError as error:
+        drawing.notes.append(f"gradients not shown: {error}")
+        return
+    drawing.grads = trace
+    one_element = all(t.data.size == 1 for t in drawing.outputs)
+    of = "the output" if len(drawing.outputs) == 1 else "the sum of the outputs"
+    drawing.notes.append(
+        f"grad: d({of})/d(tensor)" if one_element else f"grad: gradient of sum({of})"
+    )
+
+
+# --- text for one item ------------------------------------------------------------------------
+
+
+def _format_bytes(size: int) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def _describe_array(value) -> str:
+    return f"{tuple(value.shape)} {value.dtype}"
+
+
+def _stats(array) -> tuple[str, bool]:
+    """("min .. mean .. max .. norm ..", whether every element is finite)."""
+    if array.size == 0:
+        return "empty", True
+    values = backend.to_device(array, backend.CPU)
+    values = values.astype(np.float64, copy=False)
+    finite = np.isfinite(values)
+    problems = ""
+    if not finite.all():
+        nans = int(np.isnan(values).sum())
+        problems = f"{nans} nan, {values.size - int(finite.sum()) - nans} inf; "
+        values = values[finite]
+        if values.size == 0:
+            return problems.rstrip("; "), False
+    text = (
+        f"min {values.min():.3g}  mean {values.mean():.3g}  max {values.max():.3g}  "
+        f"norm {np.sqrt(np.square(values).sum()):.3g}"
+    )
+    return problems + text, not problems
+
+
+def _format_value(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        value = value.data
+    if backend.is_array(value):
+        return _describe_array(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    text = str(value) if isinstance(value, (np.dtype, backend.Device)) else repr(value)
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def _attr_lines(node, width: int = 48) -> list[str]:
+    """The op's attributes as `name=value`, packed into lines of about `width` characters."""
+    lines: list[str] = []
+    for name in node.op.attrs:
+        text = _format_value(node.ctx.__dict__.get(name))
+        if text is None:
+            continue
+        item = f"{name}={text}"
+        if lines and len(lines[-1]) + 2 + len(item) <= width:
+            lines[-1] += "  " + item
+        else:
+            lines.append(item)
+    return lines
+
+
+def _saved_lines(node) -> list[str]:
+    if node.ctx.released:
+        return [f"saved {', '.join(node.op.saved)}: freed by backward"]
+    lines = []
+    for name, value in node.saved_arrays().items():
+        if value is None:
+            continue
+        if backend.is_array(value):
+            lines.append(f"saved {name} {_describe_array(value)} {_format_bytes(value.nbytes)}")
+        else:
+            lines.append(f"saved {name} {_format_value(value)}")
+    return lines
+
+
+def _value_lines(drawing: _Drawing, tensor, key) -> tuple[list[str], bool]:
+    """Value and gradient statistics of one tensor (None when it is gone), and whether its
+    gradient is finite."""
+    lines, finite = [], True
+    if tensor is not None:
+        lines.append("value " + _stats(tensor.data)[0])
+    if drawing.grads is not None and key in drawing.grads:
+        text, finite = _stats(drawing.grads[key])
+        lines.append("grad " + text)
+    return lines, finite
+
+
+def kernel_formula(op) -> str:
+    """The first line of an op's backward docstring: the formula its kernel computes."""
+    for doc in (op.backward.__doc__, op.__doc__):
+        if doc and doc.strip():
+            return doc.strip().splitlines()[0]
+    return op.grad_kernel
+
+
+def _node_title(drawing: _Drawing, node) -> str:
+    shape, dtype = drawing.output_info.get(node, (None, None))
+    out = f" -> {tuple(shape)} {dtype}" if shape is not None else ""
+    return f"{node.op.name} #{node.seq}{out}"
+
+
+def _node_details(drawing, node, show_saved, show_attrs, show_values) -> tuple[list, bool]:
+    lines = []
+    if show_attrs:
+        lines.extend(_attr_lines(node))
+    if show_saved:
+        lines.extend(_saved_lines(node))
+    finite = True
+    if show_values:
+        values, finite = _value_lines(drawing, node.output(), node)
+        lines.extend(values)
+    return lines, finite
+
+
+def _leaf_details(drawing, leaf, show_values) -> tuple[list, bool]:
+    lines = [_describe_array(leaf.data)]
+    finite = True
+    if show_values:
+        values, finite = _value_lines(drawing, leaf, id(leaf))
+        lines.extend(values)
+    return lines, finite
+
+
+# --- graphviz ---------------------------------------------------------------------------------
+
+
+def _html_label(title: str, subtitle: str, lines: list[str]) -> str:
+    rows = [f"<TR><TD><B>{html.escape(title)}</B></TD></TR>"]
+    if subtitle:
+        rows.append(
+            f'<TR><TD><FONT POINT-SIZE="9" COLOR="{_DIM}">{html.escape(subtitle)}</FONT></TD></TR>'
+        )
+    rows.extend(
+        f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{html.escape(line)}</FONT></TD></TR>'
+        for line in lines
+    )
+    table = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+    return f"<{table}{''.join(rows)}</TABLE>>"
+
+
+def draw_graph(
+    root,
+    params=None,
+    show_saved: bool = True,
+    show_attrs: bool = True,
+    show_values: bool = False,
+    max_nodes: int | None = None,
+    model=None,
+) -> Graph:
+    """Draw the backward graph that computed `root` (a Tensor, a list of them, or a Tape).
+
+    - params: names for the leaves: a Module, a dict name -> Tensor (`dict(m.named_parameters())`)
+      or (name, Tensor) pairs. A Module given here or as `model` also groups each submodule's
+      ops in a box labelled with its path (`features.0: Conv2d`).
+    - show_saved: each op's saved arrays (shape, dtype, bytes); show_attrs: its attributes.
+    - show_values: value statistics (min, mean, max, norm) of the leaves, the outputs and every
+      intermediate tensor still alive (a Tape keeps them), and the gradient statistics of every
+      tensor, computed by a read-only walk over the saved values (no .grad changes, no hooks
+      run): draw before backward, or after backward(retain_graph=True). A gradient with nan or
+      inf is drawn in red.
+    - max_nodes: draw only the last max_nodes ops; one box counts the ones left out.
+
+    Hover over an op (SVG) to read its kernel's formula. Returns a graphviz.Digraph (a `Graph`):
+    `.source` is its DOT text, `.render(...)` / `.write("graph.svg")` need Graphviz's `dot`.
+    """
+    drawing = _collect(root, params, model, max_nodes, show_values, "draw_graph")
+    graph = Graph(name="backward", graph_attr={"rankdir": "TB", "fontname": "Helvetica"})
+    graph.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
+    graph.attr("edge", fontname="Helvetica", fontsize="8", color="#555555")
+    if drawing.notes:
+        graph.attr(label="\n".join(drawing.notes), labelloc="b", fontsize="9")
+
+    members: dict[str, list] = {"": []}  # module path -> (id, attributes) of the nodes in it
+    for leaf in drawing.leaves:
+        name = drawing.names.get(id(leaf))
+        lines, finite = _leaf_details(drawing, leaf, show_values)
+        attrs = {
+            "label": _html_label(drawing.name_of(leaf), "", lines),
+            "fillcolor": _PARAM_FILL if name else _LEAF_FILL,
+            "tooltip": f"{drawing.name_of(leaf)}: {_describe_array(leaf.data)}",
+        }
+        if not finite:
+            attrs.update(color=_BAD, penwidth="2")
+        path = name.rpartition(".")[0] if name else ""
+        members.setdefault(path if path in drawing.module_types else "", []).append(
+            (f"t{id(leaf)}", attrs)
+        )
+    for node in drawing.nodes:
+        lines, finite = _node_details(drawing, node, show_saved, show_attrs, show_values)
+        attrs = {
+            "label": _html_label(node.name, _node_title(drawing, node), lines),
+            "fillcolor": _OP_FILL,
+            "tooltip": f"{node.name}: {kernel_formula(node.op)}",
+        }
+        if not finite:
+            attrs.update(color=_BAD, penwidth="2")
+        members.setdefault(drawing.path_of(node), []).append((f"n{node.seq}", attrs))
+    _emit_clusters(graph, members, drawing.module_types)
+
+    for i, tensor in enumerate(drawing.outputs):
+        lines = [_describe_array(tensor.data)]
+        if show_values:
+            lines.append("value " + _stats(tensor.data)[0])
+        title = "output" if len(drawing.outputs) == 1 else f"output {i}"
+        graph.node(f"out{i}", _html_label(title, "", lines), fillcolor=_OUTPUT_FILL, penwidth="2")
+        source = f"n{tensor.node.seq}" if tensor.node is not None else f"t{id(tensor)}"
+        graph.edge(source, f"out{i}")
+
+    drawn = {id(node) for node in drawing.nodes}
+    cut = False
+    for node in drawing.nodes:
+        several = len(node.parents) > 1
+        for index, parent in enumerate(node.parents):
+            if parent is None:
+                continue
+            label = node.op.input_name(index) if several else ""
+            if type(parent) is not Node:
+                graph.edge(f"t{id(parent)}", f"n{node.seq}", label=label)
+            elif id(parent) in drawn:
+                graph.edge(f"n{parent.seq}", f"n{node.seq}", label=label)
+            else:
+                cut = True
+                graph.edge("omitted", f"n{node.seq}", label=label, style="dashed")
+    if cut:
+        graph.node(
+            "omitted",
+            f"{drawing.omitted} earlier ops not drawn (max_nodes={max_nodes})",
+            style="dashed",
+            fillcolor="white",
+        )
+    return graph
+
+
+def _emit_clusters(graph, members: dict, module_types: dict) -> None:
+    """Nodes into nested boxes, one per module path (features > features.0)."""
+    boxed = set()
+    for path in members:
+        while path and path in module_types:
+            boxed.add(path)
+            path = _enclosing(path, module_types)
+    children: dict[str, list] = {}
+    for path in sorted(boxed):
+        children.setdefault(_enclosing(path, module_types), []).append(path)
+    _emit_box(graph, "", members, children, module_types)
+
+
+def _enclosing(path: str, module_types: dict) -> str:
+    """The path of the nearest module around the one at `path` ("" for the model itself)."""
+    path = path.rpartition(".")[0]
+    while path and path not in module_types:
+        path = path.rpartition(".")[0]
+    return path
+
+
+def _emit_box(target, path: str, members: dict, children: dict, module_types: dict) -> None:
+    for node_id, attrs in members.get(path, []):
+        target.node(node_id, **attrs)
+    for child in children.get(path, []):  # recursion as deep as the module nesting, no deeper
+        with target.subgraph(name=f"cluster_{child}") as box:
+            box.attr(
+                label=f"{child}: {module_types[child]}",
+                style="rounded,dashed",
+                color="#999999",
+                fontsize="9",
+                labeljust="l",
+                labelloc="t",
+            )
+            _emit_box(box, child, members, children, module_types)
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+def text_graph(
+    root,
+    params=None,
+    show_saved: bool = True,
+    show_attrs: bool = True,
+    show_values: bool = False,
+    max_nodes: int | None = None,
+    model=None,
+    file=None,
+) -> None:
+    """Print the graph of `root` as an indented tree, from each output back to the leaves.
+
+    The options are draw_graph's; `file` is where to write (default: standard output). Each op
+    shows its kernel, op name, sequence number and output shape, then its details after `·`;
+    each child line starts with the input it feeds. An op reached a second time is not
+    expanded again ("see above").
+    """
+    drawing = _collect(root, params, model, max_nodes, show_values, "text_graph")
+    lines: list[str] = []
+    shown: set = set()
+    for i, tensor in enumerate(drawing.outputs):
+        title = "output" if len(drawing.outputs) == 1 else f"output {i}"
+        line = f"{title} {_describe_array(tensor.data)}"
+        if show_values:
+            line += "  value " + _stats(tensor.data)[0]
+        lines.append(line)
+        start = tensor.node if tensor.node is not None else tensor
+        stack = [(start, "", "", True)]
+        while stack:  # iterative: graphs of any depth
+            item, input_name, prefix, last = stack.pop()
+            branch = prefix + ("└─ " if last else "├─ ")
+            inner = prefix + ("   " if last else "│  ")
+            label = f"{input_name}: " if input_name else ""
+            if type(item) is not Node:
+                details, _ = _leaf_details(drawing, item, show_values)
+                lines.append(f"{branch}{label}{drawing.name_of(item)} {'  '.join(details)}")
+                continue
+            if item not in drawing.output_info and item is not start:
+                lines.append(f"{branch}{label}... earlier ops not shown (max_nodes={max_nodes})")
+                continue
+            path = drawing.path_of(item)
+            where = f"  [{path}: {drawing.module_types[path]}]" if path else ""
+            if id(item) in shown:
+                lines.append(f"{branch}{label}{item.name} #{item.seq} (see above)")
+                continue
+            shown.add(id(item))
+            lines.append(f"{branch}{label}{item.name}  {_node_title(drawing, item)}{where}")
+            details, _ = _node_details(drawing, item, show_saved, show_attrs, show_values)
+            lines.extend(f"{inner}· {detail}" for detail in details)
+            children = [
+                (parent, item.op.input_name(i) if len(item.parents) > 1 else "")
+                for i, parent in enumerate(item.parents)
+                if parent is not None
+            ]
+            children.sort(key=lambda child: type(child[0]) is Node)  # leaves first: short lines
+            for position, (child, name) in reversed(list(enumerate(children))):
+                stack.append((child, name, inner, position == len(children) - 1))
+    lines.extend(f"({note})" for note in drawing.notes)
+    print("\n".join(lines), file=sys.stdout if file is None else file)
+
+
+# --- notebooks --------------------------------------------------------------------------------
+
+
+def tensor_html(tensor: Tensor) -> str:
+    """A Tensor for a notebook: shape, dtype, device, grad_fn and statistics over its values."""
+    facts = [f"shape {tuple(tensor.shape)}", str(tensor.dtype), str(tensor.device)]
+    if tensor.node is not None:
+        facts.append(f"grad_fn {tensor.node.name}")
+    elif tensor.requires_grad:
+        facts.append("requires_grad")
+    rows = [f"<b>Tensor</b> &middot; {html.escape(' · '.join(facts))}"]
+    if tensor.data.size and tensor.dtype.kind in "biuf":
+        rows.append(f"values: {html.escape(_stats(tensor.data)[0])}")
+    if tensor.grad is not None:
+        rows.append(f"grad: {html.escape(_stats(tensor.grad.data)[0])}")
+    return "<br>".join(rows) + f"<pre>{html.escape(repr(tensor))}</pre>"
+
+
+def tape_html(tape: Tape, limit: int = 50) -> str:
+    """A Tape for a notebook: one row per recorded node (first `limit`), and the saved bytes."""
+    head = (
+        f"<b>Tape</b>: {len(tape.nodes)} nodes, {_format_bytes(tape.saved_bytes())} saved for "
+        f"backward"
+    )
+    rows = [
+        "<tr><th>#</th><th>kernel</th><th>op</th><th>output</th><th>saved</th></tr>",
+    ]
+    for node, output in zip(tape.nodes[:limit], tape.outputs[:limit], strict=True):
+        saved = "; ".join(line.removeprefix("saved ") for line in _saved_lines(node))
+        cells = [str(node.seq), node.name, node.op.name, _describe_array(output.data), saved]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    more = len(tape.nodes) - limit
+    tail = f"<p>... {more} more nodes</p>" if more > 0 else ""
+    return f"<p>{head}</p><table>{''.join(rows)}</table>{tail}"
