@@ -22,6 +22,7 @@ class Add(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad, db = grad (each summed back over broadcast dims)."""
         return grad, grad
 
 
@@ -36,6 +37,7 @@ class Sub(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad, db = -grad (each summed back over broadcast dims)."""
         return grad, -grad if ctx.needs_grad[1] else None
 
 
@@ -52,6 +54,7 @@ class Mul(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad * b, db = grad * a (each summed back over broadcast dims)."""
         return (
             grad * ctx.b if ctx.needs_grad[0] else None,
             grad * ctx.a if ctx.needs_grad[1] else None,
@@ -71,6 +74,7 @@ class Div(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad / b, db = -grad * a / b^2 (each summed back over broadcast dims)."""
         grad_a = grad / ctx.b
         # d(a/b)/db = -a/b^2 = -(grad/b) * a/b
         return grad_a, -grad_a * ctx.a / ctx.b if ctx.needs_grad[1] else None
@@ -86,6 +90,7 @@ class Neg(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = -grad."""
         return -grad
 
 
@@ -105,6 +110,10 @@ class Pow(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad * b * a^(b - 1), db = grad * a^b * log(a), each summed over broadcast dims.
+
+        da is taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan), db as 0 where a == 0
+        and b >= 0 (the one-sided limit)."""
         xp, a, b = ctx.xp, ctx.a, ctx.b
         grad_a = grad_b = None
         # where() picks the defined value after both branches ran: silence the discarded ones
@@ -131,6 +140,7 @@ class Exp(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * out, from the forward output out = exp(x)."""
         return grad * ctx.out
 
 
@@ -146,6 +156,7 @@ class Log(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad / x."""
         return grad / ctx.x
 
 
@@ -162,6 +173,7 @@ class Sqrt(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad / (2 * out), from the forward output out = sqrt(x)."""
         return grad / (2 * ctx.out)
 
 
@@ -177,6 +189,7 @@ class Abs(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * sign(x) (0 at x == 0)."""
         return grad * ctx.xp.sign(ctx.x)
 
 
@@ -200,6 +213,9 @@ class Maximum(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad where a > b, db = grad where a < b, else 0; a tie gives each grad / 2.
+
+        Each gradient is summed back over broadcast dims."""
         return _pick_grads(ctx, grad, ctx.a > ctx.b)
 
 
@@ -216,6 +232,9 @@ class Minimum(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad where a < b, db = grad where a > b, else 0; a tie gives each grad / 2.
+
+        Each gradient is summed back over broadcast dims."""
         return _pick_grads(ctx, grad, ctx.a < ctx.b)
 
 
@@ -238,6 +257,9 @@ class Where(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad where cond, else 0; db = grad where not cond, else 0; cond gets none.
+
+        Each gradient is summed back over broadcast dims."""
         xp, cond = ctx.xp, ctx.cond
         zero = grad.dtype.type(0)
         return (
@@ -262,6 +284,7 @@ class Clip(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad where min <= x <= max, else 0 (a None bound does not limit)."""
         x, inside = ctx.x, True
         if ctx.min is not None:
             inside = inside & (x >= ctx.min)
@@ -284,6 +307,7 @@ class Cast(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad cast back to x's dtype."""
         return grad.astype(ctx.dtypes[0])
 
 
@@ -302,6 +326,7 @@ class ToDevice(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad copied back to x's device."""
         return backend.to_device(grad, ctx.source)
 
 

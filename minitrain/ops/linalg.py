@@ -25,6 +25,9 @@ class MatMul(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """da = grad @ b^T, db = a^T @ grad, batch dims summed back to each operand's shape.
+
+        1-D operands count as a row vector (a) or a column vector (b), as in forward."""
         xp, a, b = ctx.xp, ctx.a, ctx.b
         if a.ndim == 1 and b.ndim == 1:
             return grad * b, grad * a
@@ -67,6 +70,9 @@ class Linear(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad @ weight, dweight = grad^T @ x, dbias = grad summed over all but the last dim.
+
+        dweight takes x and grad with their leading dims merged into one: (rows, features)."""
         x, weight = ctx.x, ctx.weight
         grad_x = grad @ weight if ctx.needs_grad[0] else None
         grad_2d = grad.reshape(-1, grad.shape[-1])

@@ -390,6 +390,12 @@ class SoftmaxCrossEntropy(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dlogits = s * (sum_c(q) * probs - q), dtarget = -s * (1 - eps) * w * log_probs.
+
+        probs and log_probs: the softmax and log-softmax of logits over axis 1; q: each
+        position's target distribution, smoothed by eps and weighted by w (0 where ignored);
+        s = grad, or grad / D for 'mean' (see softmax_cross_entropy_grad). dtarget exists for
+        probability targets only."""
         dx = dt = None
         if ctx.needs_grad[0]:
             dx = softmax_cross_entropy_grad(
@@ -563,6 +569,9 @@ class NLLLoss(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dlog_probs = -s * w[target] at the target class, 0 at the others and where ignored.
+
+        s = grad, or grad / D for 'mean' (D: the summed w[target] of the non-ignored targets)."""
         xp, target = ctx.xp, ctx.target
         shape, dtype = ctx.shapes[0], ctx.dtypes[0]
         _, safe, target_weights = _class_weights(xp, target, ctx.weight, ctx.ignore_index, dtype)
@@ -612,6 +621,10 @@ class _PointwiseLoss(Op, register=False):
 
     @classmethod
     def backward(cls, ctx, grad):
+        """dinput = s * slope(input - target), dtarget = -dinput; s = grad (/ size for 'mean').
+
+        A subclass overrides it only to write its own slope into this docstring (the graph
+        viewer's tooltip)."""
         diff = ctx.diff
         dx = _position_scale(grad, ctx.reduction, diff.size) * cls.slope(ctx, diff)
         return (dx if ctx.needs_grad[0] else None), (-dx if ctx.needs_grad[1] else None)
@@ -639,6 +652,11 @@ class MSELoss(_PointwiseLoss):
     def slope(ctx, d):
         return 2 * d
 
+    @classmethod
+    def backward(cls, ctx, grad):
+        """dinput = 2 * s * (input - target), dtarget = -dinput; s = grad (/ size for 'mean')."""
+        return super().backward(ctx, grad)
+
 
 class L1Loss(_PointwiseLoss):
     """|d|, slope sign(d) (0 at d = 0, as PyTorch)."""
@@ -653,6 +671,11 @@ class L1Loss(_PointwiseLoss):
     @staticmethod
     def slope(ctx, d):
         return ctx.xp.sign(d)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        """dinput = s * sign(input - target), dtarget = -dinput; s = grad (/ size for 'mean')."""
+        return super().backward(ctx, grad)
 
 
 class SmoothL1Loss(_PointwiseLoss):
@@ -675,6 +698,13 @@ class SmoothL1Loss(_PointwiseLoss):
         xp, beta = ctx.xp, ctx.beta
         return xp.sign(d) if beta == 0 else xp.clip(d / beta, -1, 1)
 
+    @classmethod
+    def backward(cls, ctx, grad):
+        """dinput = s * clip(d / beta, -1, 1), dtarget = -dinput; d = input - target, beta > 0.
+
+        With beta = 0 (the l1 loss) dinput = s * sign(d); s = grad (/ size for 'mean')."""
+        return super().backward(ctx, grad)
+
 
 class HuberLoss(_PointwiseLoss):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): delta times smooth_l1 with
@@ -692,6 +722,13 @@ class HuberLoss(_PointwiseLoss):
     @staticmethod
     def slope(ctx, d):
         return ctx.xp.clip(d, -ctx.delta, ctx.delta)
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        """dinput = s * clip(d, -delta, delta), dtarget = -dinput; d = input - target.
+
+        s = grad, or grad / size for 'mean'."""
+        return super().backward(ctx, grad)
 
 
 def _pointwise(op, input, target, reduction: str, **attrs):  # noqa: A002
@@ -776,6 +813,10 @@ class BinaryCrossEntropyWithLogits(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dinput = s * w * (1 - t - l * sigmoid(-x)), dtarget = s * w * ((p-1) * softplus(-x) - x)
+
+        x = input, t = target, w = weight, p = pos_weight (1 when None), l = 1 + (p - 1) * t;
+        s = grad, or grad / size for 'mean'. With p = 1, dinput = s * w * (sigmoid(x) - t)."""
         xp, x, t = ctx.xp, ctx.input, ctx.target
         weight, pos_weight = ctx.weight, ctx.pos_weight
         scale = _position_scale(grad, ctx.reduction, x.size)

@@ -774,6 +774,11 @@ class BatchNorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = weight * inv_std * (grad - mean(grad) - x_hat * mean(grad * x_hat)), per channel.
+
+        dweight = sum(grad * x_hat), dbias = sum(grad): means and sums per channel, over N and
+        the spatial dims; x_hat = (x - saved_mean) * inv_std; weight None counts as 1 (kernel:
+        batch_norm_grad, with no N/(N-1) factor)."""
         grads = batch_norm_grad(grad, ctx.x, ctx.scale, ctx.saved_mean, ctx.saved_inv_std)
         return _needed(ctx, grads)
 
@@ -812,6 +817,10 @@ class LayerNorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = B - mean_row(B) - x_hat * mean_row(B * x_hat), with B = grad * weight * inv_std.
+
+        dweight = sum over rows(grad * x_hat), dbias = sum over rows(grad); x_hat = (x - mean) *
+        inv_std, weight None counts as 1 (kernel: layer_norm_grad)."""
         return _needed(
             ctx, layer_norm_grad(grad, ctx.x, ctx.scale, ctx.mean, ctx.inv_std, ctx.axis)
         )
@@ -854,6 +863,11 @@ class InvertibleLayerNorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = B - mean_row(B) - x_hat * mean_row(B * x_hat), with B = grad * weight * inv_std.
+
+        As layer_norm's, with x_hat = (out - bias) / weight rebuilt from the saved output out:
+        dweight = sum over rows(grad * x_hat), dbias = sum over rows(grad) (kernel:
+        invertible_layer_norm_grad)."""
         grads = invertible_layer_norm_grad(
             grad, ctx.out, ctx.scale, ctx.bias, ctx.inv_std, ctx.axis
         )
@@ -896,6 +910,10 @@ class RMSNorm(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = B - x_hat * mean_row(B * x_hat), with B = grad * weight * inv_std.
+
+        dweight = sum over rows(grad * x_hat); x_hat = x * inv_std. No mean_row(B) term: nothing is
+        centred (kernel: simplified_layer_norm_grad)."""
         grads = simplified_layer_norm_grad(grad, ctx.x, ctx.scale, ctx.inv_std, ctx.axis)
         return _needed(ctx, grads)
 

@@ -35,6 +35,7 @@ class Dropout(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * mask, the forward's saved mask (0 where dropped, 1 / (1 - p) where kept)."""
         return (dropout_grad(grad, ctx.mask),)
 
 

@@ -55,6 +55,7 @@ class Sum(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad broadcast back over the summed axes."""
         return ctx.xp.broadcast_to(_kept(ctx, grad), ctx.shapes[0])
 
 
@@ -69,6 +70,7 @@ class Mean(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad / M broadcast back over the reduced axes, M the count of values averaged."""
         shape = ctx.shapes[0]
         return ctx.xp.broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
 
@@ -90,6 +92,7 @@ class _Extreme(Op, register=False):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad / k where x equals its slice's max (min), else 0; k: the ties in that slice."""
         hit = ctx.x == ctx.extreme
         ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
         return (_kept(ctx, grad) / ties) * hit
@@ -122,6 +125,9 @@ class Var(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = 2 * grad * (x - mean(x)) / (M - correction), with grad broadcast back over axis.
+
+        M: the number of values reduced into each output; x - mean(x) is saved as `centered`."""
         dof = _count(ctx.shapes[0], ctx.axis) - ctx.correction
         return _kept(ctx, grad) * (2 / dof) * ctx.centered
 
@@ -149,6 +155,7 @@ class LogSumExp(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * exp(x - out) = grad * softmax(x) over axis, out = logsumexp(x) (saved)."""
         # d/dx log(sum(exp(x))) = exp(x - logsumexp(x)): the softmax of x
         return _kept(ctx, grad) * ctx.xp.exp(ctx.x - ctx.out)
 

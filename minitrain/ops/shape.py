@@ -24,6 +24,7 @@ class Reshape(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad reshaped to x's shape."""
         return grad.reshape(ctx.shapes[0])
 
 
@@ -41,6 +42,7 @@ class Flatten(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad reshaped to x's shape."""
         return grad.reshape(ctx.shapes[0])
 
 
@@ -57,6 +59,7 @@ class Transpose(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad with dim0 and dim1 swapped back."""
         return ctx.xp.swapaxes(grad, ctx.dim0, ctx.dim1)
 
 
@@ -73,6 +76,7 @@ class Permute(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad permuted by the inverse permutation, argsort(dims)."""
         return ctx.xp.transpose(grad, tuple(np.argsort(ctx.dims)))
 
 
@@ -87,6 +91,7 @@ class BroadcastTo(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad summed over the broadcast dims, back to x's shape."""
         return unbroadcast(grad, ctx.shapes[0])
 
 
@@ -109,6 +114,7 @@ class GetItem(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = zeros of x's shape with dx[index] += grad (an element picked twice gets both)."""
         xp = ctx.xp
         grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
         if ctx.accumulate:
@@ -130,6 +136,7 @@ class Concat(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dtensors[i] = the slice of grad along axis where tensors[i] sits."""
         ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1]
         return tuple(ctx.xp.split(grad, ends, axis=ctx.axis))
 
@@ -146,6 +153,7 @@ class Stack(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dtensors[i] = grad[..., i, ...], index i along the stacked axis."""
         lead = (slice(None),) * ctx.axis
         return tuple(grad[lead + (i,)] for i in range(len(ctx.shapes)))
 
@@ -166,6 +174,7 @@ class Pad(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad with the padding cut off: grad[before:before + n] along each dim of size n."""
         return grad[_interior(ctx.pad_width, ctx.shapes[0])]
 
 
