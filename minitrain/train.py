@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import io
 import math
 import os
 import sys
@@ -13,6 +16,7 @@ import numpy as np
 
 from .autograd import no_grad
 from .errors import MinitrainError
+from .io import _write_atomically
 from .tensor import Tensor
 
 
@@ -85,14 +89,15 @@ class History:
     def to_dict(self) -> dict:
         return {"steps": [dict(r) for r in self.steps], "epochs": [dict(r) for r in self.epochs]}
 
-    def plot(self, path: str | os.PathLike) -> str:
-        """Write the loss curves (per step, and per epoch with validation) and the metric curves
-        to an image (PNG, or any format matplotlib knows by the suffix). Needs matplotlib."""
-        try:
-            import matplotlib
+    def plot(self, path: str | os.PathLike | None = None):
+        """The loss curves (per step, and per epoch with validation) and the metric curves.
 
-            matplotlib.use("Agg", force=False)
-            import matplotlib.pyplot as plt
+        With `path`, written there atomically as an image (PNG, or any format matplotlib knows by
+        the suffix) and the path is returned; without, the matplotlib Figure is returned (a
+        notebook shows it). Needs matplotlib; leaves pyplot and its backend alone.
+        """
+        try:
+            from matplotlib.figure import Figure
         except ImportError as exc:
             raise ImportError(
                 "History.plot needs matplotlib: pip install 'minitrain[examples]'"
@@ -104,7 +109,8 @@ class History:
             and not k.startswith("val_")
         ]
         columns = 2 if metric_names else 1
-        figure, axes = plt.subplots(1, columns, figsize=(6 * columns, 4), squeeze=False)
+        figure = Figure(figsize=(6 * columns, 4))
+        axes = figure.subplots(1, columns, squeeze=False)
         ax = axes[0][0]
         if self.steps:
             per_epoch = max(1, len(self.steps) // max(1, len(self.epochs)))
@@ -125,12 +131,15 @@ class History:
             ax.set(xlabel="epoch", title=", ".join(metric_names))
             ax.legend()
         figure.tight_layout()
+        if path is None:
+            return figure
         path = os.fspath(path)
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)
-        figure.savefig(path, dpi=110)
-        plt.close(figure)
+        image = io.BytesIO()
+        figure.savefig(image, dpi=110, format=os.path.splitext(path)[1].lstrip(".") or "png")
+        _write_atomically(path, lambda file: file.write(image.getvalue()), where="History.plot")
         return path
 
 
@@ -192,20 +201,31 @@ def _learning_rate(optimizer) -> float:
     return float(optimizer.param_groups[0]["lr"])
 
 
+def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (IPython's kernel shell is ZMQInteractiveShell)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
 class _Progress:
-    """A tqdm bar on a terminal (loss and throughput on it), plain lines otherwise."""
+    """A tqdm bar on a terminal or in a notebook (loss and throughput on it), plain lines
+    otherwise."""
 
     def __init__(self, enabled: bool, epochs: int, steps_per_epoch: int | None):
         self.enabled, self.epochs, self.steps_per_epoch = enabled, epochs, steps_per_epoch
         self.bar = None
-        self.interactive = enabled and sys.stderr.isatty()
+        notebook = enabled and _in_notebook()
+        self.interactive = enabled and (sys.stderr.isatty() or notebook)
         if self.interactive:
             try:
                 import tqdm
             except ImportError:
                 self.interactive = False
             else:
-                self.tqdm = tqdm.tqdm
+                # tqdm's notebook widget needs ipywidgets; without it the text bar works there
+                widgets = notebook and importlib.util.find_spec("ipywidgets") is not None
+                self.tqdm = importlib.import_module("tqdm.notebook").tqdm if widgets else tqdm.tqdm
 
     def start_epoch(self, epoch: int) -> None:
         if self.interactive:

@@ -115,6 +115,19 @@ def test_progress_lines_when_not_a_terminal_and_silence_when_off(capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_progress_bar_in_a_notebook_kernel(capsys, monkeypatch):
+    pytest.importorskip("tqdm")
+    import minitrain.train
+
+    monkeypatch.setattr(minitrain.train, "_in_notebook", lambda: True)  # stderr is no tty here
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    fit(model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 1, progress=True)
+    captured = capsys.readouterr()
+    assert "epoch 1/1" in captured.err and "6/6" in captured.err and "loss=" in captured.err
+    assert captured.out == ""  # the bar replaces the plain lines
+
+
 def test_evaluate_restores_modes_and_records_nothing():
     model = nn.Sequential(nn.Linear(2, 3), nn.Dropout(0.5))
     model.train()
@@ -155,6 +168,12 @@ def test_history_plot_writes_an_image(tmp_path):
     history = fit(
         model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 2, val_loader=_blobs(1), progress=False
     )
+    backend = pytest.importorskip("matplotlib").get_backend()
     path = history.plot(tmp_path / "curves" / "loss.png")
     with open(path, "rb") as image:
         assert image.read(8) == b"\x89PNG\r\n\x1a\n"
+    figure = history.plot()  # no path: the Figure, for a notebook to show
+    assert [ax.get_title() for ax in figure.axes] == ["loss", "accuracy"]
+    assert len(figure.axes[0].lines) == 3  # per step, per epoch, validation
+    assert pytest.importorskip("matplotlib").get_backend() == backend  # pyplot left alone
+    assert sorted(p.name for p in (tmp_path / "curves").iterdir()) == ["loss.png"]  # no temp
