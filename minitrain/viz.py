@@ -23,7 +23,7 @@ import graphviz
 import numpy as np
 
 from . import backend
-from .autograd import Node, Tape, backward
+from .autograd import Node, Tape, _unique_buffers, backward
 from .errors import DTypeError, GraphError, MinitrainError
 from .io import _write_atomically
 from .tensor import Tensor
@@ -207,6 +207,8 @@ def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawin
     for t in outputs:
         if t.node is not None:
             drawing.output_info[t.node] = (t.shape, t.dtype)
+    saved = _unique_buffers(a for node in nodes for a in node.saved_arrays().values())
+    drawing.notes.append(f"{len(nodes)} ops, {_format_bytes(saved)} saved for backward")
     if show_values:
         _trace_gradients(drawing)
     return drawing
@@ -453,14 +455,14 @@ def draw_graph(
         for index, parent in enumerate(node.parents):
             if parent is None:
                 continue
-            label = node.op.input_name(index) if several else ""
+            label = {"label": node.op.input_name(index)} if several else {}
             if type(parent) is not Node:
-                graph.edge(f"t{id(parent)}", f"n{node.seq}", label=label)
+                graph.edge(f"t{id(parent)}", f"n{node.seq}", **label)
             elif id(parent) in drawn:
-                graph.edge(f"n{parent.seq}", f"n{node.seq}", label=label)
+                graph.edge(f"n{parent.seq}", f"n{node.seq}", **label)
             else:
                 cut = True
-                graph.edge("omitted", f"n{node.seq}", label=label, style="dashed")
+                graph.edge("omitted", f"n{node.seq}", style="dashed", **label)
     if cut:
         graph.node(
             "omitted",

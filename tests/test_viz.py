@@ -83,6 +83,10 @@ def test_cnn_graph_has_every_kernel_parameter_and_saved_shape():
     assert "saved indices (2, 4, 4, 4) int64 1.0 KiB" in source
     assert "strides=(1, 1)  pads=(1, 1, 1, 1)" in source  # attributes, shown by default
     assert "eps=1e-05" in source
+    with mt.Tape() as tape:
+        model, loss = cnn_loss(model)
+    caption = f"7 ops, {viz._format_bytes(tape.saved_bytes())} saved for backward"
+    assert caption in viz.draw_graph(loss).source
 
 
 def test_one_box_per_recorded_op_and_edges_from_inputs_toward_the_output():
