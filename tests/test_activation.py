@@ -238,6 +238,45 @@ def test_numba_gelu_matches_generic(numba_runs, layout, dtype):
     np.testing.assert_allclose(dx_numba, dx, **tol)
 
 
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "serial"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_numba_relu_matches_generic_bit_for_bit(monkeypatch, numba_runs, layout, dtype, parallel):
+    monkeypatch.setitem(activation._PARALLEL_ELEMENTS, "relu", 0 if parallel else 1 << 62)
+    monkeypatch.setitem(activation._PARALLEL_ELEMENTS, "relu_grad", 0 if parallel else 1 << 62)
+    rng = np.random.default_rng(6)
+    base, dy_base = rng.standard_normal((6, 8, 5)), rng.standard_normal((6, 8, 5))
+    # the kinks and the non-finite, spread so that every layout's view holds some of each:
+    # 0, -0, NaN and +-inf in x; NaN and inf in dY on both sides of the kink
+    specials = [0.0, -0.0, np.nan, np.inf, -np.inf]
+    picks = rng.random(base.shape) < 0.4
+    base[picks] = rng.choice(specials, picks.sum())
+    dy_picks = rng.random(base.shape) < 0.4
+    dy_base[dy_picks] = rng.choice([np.nan, np.inf, -np.inf], dy_picks.sum())
+    x, dy = (LAYOUTS[layout](a).astype(dtype, copy=False) for a in (base, dy_base))
+    with backend.use_numba(True):
+        y_numba, dx_numba = _value_and_grad(ops.relu, x, dy)
+    assert runs_of(numba_runs) == ["relu", "relu_grad"]
+    with backend.use_numba(False):
+        y, dx = _value_and_grad(ops.relu, x, dy)
+    assert y_numba.dtype == dx_numba.dtype == dtype
+    np.testing.assert_array_equal(y_numba, y)  # NaN where NaN
+    np.testing.assert_array_equal(dx_numba, dx)
+    # dY's NaN and inf where x <= 0 or x is NaN give 0, not NaN (no dY * (x > 0))
+    off = ~(x > 0)
+    assert (off & ~np.isfinite(dy)).any() and (np.isnan(x) & ~np.isfinite(dy)).any()
+    assert (dx_numba[off] == 0).all()
+    np.testing.assert_array_equal(dx_numba[x > 0], dy[x > 0])
+
+
+def test_numba_relu_keeps_a_fortran_layout():
+    x = np.asfortranarray(np.random.default_rng(7).standard_normal((4, 6)))
+    with backend.use_numba(True):
+        y, dx = _value_and_grad(ops.relu, x, np.asfortranarray(np.ones((4, 6))))
+    assert y.flags.f_contiguous and dx.flags.f_contiguous
+    np.testing.assert_array_equal(dx, (x > 0).astype(np.float64))
+
+
 def test_numba_kernels_step_aside_where_they_do_not_apply(numba_runs):
     rng = np.random.default_rng(5)
     with backend.use_numba(True):

@@ -412,6 +412,40 @@ def test_numba_conv_matches_numpy_in_float32(attrs):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("wide", [True, False], ids=["wide", "compact"])
+@pytest.mark.parametrize(
+    "x_shape", [(3, 2, 9), (3, 2, 7, 6), (2, 2, 4, 5, 3)], ids=["1d", "2d", "3d"]
+)
+def test_numba_column_transposes_match_numpy_exactly(x_shape, wide, with_bias):
+    # the forward's (M, n*span) -> (n, M, *out) plus bias, and the backward's dY the other way
+    rng = np.random.default_rng(12)
+    dims = len(x_shape) - 2
+    window = conv_module.conv_window(
+        x_shape[2:], (2,) * dims, (1,) * dims, (1,) * 2 * dims, (1,) * dims
+    )
+    columns = conv_module.Columns.of(window, x_shape[2:], wide=wide)
+    n, filters = x_shape[0], 5
+    out = rng.standard_normal((filters, n * columns.span))
+    bias = rng.standard_normal(filters) if with_bias else None
+    dy = rng.standard_normal((n, filters) + window.out)
+    results = []
+    for use_numba in (True, False):
+        with backend.use_numba(use_numba):
+            y = np.full((n, filters) + window.out, np.nan)
+            conv_module._columns_to_images(out, columns, bias, y)
+            dy_columns = np.full((filters, n * columns.span), np.nan)
+            conv_module._images_to_columns(dy, columns, dy_columns)
+        results.append((y, dy_columns))
+    (y, dy_columns), (y_numpy, dy_columns_numpy) = results
+    np.testing.assert_array_equal(y, y_numpy)
+    np.testing.assert_array_equal(dy_columns, dy_columns_numpy)
+    assert not np.isnan(dy_columns).any()  # unused wide columns are 0
+    # the output columns go back where they came from: dY -> columns -> images is dY
+    conv_module._columns_to_images(dy_columns, columns, None, y)
+    np.testing.assert_array_equal(y, dy)
+
+
 @pytest.mark.parametrize("attrs", [{"pads": 1}, {"strides": (2, 1)}], ids=["wide", "compact"])
 def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
     rng = np.random.default_rng(10)

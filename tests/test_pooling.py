@@ -326,6 +326,38 @@ def test_numba_pooling_matches_numpy(monkeypatch, name, shape, call, parallel, d
         np.testing.assert_array_equal(fast_saved["indices"], generic_saved["indices"])
 
 
+MAX_GEOMETRIES = {  # window (kernel, strides, pads, dilations, ceil_mode) and input shape
+    "2x2_stride_2": ((2, 2, 0, 1, False), (2, 3, 9, 8)),  # every window inside, a row left over
+    "3x3_pad_1": ((3, 1, 1, 1, False), (2, 2, 7, 9)),  # inside windows ringed by padded ones
+    "3x2_dilated_ceil": (((3, 2), (2, 1), (1, 0, 1, 1), (2, 2), True), (1, 2, 11, 7)),
+    "3d": (((2, 3, 2), (1, 2, 2), (1, 1, 0, 0, 1, 1), 1, False), (1, 2, 5, 7, 6)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+@pytest.mark.parametrize("geometry", sorted(MAX_GEOMETRIES))
+def test_numba_max_pool_picks_the_numpy_element_among_ties_and_nans(
+    monkeypatch, geometry, parallel, dtype
+):
+    if parallel:
+        monkeypatch.setattr(pooling, "_PARALLEL_WORK", 0)
+    (kernel, strides, pads, dilations, ceil_mode), shape = MAX_GEOMETRIES[geometry]
+    rng = np.random.default_rng(11)
+    values = rng.integers(-3, 4, shape).astype(dtype)  # many ties
+    values[rng.random(shape) < 0.05] = np.nan
+    values[rng.random(shape) < 0.05] = -np.inf
+    window = pooling.pool_window("t", shape, kernel, strides, pads, dilations, ceil_mode)
+    with backend.use_numba(True):
+        y_numba, at_numba = pooling.max_pool_forward(values, window)
+    with backend.use_numba(False):
+        y, at = pooling.max_pool_forward(values, window)
+    assert y_numba.dtype == dtype and at_numba.dtype == np.int64
+    np.testing.assert_array_equal(y_numba, y)
+    np.testing.assert_array_equal(at_numba, at)
+    assert np.isnan(y).any() and (at >= 0).all()
+
+
 # --- wiring -------------------------------------------------------------------------------------
 
 

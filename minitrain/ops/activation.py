@@ -4,8 +4,8 @@ gelu, softmax and log_softmax.
 Each backward calls a public kernel of KERNELS.md section 1 (`relu_grad`, `softmax_grad`, ...):
 a plain array function, numpy or CuPy in and out, callable on its own. Sigmoid, tanh, leaky relu,
 softmax and log_softmax save their forward *output*: their gradients need only that, so the
-input can be freed. Softmax, log_softmax and exact gelu also have numba kernels (parallel loops),
-which run instead on the CPU when numba is enabled.
+input can be freed. Relu, softmax, log_softmax and exact gelu also have numba kernels, which run
+instead on the CPU when numba is enabled (relu's serially, the others in parallel loops).
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ _GELU_TANH_CUBIC = 0.044715
 # |x| beyond which the Gaussian density, and tanh'(inner) of gelu's tanh form, are 0 in float64:
 # clamping there first keeps x*x and x**3 from overflowing (and warning) for huge inputs.
 _GAUSSIAN_TAIL = 40.0
+# Elements from which each elementwise numba kernel runs its parallel build. relu's kernels are
+# memory-bound (1 ms serially for 800k float32) and run between GEMMs in a training step, while
+# OpenBLAS's worker threads spin for ~0.1 s after each GEMM: a parallel region then waits for a
+# core they hold, and the CNN benchmark's step ran 1.5-2x slower with parallel relu and pooling
+# than with serial ones. gelu's erfc is compute-bound: always parallel.
+_PARALLEL_ELEMENTS = {"relu": 1 << 24, "relu_grad": 1 << 24, "gelu": 0, "gelu_grad": 0}
 
 
 # --- checks -------------------------------------------------------------------------------------
@@ -347,29 +353,43 @@ def _row_kernels(dtype: np.dtype) -> SimpleNamespace:
 
 
 @functools.cache
-def _numba_kernels() -> SimpleNamespace:
-    """The exact gelu pair in numba, defined on first use: flat arrays, elements in parallel,
-    math.erfc per element (several times faster than the numpy erfc above)."""
-    prange = importlib.import_module("numba").prange
+def _numba_kernels(parallel: bool) -> SimpleNamespace:
+    """The elementwise numba kernels, defined on first use, in a parallel and a serial build:
+    relu and its gradient, and the exact gelu pair (math.erfc per element, several times faster
+    than the numpy erfc above). Each takes flat arrays and writes the last one."""
+    # The loop is a closure variable, which also keeps the two builds apart in numba's cache.
+    loop = importlib.import_module("numba").prange if parallel else range
 
-    @backend.jit(parallel=True, fastmath=False)
-    def gelu_flat(x):
-        out = np.empty_like(x)
-        for i in prange(x.shape[0]):
+    @backend.jit(parallel=parallel, fastmath=False)
+    def relu_flat(x, out):
+        zero = out.dtype.type(0)
+        for i in loop(x.shape[0]):
+            v = x[i]
+            out[i] = v if v > 0 or v != v else zero  # NaN stays NaN, as in np.maximum
+
+    @backend.jit(parallel=parallel, fastmath=False)
+    def relu_grad_flat(dy, x, dx):
+        # a select, not dy * (x > 0): a NaN or inf dY where x <= 0 (or x is NaN) gives 0
+        zero = dx.dtype.type(0)
+        for i in loop(x.shape[0]):
+            dx[i] = dy[i] if x[i] > 0 else zero
+
+    @backend.jit(parallel=parallel, fastmath=False)
+    def gelu_flat(x, out):
+        for i in loop(x.shape[0]):
             out[i] = x[i] * (0.5 * math.erfc(-x[i] * _SQRT1_2))
-        return out
 
-    @backend.jit(parallel=True, fastmath=False)
-    def gelu_grad_flat(dy, x):
-        dx = np.empty_like(x)
-        for i in prange(x.shape[0]):
+    @backend.jit(parallel=parallel, fastmath=False)
+    def gelu_grad_flat(dy, x, dx):
+        for i in loop(x.shape[0]):
             v = x[i]
             cdf = 0.5 * math.erfc(-v * _SQRT1_2)
             pdf = math.exp(-0.5 * v * v) * _INV_SQRT_2PI
             dx[i] = dy[i] * (cdf + v * pdf)
-        return dx
 
-    return SimpleNamespace(gelu=gelu_flat, gelu_grad=gelu_grad_flat)
+    return SimpleNamespace(
+        relu=relu_flat, relu_grad=relu_grad_flat, gelu=gelu_flat, gelu_grad=gelu_grad_flat
+    )
 
 
 def _numba_applies(arrays) -> bool:
@@ -407,19 +427,25 @@ def _by_rows(kernel: str, axis: int, opset: int, *arrays):
 
 
 def _by_elements(kernel: str, *arrays):
-    """Run numba elementwise kernel `kernel` on same-shape arrays, flattened; None where numba
-    does not apply."""
+    """Run numba elementwise kernel `kernel` on same-shape arrays as flat runs of memory, in
+    Fortran order where all of them are laid out so, else in C order (copying any array laid out
+    otherwise); the result comes in that order. None where numba does not apply."""
     if not _numba_applies(arrays):
         return None
-    flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
-    return getattr(_numba_kernels(), kernel)(*flat).reshape(arrays[0].shape)
+    fortran = all(a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays)
+    order = "F" if fortran else "C"
+    out = np.empty(arrays[0].shape, arrays[0].dtype, order=order)
+    parallel = out.size >= _PARALLEL_ELEMENTS[kernel]
+    flat = [np.ravel(a, order) for a in arrays]  # views, but for arrays laid out otherwise
+    getattr(_numba_kernels(parallel), kernel)(*flat, out.ravel(order))
+    return out
 
 
 # --- ops ----------------------------------------------------------------------------------------
 
 
 class Relu(Op):
-    """max(x, 0)."""
+    """max(x, 0). On the CPU with numba enabled, numba kernels run both ways instead."""
 
     name = "relu"
     inputs = ("x",)
@@ -432,7 +458,21 @@ class Relu(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad where x > 0, else 0 (a select: NaN grad where x <= 0 gives 0)."""
         return relu_grad(grad, ctx.x)
+
+    @staticmethod
+    def numba_forward(ctx, x):
+        out = _by_elements("relu", x)
+        if out is None:
+            return Relu.forward(ctx, x)
+        ctx.save(x=x)
+        return out
+
+    @staticmethod
+    def numba_backward(ctx, grad):
+        dx = _by_elements("relu_grad", grad, ctx.x) if grad.shape == ctx.x.shape else None
+        return relu_grad(grad, ctx.x) if dx is None else dx
 
 
 class LeakyRelu(Op):
@@ -451,6 +491,7 @@ class LeakyRelu(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad where out > 0, else alpha * grad (out > 0 exactly where x > 0)."""
         return leaky_relu_grad(grad, ctx.out, ctx.alpha)
 
 
@@ -469,6 +510,7 @@ class Sigmoid(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * out * (1 - out)."""
         return sigmoid_grad(grad, ctx.out)
 
 
@@ -487,6 +529,7 @@ class Tanh(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * (1 - out * out)."""
         return tanh_grad(grad, ctx.out)
 
 
@@ -505,6 +548,7 @@ class QuickGelu(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * s * (1 + v * (1 - s)), v = alpha * x, s = sigmoid(v)."""
         return quick_gelu_grad(grad, ctx.x, ctx.alpha)
 
 
@@ -530,6 +574,7 @@ class Gelu(Op):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad * (Phi(x) + x * phi(x)); the tanh form's derivative: see gelu_grad."""
         return gelu_grad(grad, ctx.x, ctx.approximate)
 
     @staticmethod
@@ -586,6 +631,7 @@ class Softmax(_RowSoftmax):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = out * (grad - sum_axis(out * grad))."""
         return softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
 
 
@@ -609,6 +655,7 @@ class LogSoftmax(_RowSoftmax):
 
     @staticmethod
     def backward(ctx, grad):
+        """dx = grad - exp(out) * sum_axis(grad)."""
         return log_softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
 
 
