@@ -23,15 +23,22 @@ class Result:
         return None if self.torch_s is None else self.minitrain_s / self.torch_s
 
 
+# How long a round waits before it starts: OpenBLAS's worker threads spin for about 0.1 s after a
+# multi-threaded GEMM (and OpenMP's after a parallel region), holding a core; without a pause, one
+# framework's idle spinning would slow the next round of the other one.
+QUIET_S = 0.25
+
+
 def best_times(fns, number: int, repeat: int = 7) -> list[float]:
     """Seconds per call of each fn: the best of `repeat` rounds of `number` calls, after a
     warm-up. Rounds alternate between the functions, so a change in machine load during the run
-    reaches all of them alike and their ratio stays fair."""
+    reaches all of them alike and their ratio stays fair; each starts after a quiet pause."""
     for fn in fns:
         fn()
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
+            time.sleep(QUIET_S)
             start = time.perf_counter()
             for _ in range(number):
                 fn()
