@@ -349,6 +349,27 @@ def test_tape_saved_bytes_counts_saved_arrays():
     assert tape.saved_bytes() == 0
 
 
+def test_ops_save_only_what_a_needed_gradient_reads():
+    data = np.ones((8, 100), np.float32)  # no gradient: like a batch of inputs
+    w = leaf(np.ones((100, 10)), dtype=np.float32)
+    with minitrain.Tape() as tape:
+        h = minitrain.Tensor(data) @ w  # dw = data^T @ grad reads data; w is not kept
+        scaled = h * 2.0  # d/dh reads only the 2.0
+        ratio = scaled / 3.0  # d/dscaled reads only the 3.0
+    assert [sorted(k for k, v in n.saved_arrays().items() if v is not None) for n in tape] == [
+        ["a"],
+        ["b"],
+        ["b"],
+    ]
+    assert tape.saved_bytes() == data.nbytes
+    ratio.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full((100, 10), 8 * 2 / 3), rtol=1e-6)
+    x = leaf(np.ones((8, 100)), dtype=np.float32)
+    with minitrain.Tape() as tape:
+        minitrain.nn.functional.linear(x, minitrain.Tensor(np.ones((10, 100), np.float32)))
+    assert tape.saved_bytes() == 10 * 100 * 4  # only the weight, which dx reads
+
+
 def test_tape_saved_bytes_counts_a_shared_array_once():
     x = leaf(np.ones(100), dtype=np.float32)
     y = leaf(np.full(100, 2.0), dtype=np.float32)

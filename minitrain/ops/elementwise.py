@@ -49,7 +49,8 @@ class Mul(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save(a=a, b=b)
+        # each gradient reads the other operand: keep only what a needed gradient reads
+        ctx.save(a=a if ctx.needs_grad[1] else None, b=b if ctx.needs_grad[0] else None)
         return a * b
 
     @staticmethod
@@ -69,7 +70,7 @@ class Div(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save(a=a, b=b)
+        ctx.save(a=a if ctx.needs_grad[1] else None, b=b)  # only db reads a
         return a / b
 
     @staticmethod
@@ -77,7 +78,10 @@ class Div(Op):
         """da = grad / b, db = -grad * a / b^2 (each summed back over broadcast dims)."""
         grad_a = grad / ctx.b
         # d(a/b)/db = -a/b^2 = -(grad/b) * a/b
-        return grad_a, -grad_a * ctx.a / ctx.b if ctx.needs_grad[1] else None
+        return (
+            grad_a if ctx.needs_grad[0] else None,
+            -grad_a * ctx.a / ctx.b if ctx.needs_grad[1] else None,
+        )
 
 
 class Neg(Op):

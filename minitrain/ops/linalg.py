@@ -20,7 +20,8 @@ class MatMul(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save(a=a, b=b)
+        # da reads b and db reads a: keep only what a needed gradient reads
+        ctx.save(a=a if ctx.needs_grad[1] else None, b=b if ctx.needs_grad[0] else None)
         return ctx.xp.matmul(a, b)
 
     @staticmethod
@@ -28,28 +29,29 @@ class MatMul(Op):
         """da = grad @ b^T, db = a^T @ grad, batch dims summed back to each operand's shape.
 
         1-D operands count as a row vector (a) or a column vector (b), as in forward."""
-        xp, a, b = ctx.xp, ctx.a, ctx.b
-        if a.ndim == 1 and b.ndim == 1:
-            return grad * b, grad * a
+        xp, a, b = ctx.xp, ctx.a, ctx.b  # each None when the gradient that reads it is not needed
+        (a_shape, b_shape), (need_a, need_b) = ctx.shapes, ctx.needs_grad
+        if len(a_shape) == 1 and len(b_shape) == 1:
+            return (grad * b if need_a else None), (grad * a if need_b else None)
         # Treat 1-D operands as matrices, so grad_a = grad @ b^T and grad_b = a^T @ grad hold.
-        a2 = a[None, :] if a.ndim == 1 else a
-        b2 = b[:, None] if b.ndim == 1 else b
         grad2 = grad
-        if a.ndim == 1:
+        if len(a_shape) == 1:
             grad2 = xp.expand_dims(grad2, -2)
-        if b.ndim == 1:
+        if len(b_shape) == 1:
             grad2 = xp.expand_dims(grad2, -1)
         grad_a = grad_b = None
-        if ctx.needs_grad[0]:
+        if need_a:
+            b2 = b[:, None] if b.ndim == 1 else b
             grad_a = xp.matmul(grad2, xp.swapaxes(b2, -1, -2))
-            grad_a = grad_a[..., 0, :] if a.ndim == 1 else grad_a
-        if ctx.needs_grad[1]:
+            grad_a = grad_a[..., 0, :] if len(a_shape) == 1 else grad_a
+        if need_b:
+            a2 = a[None, :] if a.ndim == 1 else a
             grad_b = xp.matmul(xp.swapaxes(a2, -1, -2), grad2)
-            grad_b = grad_b[..., :, 0] if b.ndim == 1 else grad_b
+            grad_b = grad_b[..., :, 0] if len(b_shape) == 1 else grad_b
         # batch dims that broadcast are summed back down to each operand's own
         return (
-            None if grad_a is None else unbroadcast(grad_a, a.shape),
-            None if grad_b is None else unbroadcast(grad_b, b.shape),
+            None if grad_a is None else unbroadcast(grad_a, a_shape),
+            None if grad_b is None else unbroadcast(grad_b, b_shape),
         )
 
 
@@ -62,7 +64,8 @@ class Linear(Op):
 
     @staticmethod
     def forward(ctx, x, weight, bias):
-        ctx.save(x=x, weight=weight)
+        # dx reads weight and dweight reads x: keep only what a needed gradient reads
+        ctx.save(x=x if ctx.needs_grad[1] else None, weight=weight if ctx.needs_grad[0] else None)
         out = x @ weight.T
         if bias is not None:
             out += bias
