@@ -107,6 +107,9 @@ class _Drawing:
     grads: dict | None = None  # Node or id(leaf) -> gradient of the outputs' sum
     notes: list = field(default_factory=list)  # caption lines
 
+    def __post_init__(self):
+        self.drawn = {id(node) for node in self.nodes}
+
     def name_of(self, leaf) -> str:
         return self.names.get(id(leaf), "leaf" if leaf.requires_grad else "tensor")
 
@@ -448,7 +451,6 @@ def draw_graph(
         source = f"n{tensor.node.seq}" if tensor.node is not None else f"t{id(tensor)}"
         graph.edge(source, f"out{i}")
 
-    drawn = {id(node) for node in drawing.nodes}
     cut = False
     for node in drawing.nodes:
         several = len(node.parents) > 1
@@ -458,7 +460,7 @@ def draw_graph(
             label = {"label": node.op.input_name(index)} if several else {}
             if type(parent) is not Node:
                 graph.edge(f"t{id(parent)}", f"n{node.seq}", **label)
-            elif id(parent) in drawn:
+            elif id(parent) in drawing.drawn:
                 graph.edge(f"n{parent.seq}", f"n{node.seq}", **label)
             else:
                 cut = True
@@ -550,7 +552,7 @@ def text_graph(
                 details, _ = _leaf_details(drawing, item, show_values)
                 lines.append(f"{branch}{label}{drawing.name_of(item)} {'  '.join(details)}")
                 continue
-            if item not in drawing.output_info and item is not start:
+            if id(item) not in drawing.drawn:
                 lines.append(f"{branch}{label}... earlier ops not shown (max_nodes={max_nodes})")
                 continue
             path = drawing.path_of(item)
