@@ -223,6 +223,32 @@ def test_numba_softmax_matches_generic(numba_runs, name, axis, opset, layout, dt
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_numba_softmax_serial_and_parallel_builds_agree_at_the_threshold(monkeypatch, name, dtype):
+    rng = np.random.default_rng(9)
+    x, dy = _draw(rng, "contiguous", dtype), _draw(rng, "contiguous", dtype, scale=1.0)
+    builds = []
+    original = activation._row_kernels
+
+    def spy(parallel):
+        builds.append(parallel)
+        return original(parallel)
+
+    monkeypatch.setattr(activation, "_row_kernels", spy)
+    results = {}
+    # at the threshold (x.size) the parallel builds run, one above it the serial ones
+    for threshold, parallel in [(x.size, True), (x.size + 1, False)]:
+        for kernel in (name, name + "_grad"):
+            monkeypatch.setitem(activation._PARALLEL_ELEMENTS, kernel, threshold)
+        with backend.use_numba(True):
+            results[parallel] = _value_and_grad(getattr(ops, name), x, dy)
+        assert builds == [parallel, parallel]
+        builds.clear()
+    for got, want in zip(results[True], results[False], strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_numba_gelu_matches_generic(numba_runs, layout, dtype):
     rng = np.random.default_rng(4)

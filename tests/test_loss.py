@@ -311,16 +311,16 @@ def test_numba_kernels_run_when_enabled(monkeypatch):
     used = []
     kernels = loss._numba_kernels
 
-    def spy(dtype):
-        used.append(dtype)
-        return kernels(dtype)
+    def spy(parallel):
+        used.append(parallel)
+        return kernels(parallel)
 
     monkeypatch.setattr(loss, "_numba_kernels", spy)
     x = mt.tensor(np.zeros((3, 4), np.float32), requires_grad=True)
     previous = backend.set_numba(True)
     try:
         ops.cross_entropy(x, np.array([0, 1, 2])).backward()
-        assert used == [np.float32, np.float32]  # forward, backward
+        assert used == [False, False]  # forward, backward: serial builds for 12 logits
         backend.set_numba(False)
         ops.cross_entropy(x, np.array([0, 1, 2])).backward()
         assert len(used) == 2
@@ -672,3 +672,41 @@ def test_bce_weights_must_broadcast_to_the_input():
             ShapeError, lambda kw=kw: ops.binary_cross_entropy_with_logits(x, x, **kw)
         )
         assert "does not broadcast to input (2, 3)" in message
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(monkeypatch, dtype):
+    from minitrain.ops import loss
+
+    rng = np.random.default_rng(8)
+    logits = rng.standard_normal((2, 5, 3)).astype(dtype) * 4  # 6 rows of 5 classes
+    target = rng.integers(0, 5, (2, 3))
+    target[0, 1] = -100
+    used = []
+    kernels = loss._numba_kernels
+
+    def spy(parallel):
+        used.append(parallel)
+        return kernels(parallel)
+
+    monkeypatch.setattr(loss, "_numba_kernels", spy)
+    results = {}
+    # at the threshold (30 logits) the parallel builds run, one above it the serial ones
+    for threshold, parallel in [(30, True), (31, False)]:
+        monkeypatch.setattr(loss, "_PARALLEL_WORK", threshold)
+        x = mt.tensor(logits, requires_grad=True)
+        with backend.use_numba(True):
+            out = ops.cross_entropy(x, target, label_smoothing=0.1)
+            out.backward()
+        assert used == [parallel, parallel]
+        used.clear()
+        results[parallel] = out.data, x.grad.data
+    np.testing.assert_array_equal(results[True][0], results[False][0])
+    np.testing.assert_array_equal(results[True][1], results[False][1])
+    with backend.use_numba(False):
+        x = mt.tensor(logits, requires_grad=True)
+        out = ops.cross_entropy(x, target, label_smoothing=0.1)
+        out.backward()
+    rtol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(results[False][0], out.data, rtol=rtol)
+    np.testing.assert_allclose(results[False][1], x.grad.data, rtol=rtol, atol=1e-7)

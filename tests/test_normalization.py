@@ -51,8 +51,8 @@ def kernel_runs(monkeypatch):
 
         return run
 
-    def spy(dtype):
-        kernels = original(dtype)
+    def spy(parallel):
+        kernels = original(parallel)
         return SimpleNamespace(**{n: recorded(n, k) for n, k in vars(kernels).items()})
 
     monkeypatch.setattr(normalization, "_numba_kernels", spy)
@@ -330,6 +330,36 @@ def test_numba_matches_generic(kernel_runs, case, dtype, layout, affine):
         assert got is None or got.dtype == dtype
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
     _assert_all_close([y_numba, *grads_numba], [y, *grads], **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(
+    monkeypatch, case, dtype
+):
+    x, weight, bias, dy = case.make(dtype, seed=6, affine=True)
+    family = "batch_norm" if case.op == "batch_norm" else "rows"
+    builds = []
+    original = normalization._numba_kernels
+
+    def spy(parallel):
+        builds.append(parallel)
+        return original(parallel)
+
+    monkeypatch.setattr(normalization, "_numba_kernels", spy)
+    results = {}
+    # at the threshold (x.size) the parallel builds run, one above it the serial ones
+    for threshold, parallel in [(x.size, True), (x.size + 1, False)]:
+        monkeypatch.setitem(normalization._PARALLEL_WORK, family, threshold)
+        with backend.use_numba(True):
+            y, grads, *_ = _run(case, x, weight, bias, dy)
+        assert builds and set(builds) == {parallel}
+        builds.clear()
+        results[parallel] = [y, *grads]
+    for got, want in zip(results[True], results[False], strict=True):
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("case", CASES[:3] + [CASES[5], CASES[7], CASES[9]], ids=str)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -13,13 +17,13 @@ KERNEL_FASTMATH = {"reassoc", "contract", "nsz"}
 
 
 def _exp_of(dtype):
-    exp = numba_math.exp_nonpositive(dtype)
+    numba_math.register()
 
     @numba.njit(fastmath=KERNEL_FASTMATH)
     def apply(values):
         out = np.empty_like(values)
         for i in range(values.shape[0]):
-            out[i] = exp(values[i])
+            out[i] = numba_math.exp_nonpositive(values[i])
         return out
 
     return apply
@@ -58,11 +62,11 @@ def test_exp_edge_values(dtype):
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 8, 1001])
 def test_row_max_matches_numpy(n):
-    row_max = numba_math.row_max()
+    numba_math.register()
 
     @numba.njit
     def apply(x):
-        return row_max(x)
+        return numba_math.row_max(x)
 
     rng = np.random.default_rng(n)
     for _ in range(20):
@@ -70,3 +74,37 @@ def test_row_max_matches_numpy(n):
         assert apply(x) == x.max()
     x = -np.arange(n, dtype=np.float64)[::-1].copy()  # the max last: the tail loop must see it
     assert apply(x) == 0.0
+
+
+def test_the_python_stubs_are_numpy():
+    values = np.array([0.0, -1.0, -50.0])
+    np.testing.assert_array_equal(numba_math.exp_nonpositive(values), np.exp(values))
+    assert numba_math.row_max(values) == 0.0
+
+
+def test_kernels_that_call_the_helpers_hit_numba_cache_in_a_fresh_process(tmp_path):
+    # numba's cache keys a kernel on its closure's pickled contents: one that captured a jitted
+    # helper (a dispatcher) pickled differently in every process and was never loaded from the
+    # cache. A second process must load the softmax and cross-entropy kernels, not compile them.
+    code = (
+        "import numpy as np, numba, minitrain as mt\n"
+        "from minitrain import ops\n"
+        "x = mt.Tensor(np.ones((3, 4), np.float32), requires_grad=True)\n"
+        "ops.softmax(x).backward(np.ones((3, 4), np.float32))\n"
+        "ops.log_softmax(x).backward(np.ones((3, 4), np.float32))\n"
+        "ops.cross_entropy(x, np.array([0, 1, 2])).backward()\n"
+        "from numba.core.dispatcher import Dispatcher\n"
+        "import gc\n"
+        "compiled = [d.py_func.__qualname__ for d in gc.get_objects()\n"
+        "            if isinstance(d, Dispatcher) and d.stats.cache_misses]\n"
+        "print(sorted(compiled))\n"
+    )
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), MINITRAIN_NUMBA="1")
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert "softmax_rows" in runs[0] and "forward_rows" in runs[0]  # the first one compiled
+    assert runs[1] == "[]"

@@ -593,3 +593,37 @@ def test_frozen_parameters_are_accepted_and_left_alone_as_in_pytorch():
     optimizer.step()
     np.testing.assert_array_equal(frozen.data, np.ones(3))
     np.testing.assert_array_equal(trained.data, np.zeros(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"lr": 0.01},
+        {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True},
+        {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True},
+    ],
+    ids=["plain", "l2_amsgrad", "decoupled_maximize"],
+)
+def test_adam_numba_update_matches_numpy_bit_for_bit(monkeypatch, options, dtype):
+    from minitrain.optim import adam
+
+    fused = []
+    kernel = adam._adam_elements
+    monkeypatch.setattr(adam, "_adam_elements", lambda *args: fused.append(1) or kernel(*args))
+    runs = {}
+    for use_numba in (True, False):
+        params = _leaves(_initial_arrays(dtype=dtype))
+        optimizer = optim.Adam(params, **options)
+        with minitrain.backend.use_numba(use_numba):
+            for step in range(4):
+                for p, g in zip(params, _gradients([p.data for p in params], step), strict=True):
+                    p.grad = minitrain.tensor(g.astype(dtype))
+                optimizer.step()
+        runs[use_numba] = [p.data for p in params] + [
+            state[key] for state in optimizer.state.values() for key in sorted(state)
+        ]
+    assert len(fused) == 4 * len(SHAPES)  # every step of every parameter by the numba loop
+    for got, want in zip(runs[True], runs[False], strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(runs[True][0], _initial_arrays(dtype=dtype)[0])  # it did move

@@ -5,7 +5,8 @@ Each backward calls a public kernel of KERNELS.md section 1 (`relu_grad`, `softm
 a plain array function, numpy or CuPy in and out, callable on its own. Sigmoid, tanh, leaky relu,
 softmax and log_softmax save their forward *output*: their gradients need only that, so the
 input can be freed. Relu, softmax, log_softmax and exact gelu also have numba kernels, which run
-instead on the CPU when numba is enabled (relu's serially, the others in parallel loops).
+instead on the CPU when numba is enabled (serial builds for small inputs, parallel loops for
+large ones: see _PARALLEL_ELEMENTS).
 """
 
 from __future__ import annotations
@@ -31,12 +32,23 @@ _GELU_TANH_CUBIC = 0.044715
 # |x| beyond which the Gaussian density, and tanh'(inner) of gelu's tanh form, are 0 in float64:
 # clamping there first keeps x*x and x**3 from overflowing (and warning) for huge inputs.
 _GAUSSIAN_TAIL = 40.0
-# Elements from which each elementwise numba kernel runs its parallel build. relu's kernels are
-# memory-bound (1 ms serially for 800k float32) and run between GEMMs in a training step, while
-# OpenBLAS's worker threads spin for ~0.1 s after each GEMM: a parallel region then waits for a
-# core they hold, and the CNN benchmark's step ran 1.5-2x slower with parallel relu and pooling
-# than with serial ones. gelu's erfc is compute-bound: always parallel.
-_PARALLEL_ELEMENTS = {"relu": 1 << 24, "relu_grad": 1 << 24, "gelu": 0, "gelu_grad": 0}
+# Elements from which each numba kernel runs its parallel build (see numba_math.loop). relu's
+# kernels are memory-bound (1 ms serially for 800k float32) and run between GEMMs in a training
+# step, while OpenBLAS's worker threads spin for ~0.1 s after each GEMM: a parallel region then
+# waits for a core they hold, and the CNN benchmark's step ran 1.5-2x slower with parallel relu
+# and pooling than with serial ones. gelu's erfc is compute-bound: always parallel. The softmax
+# family, by the rows * cols of its matrix: parallel only where a serial pass takes well over
+# the ~2 ms a parallel region can wait for a core (numba_math.loop).
+_PARALLEL_ELEMENTS = {
+    "relu": 1 << 24,
+    "relu_grad": 1 << 24,
+    "gelu": 0,
+    "gelu_grad": 0,
+    "softmax": 1 << 20,
+    "log_softmax": 1 << 20,
+    "softmax_grad": 1 << 20,
+    "log_softmax_grad": 1 << 20,
+}
 
 
 # --- checks -------------------------------------------------------------------------------------
@@ -288,61 +300,60 @@ def _shifted(x, axes):
 
 
 @functools.cache
-def _row_kernels(dtype: np.dtype) -> SimpleNamespace:
-    """The softmax family's numba kernels for float32 or float64, defined on first use (numba is
-    imported then, not with minitrain). Each takes C-contiguous (rows, cols) matrices, one
-    softmax per row, rows in parallel, and sums in the data's dtype in vector lanes (fastmath
-    "reassoc"; "contract" fuses multiply-adds; nan and inf keep their meaning). The exp is
-    numba_math's vectorisable one: every argument it gets is <= 0 (x - max, or a
-    log-probability)."""
-    prange = importlib.import_module("numba").prange
-    exp, row_max = numba_math.exp_nonpositive(dtype), numba_math.row_max()
-    zero, one = dtype.type(0), dtype.type(1)
+def _row_kernels(parallel: bool) -> SimpleNamespace:
+    """The softmax family's numba kernels, defined on first use (numba is imported then, not
+    with minitrain), in a parallel build (rows in parallel) and a serial one. Each takes
+    C-contiguous (rows, cols) float32 or float64 matrices, one softmax per row, and sums in the
+    data's dtype in vector lanes (fastmath "reassoc"; "contract" fuses multiply-adds; nan and
+    inf keep their meaning). The exp is numba_math's vectorisable one: every argument it gets
+    is <= 0 (x - max, or a log-probability)."""
+    numba_math.register()
+    loop = numba_math.loop(parallel)
     fast = {"reassoc", "contract", "nsz"}
 
-    @backend.jit(parallel=True, fastmath=fast)
+    @backend.jit(parallel=parallel, fastmath=fast)
     def softmax_rows(x, out):
-        for i in prange(x.shape[0]):
+        for i in loop(x.shape[0]):
             row, dst = x[i], out[i]
-            top = row_max(row)
-            total = zero
+            top = numba_math.row_max(row)
+            total = x.dtype.type(0)
             for j in range(row.shape[0]):
-                e = exp(row[j] - top)
+                e = numba_math.exp_nonpositive(row[j] - top)
                 dst[j] = e
                 total += e
-            scale = one / total
+            scale = x.dtype.type(1) / total
             for j in range(row.shape[0]):
                 dst[j] *= scale
 
-    @backend.jit(parallel=True, fastmath=fast)
+    @backend.jit(parallel=parallel, fastmath=fast)
     def log_softmax_rows(x, out):
-        for i in prange(x.shape[0]):
+        for i in loop(x.shape[0]):
             row, dst = x[i], out[i]
-            top = row_max(row)
-            total = zero
+            top = numba_math.row_max(row)
+            total = x.dtype.type(0)
             for j in range(row.shape[0]):
-                total += exp(row[j] - top)
+                total += numba_math.exp_nonpositive(row[j] - top)
             log_total = math.log(total)
             for j in range(row.shape[0]):
                 dst[j] = (row[j] - top) - log_total  # not row - (top + log_total): x - top is exact
 
-    @backend.jit(parallel=True, fastmath=fast)
+    @backend.jit(parallel=parallel, fastmath=fast)
     def softmax_grad_rows(dy, y, dx):
-        for i in prange(y.shape[0]):
-            dot = zero
+        for i in loop(y.shape[0]):
+            dot = y.dtype.type(0)
             for j in range(y.shape[1]):
                 dot += y[i, j] * dy[i, j]
             for j in range(y.shape[1]):
                 dx[i, j] = y[i, j] * (dy[i, j] - dot)
 
-    @backend.jit(parallel=True, fastmath=fast)
+    @backend.jit(parallel=parallel, fastmath=fast)
     def log_softmax_grad_rows(dy, y, dx):
-        for i in prange(y.shape[0]):
-            total = zero
+        for i in loop(y.shape[0]):
+            total = y.dtype.type(0)
             for j in range(y.shape[1]):
                 total += dy[i, j]
             for j in range(y.shape[1]):
-                dx[i, j] = dy[i, j] - exp(y[i, j]) * total
+                dx[i, j] = dy[i, j] - numba_math.exp_nonpositive(y[i, j]) * total
 
     return SimpleNamespace(
         softmax=softmax_rows,
@@ -357,8 +368,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     """The elementwise numba kernels, defined on first use, in a parallel and a serial build:
     relu and its gradient, and the exact gelu pair (math.erfc per element, several times faster
     than the numpy erfc above). Each takes flat arrays and writes the last one."""
-    # The loop is a closure variable, which also keeps the two builds apart in numba's cache.
-    loop = importlib.import_module("numba").prange if parallel else range
+    loop = numba_math.loop(parallel)
 
     @backend.jit(parallel=parallel, fastmath=False)
     def relu_flat(x, out):
@@ -420,7 +430,8 @@ def _by_rows(kernel: str, axis: int, opset: int, *arrays):
     # with the axis already last it is returned as is, and a gradient can become x.grad
     # without a copy.
     result = np.empty(arrays[0].shape, first.dtype)
-    getattr(_row_kernels(first.dtype), kernel)(*matrices, result.reshape(-1, cols))
+    parallel = first.size >= _PARALLEL_ELEMENTS[kernel]
+    getattr(_row_kernels(parallel), kernel)(*matrices, result.reshape(-1, cols))
     if opset >= 13 and axis % first.ndim != first.ndim - 1:
         return np.moveaxis(result, -1, axis)
     return result

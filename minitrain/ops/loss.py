@@ -14,7 +14,6 @@ through the optimizer step, and the batch that caused it is long gone by the tim
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from types import SimpleNamespace
 
@@ -28,6 +27,9 @@ from .registry import Op
 from .shape import reshape
 
 _REDUCTIONS = ("none", "mean", "sum")
+# Logits (rows * classes) from which the fused numba kernels run their parallel build; below it
+# the serial one, as a parallel region can wait ~2 ms for a core (see numba_math.loop).
+_PARALLEL_WORK = 1 << 20
 
 
 # --- shared checks and reductions --------------------------------------------------------------
@@ -271,31 +273,28 @@ def _from_rows(rows, shape):
 
 
 @functools.cache
-def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
-    """The numba kernels of cross_entropy with class indices for float32 or float64, defined on
-    first use (numba.prange exists only once numba is imported, and importing minitrain must not
-    import it), with their constants in that dtype so the arithmetic stays in it. Both take
-    C-contiguous (rows, classes) arrays, run in parallel over rows, and compute each row as the
-    generic kernels do."""
-    prange = importlib.import_module("numba").prange
-    exp, row_max = numba_math.exp_nonpositive(dtype), numba_math.row_max()
-    real = dtype.type
-    zero, one = real(0), real(1)
+def _numba_kernels(parallel: bool) -> SimpleNamespace:
+    """The numba kernels of cross_entropy with class indices, defined on first use (importing
+    minitrain must not import numba), in a parallel build (rows in parallel) and a serial one.
+    Both take C-contiguous (rows, classes) float32 or float64 arrays, keep their arithmetic in
+    that dtype, and compute each row as the generic kernels do."""
+    numba_math.register()
+    loop = numba_math.loop(parallel)
 
     # fastmath: "reassoc" lets LLVM split the row sum into vector lanes, "contract" fuse
     # multiply-adds; NaN and inf keep their meaning.
-    @backend.jit(parallel=True, fastmath={"reassoc", "contract", "nsz"})
+    @backend.jit(parallel=parallel, fastmath={"reassoc", "contract", "nsz"})
     def forward_rows(logits, target, weight, ignore_index, eps, probs, losses):
         rows, classes = logits.shape
-        for i in prange(rows):
+        for i in loop(rows):
             x, p = logits[i], probs[i]
-            top = row_max(x)
-            total = zero
+            top = numba_math.row_max(x)
+            total = logits.dtype.type(0)
             for c in range(classes):
-                e = exp(x[c] - top)  # of a value <= 0 (nan stays nan)
+                e = numba_math.exp_nonpositive(x[c] - top)  # of a value <= 0 (nan stays nan)
                 p[c] = e
                 total += e
-            inverse = one / total
+            inverse = logits.dtype.type(1) / total
             for c in range(classes):
                 p[c] *= inverse
             t = target[i]
@@ -311,13 +310,14 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
                 loss += eps / classes * spread
             losses[i] = loss
 
-    @backend.jit(parallel=True, fastmath={"contract"})
+    @backend.jit(parallel=parallel, fastmath={"contract"})
     def grad_rows(probs, target, weight, ignore_index, eps, scale, dx):
         rows, classes = probs.shape
+        real = probs.dtype.type
         weight_sum = 0.0
         for c in range(classes):
             weight_sum += weight[c]
-        for i in prange(rows):
+        for i in loop(rows):
             p, g = probs[i], dx[i]
             t = target[i]
             if t == ignore_index:
@@ -376,7 +376,7 @@ class SoftmaxCrossEntropy(Op):
         rows = _to_rows(logits)
         probs = np.empty_like(rows)
         losses = np.empty(rows.shape[0], logits.dtype)
-        _numba_kernels(logits.dtype).forward(
+        _numba_kernels(rows.size >= _PARALLEL_WORK).forward(
             rows,
             np.ascontiguousarray(target.reshape(-1), dtype=np.int64),
             _class_weight_vector(weight, rows.shape[1], logits.dtype),
@@ -425,7 +425,7 @@ class SoftmaxCrossEntropy(Op):
             divisor = _class_total("cross_entropy", target_weights)
         scale = np.broadcast_to(_position_scale(grad, ctx.reduction, divisor), target.shape)
         dx = np.empty_like(rows)
-        _numba_kernels(probs.dtype).grad(
+        _numba_kernels(rows.size >= _PARALLEL_WORK).grad(
             rows,
             np.ascontiguousarray(target.reshape(-1), dtype=np.int64),
             _class_weight_vector(ctx.weight, rows.shape[1], probs.dtype),

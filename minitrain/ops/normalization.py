@@ -12,7 +12,7 @@ Each op saves exactly what its gradient kernel reads: BatchNorm X, scale, saved_
 saved_inv_std; LayerNorm X, scale, mean and inv_std; RMSNorm X, scale and inv_std; the invertible
 layer norm its *output* Y, scale, bias and inv_std, so X can be freed. On the CPU with numba
 enabled, float32 and float64 inputs run fused numba kernels instead of the generic ones (batch norm
-in parallel over channels, the layer norm family over rows).
+by channels, the layer norm family by rows; in parallel for large inputs, see _PARALLEL_WORK).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 from .. import backend
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
-from . import reduction
+from . import numba_math, reduction
 from .elementwise import add, div, mul, sqrt
 from .reduction import normalize_axis
 from .registry import Op
@@ -335,13 +335,18 @@ _FASTMATH = {"reassoc", "contract"}
 # would make a channel's passes latency-bound (measured on 2 cores: (32768, 64) runs 7x slower
 # by channel than by rows; from S = 3 on, by channel is the faster).
 _CHANNEL_RUN = 3
+# Elements of X from which batch norm's and the layer-norm family's kernels run their parallel
+# build; below it the serial one, as a parallel region can wait ~2 ms for a core (see
+# numba_math.loop): the CNN benchmark's batch norms (800k and 400k elements) run serially.
+_PARALLEL_WORK = {"batch_norm": 1 << 20, "rows": 1 << 20}
 
 
 @functools.cache
-def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
-    """The numba kernels for float32 or float64 arrays, defined on first use (numba.prange exists
-    only once numba is imported, and importing minitrain must not import it), with their zero in
-    that dtype so each inner sum stays in it and vectorizes.
+def _numba_kernels(parallel: bool) -> SimpleNamespace:
+    """The numba kernels for float32 or float64 arrays, defined on first use (importing
+    minitrain must not import numba), in a parallel build and a serial one (see
+    numba_math.loop); each inner sum runs in the arrays' dtype (its zero is `real(0)`, real
+    the arrays' scalar type) so that it vectorizes.
 
     Batch norm, by channel (`channels_*`): C-contiguous (N, C, S) arrays (S = prod(spatial)),
     channels in parallel, each channel's passes (sum, centred squares, output) reading its values
@@ -352,15 +357,15 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
     (`rows_*`): C-contiguous (R, M) rows in parallel, each row's passes in L1; the parameter
     gradients summed per row block and the blocks added by the caller.
     """
-    prange = importlib.import_module("numba").prange
-    real = dtype.type
-    zero = real(0)
+    loop = numba_math.loop(parallel)
 
-    @backend.jit(parallel=True, fastmath=_FASTMATH)
+    @backend.jit(parallel=parallel, fastmath=_FASTMATH)
     def channels_forward(x, scale, bias, eps, y, mean, var, inv_std):
+        real = x.dtype.type
+        zero = real(0)
         batch, channels, spatial = x.shape
         count = batch * spatial
-        for c in prange(channels):
+        for c in loop(channels):
             total = 0.0
             for n in range(batch):
                 part = zero
@@ -382,11 +387,13 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
                     y[n, c, s] = (x[n, c, s] - mu) * gain + shift
             mean[c], var[c], inv_std[c] = mu, total / count, r
 
-    @backend.jit(parallel=True, fastmath=_FASTMATH)
+    @backend.jit(parallel=parallel, fastmath=_FASTMATH)
     def channels_backward(dy, x, scale, mean, inv_std, dx, dscale, dbias):
+        real = x.dtype.type
+        zero = real(0)
         batch, channels, spatial = x.shape
         count = batch * spatial
-        for c in prange(channels):
+        for c in loop(channels):
             mu, r = mean[c], inv_std[c]
             sum_g = sum_gc = 0.0
             for n in range(batch):
@@ -408,10 +415,12 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
             dscale[c] = sum_gc * r
             dbias[c] = sum_g
 
-    @backend.jit(parallel=True, fastmath=_FASTMATH)
+    @backend.jit(parallel=parallel, fastmath=_FASTMATH)
     def rows_forward(x, scale, bias, eps, centered, y, mean, inv_std):
+        real = x.dtype.type
+        zero = real(0)
         rows, cols = x.shape
-        for i in prange(rows):
+        for i in loop(rows):
             row, out = x[i], y[i]
             mu = zero
             if centered:
@@ -428,13 +437,15 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
                 out[j] = (row[j] - mu) * r * scale[j] + bias[j]
             mean[i], inv_std[i] = mu, r
 
-    @backend.jit(parallel=True, fastmath=_FASTMATH)
+    @backend.jit(parallel=parallel, fastmath=_FASTMATH)
     def rows_backward(
         dy, src, scale, inv_std, row_shift, row_mult, col_shift, col_mult, centered, dx, parts
     ):
+        real = src.dtype.type
+        zero = real(0)
         rows, cols = src.shape
         blocks = parts.shape[0]
-        for k in prange(blocks):
+        for k in loop(blocks):
             dscale, dbias = parts[k, 0], parts[k, 1]
             dscale[:] = 0
             dbias[:] = 0
@@ -457,11 +468,11 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
                     dscale[j] += g * x_hat
                     dbias[j] += g
 
-    @backend.jit(parallel=True, fastmath=_FASTMATH)
+    @backend.jit(parallel=parallel, fastmath=_FASTMATH)
     def columns_sums(x, center, parts):
         rows, cols = x.shape
         blocks = parts.shape[0]
-        for k in prange(blocks):
+        for k in loop(blocks):
             first, second = parts[k, 0], parts[k, 1]
             first[:] = 0
             second[:] = 0
@@ -472,11 +483,11 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
                     first[j] += centered
                     second[j] += centered * centered
 
-    @backend.jit(parallel=True, fastmath=_FASTMATH)
+    @backend.jit(parallel=parallel, fastmath=_FASTMATH)
     def columns_grad_sums(dy, x, center, parts):
         rows, cols = x.shape
         blocks = parts.shape[0]
-        for k in prange(blocks):
+        for k in loop(blocks):
             first, second = parts[k, 0], parts[k, 1]
             first[:] = 0
             second[:] = 0
@@ -486,10 +497,10 @@ def _numba_kernels(dtype: np.dtype) -> SimpleNamespace:
                     first[j] += g_row[j]
                     second[j] += g_row[j] * (x_row[j] - center[j])
 
-    @backend.jit(parallel=True, fastmath=_FASTMATH)
+    @backend.jit(parallel=parallel, fastmath=_FASTMATH)
     def columns_combine(u, x, center, u_gain, x_gain, shift, out):
         rows, cols = x.shape
-        for i in prange(rows):
+        for i in loop(rows):
             u_row, x_row, out_row = u[i], x[i], out[i]
             for j in range(cols):
                 out_row[j] = u_gain[j] * u_row[j] + x_gain[j] * (x_row[j] - center[j]) + shift[j]
@@ -542,7 +553,7 @@ def _numba_batch_norm_forward(x, weight, bias, eps: float):
     x = np.ascontiguousarray(x)
     batch, channels, spatial = _as_channels(x).shape
     count = batch * spatial
-    kernels = _numba_kernels(dtype)
+    kernels = _numba_kernels(x.size >= _PARALLEL_WORK["batch_norm"])
     gain, shift = _vector(weight, channels, 1, dtype), _vector(bias, channels, 0, dtype)
     y = np.empty_like(x)
     if spatial >= _CHANNEL_RUN:
@@ -582,7 +593,7 @@ def _numba_batch_norm_grad(grad, x, scale, saved_mean, saved_inv_std):
     x, grad = np.ascontiguousarray(x), np.ascontiguousarray(grad)
     batch, channels, spatial = _as_channels(x).shape
     count = batch * spatial
-    kernels = _numba_kernels(dtype)
+    kernels = _numba_kernels(x.size >= _PARALLEL_WORK["batch_norm"])
     gain = _vector(scale, channels, 1, dtype)
     mean, inv_std = (
         _vector(saved_mean, channels, 0, dtype),
@@ -631,7 +642,7 @@ def _numba_rows_forward(x, weight, bias, eps: float, axis: int, centered: bool):
     rows = x.size // cols
     y = np.empty_like(x)
     mean, inv_std = np.empty((2, rows), dtype)
-    _numba_kernels(dtype).rows_forward(
+    _numba_kernels(x.size >= _PARALLEL_WORK["rows"]).rows_forward(
         x.reshape(rows, cols),
         _vector(weight, cols, 1, dtype),
         _vector(bias, cols, 0, dtype),
@@ -664,7 +675,7 @@ def _numba_row_grads(grad, src, scale, inv_std, axis: int, *, mean=None, bias=No
         col_shift, col_mult = np.zeros(cols, dtype), np.ones(cols, dtype)
     dx = np.empty(src.shape, dtype)
     parts = np.empty((_blocks(rows), 2, cols), dtype)
-    _numba_kernels(dtype).rows_backward(
+    _numba_kernels(src.size >= _PARALLEL_WORK["rows"]).rows_backward(
         np.ascontiguousarray(grad).reshape(rows, cols),
         np.ascontiguousarray(src).reshape(rows, cols),
         _vector(scale, cols, 1, dtype),
@@ -790,7 +801,8 @@ class BatchNorm(Op):
 
 class LayerNorm(Op):
     """Layer normalization of x over its dims from `axis` on (see `layer_norm`). On the CPU with
-    numba enabled, a fused row kernel runs instead, rows in parallel."""
+    numba enabled, a fused row kernel runs instead
+    (rows in parallel for large inputs)."""
 
     name = "layer_norm"
     inputs = ("x", "weight", "bias")
@@ -883,7 +895,8 @@ class InvertibleLayerNorm(Op):
 
 class RMSNorm(Op):
     """RMS normalization of x over its dims from `axis` on (see `rms_norm`). On the CPU with numba
-    enabled, a fused row kernel runs instead, rows in parallel."""
+    enabled, a fused row kernel runs instead
+    (rows in parallel for large inputs)."""
 
     name = "rms_norm"
     inputs = ("x", "weight")

@@ -1,6 +1,5 @@
-"""Scalar helpers for the numba kernels where numba's own are slow: a vectorisable exp and a
-lane-split row max. LLVM inlines them into the calling kernel's loop, which it can then
-vectorise."""
+"""Scalar helpers for the numba kernels where numba's own are slow (a vectorisable exp and a
+lane-split row max), and the loop that tells a kernel's serial build from its parallel one."""
 
 from __future__ import annotations
 
@@ -35,57 +34,89 @@ _EXP_FORMATS = {
 SUPPORTED = tuple(_EXP_FORMATS)
 
 
-@functools.cache
-def exp_nonpositive(dtype: np.dtype):
-    """A numba function exp(v) for v <= 0 in `dtype` (float32 or float64), within 2 ulps of
-    numpy's exp (1 in float64); nan stays nan. Callable only from numba code (defined on first
-    use, so importing minitrain does not import numba).
+def exp_nonpositive(v):
+    """exp(v) for v <= 0, float32 or float64, within 2 ulps of numpy's exp (1 in float64), 0
+    below EXP_MIN; nan stays nan. In numba code (after `register()`) the arithmetic version
+    above, picked by v's dtype; in Python, numpy's exp."""
+    return np.exp(v)
 
-    It is its own numba function, not inlined into the caller's numba IR, so that it keeps its
-    own fastmath flags after LLVM inlines it: a caller's "reassoc" (which its sums need) would
-    otherwise fold the two-part ln2 back into one constant.
+
+def row_max(x):
+    """The largest element of a non-empty 1-D array. In numba code (after `register()`) a loop
+    in four interleaved lanes: a plain max loop waits on each compare (vectorising it needs
+    fastmath's "no NaNs"). A nan in the row may or may not come out as the max; either way
+    exp(x - max) is nan at the nan, so a softmax row's sum, and with it the whole row, is nan, as
+    in the generic kernel. In Python, numpy's max."""
+    return x.max()
+
+
+@functools.cache
+def register() -> None:
+    """Give `exp_nonpositive` and `row_max` their numba implementations (on first use, so that
+    importing minitrain does not import numba). Call it before compiling a kernel that calls them.
+
+    They are overloads of plain functions, not jitted closures, because numba's on-disk cache
+    keys a kernel on the pickled contents of its closure cells: a captured dispatcher pickles
+    differently in every process, so a kernel capturing one was compiled anew in each. exp is
+    compiled as a function of its own with its own fastmath flags, kept after LLVM inlines it: a
+    caller's "reassoc" (which its sums need) would otherwise fold the two-part ln2 back into one
+    constant.
+
+    numba's cache does not know that a kernel elsewhere depends on this file: after editing an
+    overload here, delete the cached kernels (minitrain/ops/__pycache__/*.nbi and *.nbc), or the
+    callers keep the old code.
     """
-    numba = importlib.import_module("numba")
-    dtype = np.dtype(dtype)
-    real = dtype.type
-    degree, exp_min, ln2_hi, ln2_lo, bits, mantissa, bias = _EXP_FORMATS[dtype]
-    exp_min, log2_e = real(exp_min), real(1 / math.log(2))
-    ln2_hi, ln2_lo = real(ln2_hi), real(ln2_lo)
-    zero = real(0)
-    taylor = tuple(real(1 / math.factorial(n)) for n in range(degree, -1, -1))  # highest first
+    extending = importlib.import_module("numba.extending")
+    types = importlib.import_module("numba.core.types")
 
-    @numba.njit(fastmath={"contract"})
-    def exp(v):
-        k = np.rint(v * log2_e)
-        r = (v - k * ln2_hi) - k * ln2_lo  # nan stays nan from here on
-        e = zero
-        for coefficient in taylor:
-            e = e * r + coefficient
-        e *= bits((bits(k) + bias) << mantissa).view(real)
-        return zero if v < exp_min else e
+    @extending.overload(exp_nonpositive, jit_options={"fastmath": {"contract"}})
+    def _exp_nonpositive(v):
+        if not isinstance(v, types.Float) or np.dtype(v.name) not in _EXP_FORMATS:
+            return None
+        real = np.dtype(v.name).type
+        degree, exp_min, ln2_hi, ln2_lo, bits, mantissa, bias = _EXP_FORMATS[np.dtype(real)]
+        exp_min, log2_e = real(exp_min), real(1 / math.log(2))
+        ln2_hi, ln2_lo = real(ln2_hi), real(ln2_lo)
+        zero = real(0)
+        taylor = tuple(real(1 / math.factorial(n)) for n in range(degree, -1, -1))  # highest first
 
-    return exp
+        def exp(v):
+            k = np.rint(v * log2_e)
+            r = (v - k * ln2_hi) - k * ln2_lo  # nan stays nan from here on
+            e = zero
+            for coefficient in taylor:
+                e = e * r + coefficient
+            e *= bits((bits(k) + bias) << mantissa).view(real)
+            return zero if v < exp_min else e
+
+        return exp
+
+    @extending.overload(row_max, inline="always")
+    def _row_max(x):
+        def largest(x):
+            n = x.shape[0]
+            lanes_end = n - n % 4
+            m0 = m1 = m2 = m3 = x[0]
+            for c in range(0, lanes_end, 4):
+                m0, m1 = max(m0, x[c]), max(m1, x[c + 1])
+                m2, m3 = max(m2, x[c + 2]), max(m3, x[c + 3])
+            top = max(max(m0, m1), max(m2, m3))
+            for c in range(lanes_end, n):
+                top = max(top, x[c])
+            return top
+
+        return largest
 
 
-@functools.cache
-def row_max():
-    """A numba function: the largest element of a non-empty 1-D array. A plain max loop waits on
-    each compare (vectorising it needs fastmath's "no NaNs"), so it runs in four interleaved
-    lanes. A nan in the row may or may not come out as the max; either way exp(x - max) is nan at
-    the nan, so a softmax row's sum, and with it the whole row, is nan, as in the generic kernel."""
-    numba = importlib.import_module("numba")
+def loop(parallel: bool):
+    """The outer loop of a kernel's parallel build (numba.prange) or its serial one (range).
 
-    @numba.njit(inline="always")
-    def largest(x):
-        n = x.shape[0]
-        lanes_end = n - n % 4
-        m0 = m1 = m2 = m3 = x[0]
-        for c in range(0, lanes_end, 4):
-            m0, m1 = max(m0, x[c]), max(m1, x[c + 1])
-            m2, m3 = max(m2, x[c + 2]), max(m3, x[c + 3])
-        top = max(max(m0, m1), max(m2, m3))
-        for c in range(lanes_end, n):
-            top = max(top, x[c])
-        return top
-
-    return largest
+    A kernel family defined in a factory takes it as a closure variable: besides choosing the
+    loop, that keeps the two builds apart in numba's on-disk cache, whose key ignores the
+    `parallel` option but includes the closure's contents. Which build a call runs is the
+    caller's choice, by the size of its work (each family's threshold): a parallel region wakes
+    a thread, and after a multi-threaded GEMM OpenBLAS's workers spin on the cores for ~0.1 s,
+    so a parallel loop between GEMMs waits for a core. Measured on 2 cores: a parallel region's
+    median was 2-3 ms right after a GEMM and ~1.8 ms after 0.3 s idle, for inputs up to 6M
+    elements; serial softmax, cross entropy and layer norm take 1-1.5 ms per million."""
+    return importlib.import_module("numba").prange if parallel else range

@@ -14,7 +14,6 @@ start inside the input or its left padding.
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -24,13 +23,15 @@ import numpy as np
 from .. import backend
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import numba_math
 from .conv import Window, batched, check_rank, onnx_pads, spatial_ints, torch_pads
 from .registry import Op, shape_of
 
-# Input elements from which the numba kernels run in parallel. Below it, waking threads costs more
-# than it saves; and in a training step pooling runs between GEMMs, after each of which
-# OpenBLAS's worker threads spin for ~0.1 s on the cores a parallel region needs (the CNN
-# benchmark's step ran 1.5-2x slower with parallel pooling and relu than with serial ones).
+# Input elements from which the numba kernels run in parallel (see numba_math.loop). Below it,
+# waking threads costs more than it saves; and in a training step pooling runs between GEMMs,
+# after each of which OpenBLAS's worker threads spin for ~0.1 s on the cores a parallel region
+# needs (the CNN benchmark's step ran 1.5-2x slower with parallel pooling and relu than with
+# serial ones).
 _PARALLEL_WORK = 1 << 24
 
 # --- geometry -----------------------------------------------------------------------------------
@@ -586,8 +587,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     dims) and the canonical 3-D window (Window.canonical), run the planes in parallel, each
     writing only its own plane, and test each tap against the input's bounds, so no padded copy
     is made."""
-    # The loop is a closure variable, which also keeps the two builds apart in numba's cache.
-    loop = importlib.import_module("numba").prange if parallel else range
+    loop = numba_math.loop(parallel)
 
     @backend.jit(parallel=parallel, fastmath=False)
     def max_pool_grad_planes(dy, indices, dx):
@@ -664,7 +664,7 @@ def _max_pool_kernel(kernel: tuple[int, int, int], parallel: bool):
     three times faster than with the shape as an argument. Windows wholly inside the input (all
     of them without padding) take a path with no bounds tests, comparing by selects rather than
     branches; the others test each tap."""
-    loop = importlib.import_module("numba").prange if parallel else range
+    loop = numba_math.loop(parallel)
     kd, kh, kw = kernel
 
     @backend.jit(parallel=parallel, fastmath=False)
