@@ -16,7 +16,6 @@ im2col and col2im into block copies and adds.
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -27,6 +26,7 @@ import numpy as np
 from .. import backend
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
+from . import numba_math
 from .registry import Op, shape_of
 from .shape import reshape
 
@@ -628,8 +628,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     test. wide: the plane is zero-padded into a small scratch buffer, and each tap's columns
     are one contiguous run of it.
     """
-    # The loop is a closure variable, which also keeps the two builds apart in numba's cache.
-    loop = importlib.import_module("numba").prange if parallel else range
+    loop = numba_math.loop(parallel)  # also keeps the two builds apart in numba's cache
 
     @backend.jit(parallel=parallel, fastmath=False)
     def im2col_planes(x, kernel, strides, pads, dilations, col):
