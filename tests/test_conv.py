@@ -158,10 +158,10 @@ def test_need_gives_none_and_does_no_work_for_skipped_outputs(work, monkeypatch,
     x, w = _leaves(rng, (5, 4, 6, 5), (6, 2, 3, 3), bias=False)
     attrs = {"strides": (1, 2), "pads": (1, 0, 1, 1), "group": 2}
     dy = _normal(rng, 5, 6, 6, 2)
-    # room for two images' columns per chunk: the batch of 5 goes through in 3 chunks
-    window = conv_module.conv_window((6, 5), (3, 3), (1, 2), (1, 0, 1, 1), (1, 1))
-    image_bytes = 4 * 9 * conv_module.Columns.of(window, (6, 5)).span * x.itemsize
-    monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 2 * image_bytes)
+    # two images per chunk: the batch of 5 goes through in 3 chunks
+    monkeypatch.setattr(
+        conv_module, "_chunks", lambda N, image_bytes: [slice(i, min(i + 2, N)) for i in (0, 2, 4)]
+    )
     with backend.use_numba(use_numba):
         full = ops.conv_grad(dy, x, w, **attrs)
         for key in work:
@@ -412,21 +412,32 @@ def test_numba_conv_matches_numpy_in_float32(attrs):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
+# (wide, split): the compact layout, the wide one, and the wide one with the taps of the
+# canonical dims before `split` taken by shifting
+LAYOUTS = [(False, 0), (True, 0), (True, 2), (True, 3)]
+LAYOUT_IDS = ["compact", "wide", "wide_split_rows", "wide_split_all"]
+
+
+@pytest.mark.parametrize("group", [1, 2], ids=["one_group", "two_groups"])
 @pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "no_bias"])
-@pytest.mark.parametrize("wide", [True, False], ids=["wide", "compact"])
+@pytest.mark.parametrize("layout", LAYOUTS, ids=LAYOUT_IDS)
 @pytest.mark.parametrize(
     "x_shape", [(3, 2, 9), (3, 2, 7, 6), (2, 2, 4, 5, 3)], ids=["1d", "2d", "3d"]
 )
-def test_numba_column_transposes_match_numpy_exactly(x_shape, wide, with_bias):
-    # the forward's (M, n*span) -> (n, M, *out) plus bias, and the backward's dY the other way
+def test_numba_column_transposes_match_numpy_exactly(x_shape, layout, with_bias, group):
+    # the forward's (group, S*M/group, n*span) -> (n, M, *out), shifts summed, plus bias, and
+    # the backward's dY the other way, once per shift
     rng = np.random.default_rng(12)
     dims = len(x_shape) - 2
     window = conv_module.conv_window(
         x_shape[2:], (2,) * dims, (1,) * dims, (1,) * 2 * dims, (1,) * dims
     )
-    columns = conv_module.Columns.of(window, x_shape[2:], wide=wide)
-    n, filters = x_shape[0], 5
-    out = rng.standard_normal((filters, n * columns.span))
+    wide, split = layout
+    columns = conv_module.Columns.of(window, x_shape[2:], wide=wide, split=split)
+    shifts = len(columns.shifts())
+    assert shifts == (2 ** min(dims, split - 3 + dims) if wide and split + dims > 3 else 1)
+    n, filters = x_shape[0], 6
+    out = rng.standard_normal((group, shifts * filters // group, n * columns.span))
     bias = rng.standard_normal(filters) if with_bias else None
     dy = rng.standard_normal((n, filters) + window.out)
     results = []
@@ -434,16 +445,17 @@ def test_numba_column_transposes_match_numpy_exactly(x_shape, wide, with_bias):
         with backend.use_numba(use_numba):
             y = np.full((n, filters) + window.out, np.nan)
             conv_module._columns_to_images(out, columns, bias, y)
-            dy_columns = np.full((filters, n * columns.span), np.nan)
+            dy_columns = np.full(out.shape, np.nan)
             conv_module._images_to_columns(dy, columns, dy_columns)
         results.append((y, dy_columns))
     (y, dy_columns), (y_numpy, dy_columns_numpy) = results
     np.testing.assert_array_equal(y, y_numpy)
     np.testing.assert_array_equal(dy_columns, dy_columns_numpy)
     assert not np.isnan(dy_columns).any()  # unused wide columns are 0
-    # the output columns go back where they came from: dY -> columns -> images is dY
+    # the output columns go back where they came from, once per shift: dY -> columns ->
+    # images is S * dY
     conv_module._columns_to_images(dy_columns, columns, None, y)
-    np.testing.assert_array_equal(y, dy)
+    np.testing.assert_allclose(y, shifts * dy, rtol=1e-15)
 
 
 @pytest.mark.parametrize("attrs", [{"pads": 1}, {"strides": (2, 1)}], ids=["wide", "compact"])
@@ -456,23 +468,67 @@ def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
-def test_wide_and_compact_layouts_agree_on_the_op(monkeypatch):
+@pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("layout", LAYOUTS[1:], ids=LAYOUT_IDS[1:])
+@pytest.mark.parametrize(
+    "x_shape, w_shape, attrs",
+    [
+        ((2, 4, 9), (6, 2, 3), {"pads": (2, 1), "dilations": 2, "group": 2}),
+        ((2, 3, 6, 7), (4, 3, 3, 2), {"pads": (1, 0, 2, 1), "dilations": (1, 2)}),
+        ((3, 4, 5, 6), (6, 2, 3, 3), {"pads": 1, "group": 2}),
+        ((2, 2, 4, 5, 3), (3, 2, 2, 3, 2), {"pads": (1, 1, 0, 0, 1, 1), "dilations": (2, 1, 1)}),
+    ],
+    ids=["1d_groups_dilated", "2d_asymmetric_dilated", "2d_groups_same", "3d_dilated"],
+)
+def test_every_layout_agrees_with_the_compact_one_on_the_op(
+    monkeypatch, x_shape, w_shape, attrs, layout, use_numba
+):
     rng = np.random.default_rng(11)
-    values = _leaves(rng, (2, 3, 6, 7), (4, 3, 3, 2))
-    attrs = {"pads": (1, 0, 2, 1), "dilations": (1, 2)}
-    assert conv_module.Columns.of(
-        conv_module.conv_window((6, 7), (3, 2), (1, 1), attrs["pads"], attrs["dilations"]),
-        (6, 7),
-    ).wide
-    wide = _conv_and_grads(*values, **attrs)
-    original = conv_module.Columns.of.__func__
-    monkeypatch.setattr(
-        conv_module.Columns,
-        "of",
-        classmethod(lambda cls, window, spatial, wide=None: original(cls, window, spatial, False)),
+    values = _leaves(rng, x_shape, w_shape)
+    with backend.use_numba(use_numba):
+        monkeypatch.setattr(
+            conv_module,
+            "_layout",
+            lambda window, spatial, *_: conv_module.Columns.of(window, spatial, False),
+        )
+        compact = _conv_and_grads(*values, **attrs)
+        wide, split = layout
+        monkeypatch.setattr(
+            conv_module,
+            "_layout",
+            lambda window, spatial, *_: conv_module.Columns.of(window, spatial, wide, split),
+        )
+        for got, want in zip(_conv_and_grads(*values, **attrs), compact, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "x_shape, w_shape, attrs, split",
+    [
+        ((32, 64, 32, 32), (64, 64, 3, 3), {"pads": 1}, 2),  # the benchmark's: (192, 192)
+        ((32, 128, 16, 16), (64, 128, 3, 3), {"pads": 1}, 2),  # (192, 384), not (64, 1152)
+        ((64, 1, 28, 28), (16, 1, 3, 3), {"pads": 1}, 0),  # (16, 9), not (48, 3)
+        # (96, 48) would be squarer than (32, 144), but cost 14% more columns
+        ((64, 16, 14, 14), (32, 16, 3, 3), {"pads": 1}, 0),
+        ((8, 64, 4, 4), (64, 64, 3, 3), {"pads": 1}, 0),  # shifts would add 55% more columns
+        ((8, 64, 16, 16), (64, 64, 3, 3), {"strides": 2, "pads": 1}, None),  # compact
+    ],
+    ids=[
+        "benchmark",
+        "halving_channels",
+        "first_cnn_layer",
+        "second_cnn_layer",
+        "small_image",
+        "strided",
+    ],
+)
+def test_layout_splits_where_the_gemm_gets_squarer(x_shape, w_shape, attrs, split):
+    window = conv_module._conv_window(
+        "conv", x_shape, w_shape, attrs.get("strides"), attrs["pads"], None, 1, "NOTSET"
     )
-    for got, want in zip(_conv_and_grads(*values, **attrs), wide, strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+    columns = conv_module._layout(window, x_shape[2:], x_shape[1], w_shape[0])
+    assert columns.wide == (split is not None)
+    assert columns.split == (split or 0)
 
 
 def test_an_empty_batch():

@@ -10,7 +10,9 @@ backward's dW and dX GEMMs. The batch goes through in chunks of images whose col
 `_COL_CHUNK_BYTES`, small enough to still be in cache when the GEMM reads them; each chunk's
 (M, n*P) product is transposed to (n, M, P) in the pass that adds the bias. Where every stride
 is 1 the op lays the columns out on the padded input's grid instead (see Columns), which turns
-im2col and col2im into block copies and adds.
+im2col and col2im into block copies and adds, and can leave the taps of the leading kernel dims
+out of the columns, as shifts of the GEMM's output (a third of the columns for a 3x3 kernel,
+and a squarer GEMM); `_layout` picks the layout.
 """
 
 from __future__ import annotations
@@ -233,50 +235,85 @@ def _check_float(where: str, **arrays) -> None:
 
 
 class Columns(NamedTuple):
-    """How im2col lays out one image's columns: `span` per image, in one of two layouts.
+    """How the conv op lays out one image's columns: `span` per image, in one of two layouts.
 
     compact: one column per output position, P = prod(out) of them, output p at column p.
     wide (every stride 1): the columns follow the zero-padded input's own grid, output
     (od, oh, ow) at column (od * Hp + oh) * Wp + ow, so each kernel tap's columns are one
     contiguous run of the padded input plane: im2col and col2im become block copies and adds
     instead of row-by-row gathers, at the cost of a few unused columns (ow >= OW, oh >= OH),
-    which the forward drops and the backward feeds zeros. `span` runs to the last output.
+    which the forward drops and the backward feeds zeros.
+
+    wide with a `split`: the taps of the canonical dims [0, split) leave the columns and become
+    shifts. A tap's columns are its neighbour's shifted along the grid by a fixed offset, so
+    the columns hold only the taps of dims [split, 3) (C * Kc rows instead of C * K), the
+    GEMM multiplies them by the weights of every shift stacked, (S * M, C * Kc), and the
+    output sums the S products, each read at its shift's offset: for a 3x3 conv split at the
+    rows, a third of the columns and a squarer GEMM, which BLAS runs faster. `span` then
+    reaches past the last output by the largest shift, so no shift reads the next image.
     """
 
     window: Window
     padded: tuple[int, int, int]  # the zero-padded input's spatial shape, canonical 3-D
     wide: bool
     span: int
+    split: int = 0
 
     @classmethod
-    def of(cls, window: Window, spatial, wide: bool | None = None) -> Columns:
+    def of(cls, window: Window, spatial, wide: bool | None = None, split: int = 0) -> Columns:
         """The layout for `window` over input `spatial`: wide where every stride is 1 and it
-        costs at most twice the compact columns, unless `wide` says otherwise."""
+        costs at most twice the compact columns, unless `wide` says otherwise; `split` applies
+        to the wide layout only."""
         lead = (1,) * (3 - len(spatial))
         padded = lead + tuple(
             n + b + e for n, b, e in zip(spatial, window.pads_begin, window.pads_end, strict=True)
         )
         out = lead + window.out
-        span = ((out[0] - 1) * padded[1] + out[1] - 1) * padded[2] + out[2]
+        last = ((out[0] - 1) * padded[1] + out[1] - 1) * padded[2] + out[2]
         positions = math.prod(window.out)
         if wide is None:
-            wide = all(s == 1 for s in window.strides) and span <= 2 * positions
-        return cls(window, padded, wide, span if wide else positions)
+            wide = all(s == 1 for s in window.strides) and last <= 2 * positions
+        if not wide:
+            return cls(window, padded, False, positions)
+        columns = cls(window, padded, True, last, split)
+        return columns._replace(span=last + max(columns.shifts()))
 
-    def outputs(self, matrix, images: int):
-        """The columns of matrix (..., images * span) that hold outputs, as a view
-        (..., images, *out)."""
+    @property
+    def column_kernel(self) -> tuple[int, int, int]:
+        """The canonical kernel of the taps the columns hold: the split dims' taps are 1."""
+        kernel = self.window.canonical()[0]
+        return (1,) * self.split + kernel[self.split :]
+
+    def shifts(self) -> list[int]:
+        """Column offsets of the split dims' taps, in the kernel's order ([0] without a split)."""
+        kernel = self.window.canonical()[0]
+        return self._offsets(kernel[: self.split] + (1,) * (3 - self.split))
+
+    def tap_starts(self) -> list[int]:
+        """For the wide layout: where each column tap's run starts in the padded plane."""
+        return self._offsets(self.column_kernel)
+
+    def _offsets(self, kernel) -> list[int]:
+        _, _, _, dilations, _ = self.window.canonical()
+        _, height, width = self.padded
+        return [
+            ((a * dilations[0]) * height + b * dilations[1]) * width + t * dilations[2]
+            for a, b, t in np.ndindex(*kernel)
+        ]
+
+    def outputs(self, matrix, images: int, shift: int = 0):
+        """The columns of matrix (..., images * span) that hold outputs, `shift` columns on,
+        as a view (..., images, *out)."""
         xp = backend.array_module(matrix)
         lead = matrix.shape[:-1]
-        per_image = matrix.reshape(lead + (images, self.span))
         if not self.wide:
-            return per_image.reshape(lead + (images,) + self.window.out)
+            return matrix.reshape(lead + (images,) + self.window.out)
         _, height, width = self.padded
         steps = (height * width, width, 1)[3 - len(self.window.out) :]
         return xp.lib.stride_tricks.as_strided(
-            per_image,
+            matrix[..., shift:],
             lead + (images,) + self.window.out,
-            per_image.strides[:-1] + tuple(step * matrix.itemsize for step in steps),
+            matrix.strides[:-1] + tuple(step * matrix.itemsize for step in (self.span,) + steps),
         )
 
     def pitch(self) -> tuple[int, int]:
@@ -286,15 +323,6 @@ class Columns(NamedTuple):
             return self.padded[1], self.padded[2]
         out = (1,) * (3 - len(self.window.out)) + self.window.out
         return out[1], out[2]
-
-    def tap_starts(self) -> list[int]:
-        """For the wide layout: where each kernel tap's run starts in the padded plane."""
-        kernel, _, _, dilations, _ = self.window.canonical()
-        _, height, width = self.padded
-        return [
-            ((a * dilations[0]) * height + b * dilations[1]) * width + t * dilations[2]
-            for a, b, t in np.ndindex(*kernel)
-        ]
 
 
 def _numba_applies(*arrays) -> bool:
@@ -314,11 +342,13 @@ def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
         return
     kernel, strides, pads, dilations, out = columns.window.canonical()
     kernels = _numba_kernels(parallel)
-    taps = col.reshape((X.shape[1], math.prod(kernel), X.shape[0], -1))
     if columns.wide:
-        kernels.im2col_wide(_canonical(X), kernel, pads, dilations, columns.padded, taps)
+        taps = col.reshape((X.shape[1], -1, X.shape[0], columns.span))
+        kernels.im2col_wide(
+            _canonical(X), columns.column_kernel, pads, dilations, columns.padded, taps
+        )
     else:
-        taps = taps.reshape(taps.shape[:3] + out)
+        taps = col.reshape((X.shape[1], math.prod(kernel), X.shape[0]) + out)
         kernels.im2col(_canonical(X), kernel, strides, pads, dilations, taps)
 
 
@@ -330,11 +360,13 @@ def _col2im_into(col, columns: Columns, dX, parallel: bool) -> None:
         return
     kernel, strides, pads, dilations, out = columns.window.canonical()
     kernels = _numba_kernels(parallel)
-    taps = col.reshape((dX.shape[1], math.prod(kernel), dX.shape[0], -1))
     if columns.wide:
-        kernels.col2im_wide(taps, kernel, pads, dilations, columns.padded, _canonical(dX))
+        taps = col.reshape((dX.shape[1], -1, dX.shape[0], columns.span))
+        kernels.col2im_wide(
+            taps, columns.column_kernel, pads, dilations, columns.padded, _canonical(dX)
+        )
     else:
-        taps = taps.reshape(taps.shape[:3] + out)
+        taps = col.reshape((dX.shape[1], math.prod(kernel), dX.shape[0]) + out)
         kernels.col2im(taps, kernel, strides, pads, dilations, _canonical(dX))
 
 
@@ -461,61 +493,109 @@ def _chunks(N: int, image_bytes: int) -> list[slice]:
     return [slice(start, min(start + size, N)) for start in range(0, N, size)]
 
 
+def _layout(window: Window, spatial, channels: int, filters: int) -> Columns:
+    """The columns the conv op uses, given C/group and M/group: of the compact or wide layout
+    and the wide one's splits, the least estimated GEMM time, taken as the columns per image
+    times 1 + a tenth of |ln(S * M / (C * Kc))|, how lopsided the GEMM is. (On a 2-core Xeon,
+    OpenBLAS ran (192 x 192) @ (192 x n) at 170-220 GFLOP/s and (64 x 576) @ (576 x n) at
+    115-130; the model picked the fastest layout for each of eight 3x3 convs timed, 4x4 to 64x64
+    images, 1 to 128 channels.)"""
+    candidates = [Columns.of(window, spatial)]
+    if candidates[0].wide:
+        candidates += [Columns.of(window, spatial, split=split) for split in (1, 2, 3)]
+
+    def cost(columns: Columns) -> float:
+        rows = channels * math.prod(columns.column_kernel)
+        lopsided = abs(math.log(len(columns.shifts()) * filters / rows))
+        return columns.span * (1 + lopsided / 10)
+
+    return min(candidates, key=cost)
+
+
+def _stacked_weights(W, group: int, columns: Columns):
+    """W (M, C/group, *kernel) as (group, S * M/group, C/group * Kc): per group, the weights of
+    each shift (see Columns) stacked, shift-major, rows (s, m), columns (c, column tap)."""
+    xp = backend.array_module(W)
+    shifts = len(columns.shifts())
+    M, per_group = W.shape[:2]
+    taps = W.reshape(group, M // group, per_group, shifts, -1).transpose(0, 3, 1, 2, 4)
+    return xp.ascontiguousarray(taps).reshape(group, shifts * M // group, -1)
+
+
 def _conv_forward(X, W, B, window: Window, group: int):
     xp = backend.array_module(X)
     N, C = X.shape[:2]
     M = W.shape[0]
-    rows = C * math.prod(window.kernel)
-    columns = Columns.of(window, X.shape[2:])
-    span = columns.span
-    w_groups = W.reshape(group, M // group, rows // group)
+    columns = _layout(window, X.shape[2:], C // group, M // group)
+    rows, span, shifts = C * math.prod(columns.column_kernel), columns.span, len(columns.shifts())
+    w_stacked = _stacked_weights(W, group, columns)
     Y = xp.empty((N, M) + window.out, X.dtype)
-    chunks = _chunks(N, rows * span * X.dtype.itemsize)
+    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
     size = chunks[0].stop if chunks else 0
     col_buffer = xp.empty(rows * size * span, X.dtype)
-    out_buffer = xp.empty(M * size * span, X.dtype)
+    out_buffer = xp.empty(shifts * M * size * span, X.dtype)
     for part in chunks:
         n = part.stop - part.start
         col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
         _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
-        out = out_buffer[: M * n * span].reshape(group, M // group, n * span)
-        _matmul(w_groups, col, out)
-        _columns_to_images(out.reshape(M, -1), columns, B, Y[part])
+        out = out_buffer[: shifts * M * n * span].reshape(group, -1, n * span)
+        _matmul(w_stacked, col, out)
+        _columns_to_images(out, columns, B, Y[part])
     return Y
 
 
 def _columns_to_images(out, columns: Columns, B, Y) -> None:
-    """Y (n, M, *out) = the output columns of out (M, n*span), transposed, plus B (M,) if given:
-    the transpose, the wide layout's unused columns dropped and the bias added in one pass (a
+    """Y (n, M, *out) = the sum over shifts s of out's output columns for s, read s's offset on,
+    transposed, plus B (M,) if given; out is (group, S * M/group, n*span), rows (s, m) per
+    group. The transpose, the sum, dropping the unused columns and the bias in one pass (a
     serial numba kernel on the CPU, three times faster than numpy's strided add)."""
     xp, n, M = backend.array_module(out), Y.shape[0], Y.shape[1]
+    shifts = columns.shifts()
+    group = out.shape[0]
+    per_shift = out.reshape(group, len(shifts), M // group, -1)
     if _numba_applies(out, Y):
         bias = np.zeros(M, Y.dtype) if B is None else np.ascontiguousarray(B, Y.dtype)
-        out = out.reshape(M, n, columns.span)
         _numba_kernels(False).columns_to_images(
-            out, bias, B is not None, columns.pitch(), _canonical(Y)
+            per_shift.reshape(per_shift.shape[:3] + (n, columns.span)),
+            bias,
+            np.array(shifts, np.int64),
+            columns.pitch(),
+            _canonical(Y),
         )
         return
-    outputs = xp.moveaxis(columns.outputs(out, n), 0, 1)
-    if B is None:
-        Y[...] = outputs
-    else:
-        xp.add(outputs, B.reshape((M,) + (1,) * len(columns.window.out)), out=Y)
+    y_groups = Y.reshape((n, group, M // group) + columns.window.out)
+    for s, shift in enumerate(shifts):
+        values = xp.moveaxis(columns.outputs(per_shift[:, s], n, shift), 2, 0)
+        if s > 0:
+            y_groups += values
+            continue
+        y_groups[...] = values  # then the bias, in the numba kernel's order of the sum
+        if B is not None:
+            Y += B.reshape((M,) + (1,) * len(columns.window.out))
 
 
 def _images_to_columns(dY, columns: Columns, dy_columns) -> None:
-    """dy_columns (M, n*span) = dY (n, M, *out) in the columns' layout, the wide layout's
-    unused columns 0: the adjoint of _columns_to_images without the bias (a serial numba kernel
-    on the CPU)."""
+    """dy_columns (group, S * M/group, n*span), rows (s, m) per group = dY (n, M, *out) in the
+    columns' layout, once per shift s, s's offset on, every other column 0: the adjoint of
+    _columns_to_images without the bias (a serial numba kernel on the CPU)."""
     xp, n, M = backend.array_module(dY), dY.shape[0], dY.shape[1]
+    shifts = columns.shifts()
+    group = dy_columns.shape[0]
+    per_shift = dy_columns.reshape(group, len(shifts), M // group, -1)
     if _numba_applies(dY, dy_columns):
         _numba_kernels(False).images_to_columns(
-            _canonical(dY), columns.pitch(), columns.wide, dy_columns.reshape(M, n, columns.span)
+            _canonical(dY),
+            columns.pitch(),
+            columns.wide,
+            np.array(shifts, np.int64),
+            per_shift.reshape(per_shift.shape[:3] + (n, columns.span)),
         )
         return
     if columns.wide:
         dy_columns[...] = 0
-    columns.outputs(dy_columns, n)[...] = xp.moveaxis(dY, 1, 0)
+    dy_groups = xp.moveaxis(dY.reshape((n, group, M // group) + columns.window.out), 0, 2)
+    for s, shift in enumerate(shifts):
+        columns.outputs(per_shift[:, s], n, shift)[...] = dy_groups
 
 
 def _check_need(need) -> tuple[bool, bool, bool]:
@@ -568,7 +648,6 @@ def conv_grad(
     dY = xp.asarray(dY, dtype=X.dtype)
     N, C = x_shape[:2]
     M = w_shape[0]
-    rows = C * math.prod(window.kernel)
     spatial_axes = tuple(range(2, dY.ndim))
     dB = dY.sum(axis=spatial_axes).sum(axis=0) if need_b else None
     dX = dW = None
@@ -576,35 +655,36 @@ def conv_grad(
         return dX, dW, dB
 
     X = xp.ascontiguousarray(X)
-    columns = Columns.of(window, x_shape[2:])
-    span = columns.span
-    w_transposed = W.reshape(group, M // group, rows // group).swapaxes(-1, -2)
+    columns = _layout(window, x_shape[2:], C // group, M // group)
+    rows, span, shifts = C * math.prod(columns.column_kernel), columns.span, len(columns.shifts())
+    w_stacked = _stacked_weights(W, group, columns)
     dX = xp.empty(x_shape, X.dtype) if need_x else None
-    # dW accumulates transposed, (C/group*K, M/group) per group: col @ dY.T is the fastest
+    # dW accumulates as (C/group * Kc, S * M/group) per group: col @ dY.T is the fastest
     # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
-    dw_transposed = xp.zeros((group, rows // group, M // group), X.dtype) if need_w else None
-    partial = xp.empty_like(dw_transposed) if need_w else None
-    chunks = _chunks(N, rows * span * X.dtype.itemsize)
+    dw_stacked = xp.zeros((group, rows // group, w_stacked.shape[1]), X.dtype) if need_w else None
+    partial = xp.empty_like(dw_stacked) if need_w else None
+    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
     size = chunks[0].stop if chunks else 0
     col_buffer = xp.empty(rows * size * span, X.dtype)
-    dy_buffer = xp.empty(M * size * span, X.dtype)
+    dy_buffer = xp.empty(shifts * M * size * span, X.dtype)
     for part in chunks:
         n = part.stop - part.start
-        # dY's chunk in the columns' layout, (M, n*span), unused columns 0: one copy serves
+        # dY's chunk in the columns' layout, once per shift, unused columns 0: one copy serves
         # both GEMMs
-        dy_chunk = dy_buffer[: M * n * span].reshape(M, n * span)
+        dy_chunk = dy_buffer[: shifts * M * n * span].reshape(group, -1, n * span)
         _images_to_columns(dY[part], columns, dy_chunk)
-        dy_chunk = dy_chunk.reshape(group, M // group, n * span)
         col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
         if need_w:
             _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
             _matmul(col, dy_chunk.swapaxes(-1, -2), partial)
-            dw_transposed += partial
+            dw_stacked += partial
         if need_x:
-            _matmul(w_transposed, dy_chunk, col)
+            _matmul(w_stacked.swapaxes(-1, -2), dy_chunk, col)
             _col2im_into(col.reshape(rows, -1), columns, dX[part], parallel=False)
     if need_w:
-        dW = xp.ascontiguousarray(dw_transposed.swapaxes(-1, -2)).reshape(w_shape)
+        # rows (c, column tap), columns (shift, m) per group, back to (M, C/group, *kernel)
+        per_group = dw_stacked.reshape(group, C // group, rows // C, shifts, M // group)
+        dW = xp.ascontiguousarray(per_group.transpose(0, 4, 1, 3, 2)).reshape(w_shape)
     return dX, dW, dB
 
 
@@ -752,36 +832,41 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                         dst[i] = row[i]
 
     @backend.jit(parallel=parallel, fastmath=False)
-    def columns_to_images(out, bias, has_bias, pitch, y):
+    def columns_to_images(out, bias, shifts, pitch, y):
         images, filters, out_d, out_h, out_w = y.shape
+        per_group = out.shape[2]  # out (group, S, M/group, n, span)
         pitch_h, pitch_w = pitch
         for i in loop(images):
             for m in range(filters):
-                src, shift = out[m, i], bias[m]
+                g, local = divmod(np.int64(m), per_group)
                 for od in range(out_d):
                     for oh in range(out_h):
-                        row, dst = src[(od * pitch_h + oh) * pitch_w :], y[i, m, od, oh]
-                        if has_bias:
+                        start, dst = (od * pitch_h + oh) * pitch_w, y[i, m, od, oh]
+                        row = out[g, 0, local, i, start + shifts[0] :]
+                        for ow in range(out_w):
+                            dst[ow] = row[ow] + bias[m]
+                        for s in range(1, len(shifts)):
+                            row = out[g, s, local, i, start + shifts[s] :]
                             for ow in range(out_w):
-                                dst[ow] = row[ow] + shift
-                        else:
-                            for ow in range(out_w):
-                                dst[ow] = row[ow]
+                                dst[ow] += row[ow]
 
     @backend.jit(parallel=parallel, fastmath=False)
-    def images_to_columns(dy, pitch, wide, col):
+    def images_to_columns(dy, pitch, wide, shifts, col):
         images, filters, out_d, out_h, out_w = dy.shape
+        per_group = col.shape[2]  # col (group, S, M/group, n, span)
         pitch_h, pitch_w = pitch
         for m in loop(filters):
-            for i in range(images):
-                dst = col[m, i]
-                if wide:
-                    dst[:] = 0
-                for od in range(out_d):
-                    for oh in range(out_h):
-                        row, src = dst[(od * pitch_h + oh) * pitch_w :], dy[i, m, od, oh]
-                        for ow in range(out_w):
-                            row[ow] = src[ow]
+            g, local = divmod(np.int64(m), per_group)
+            for s in range(len(shifts)):
+                for i in range(images):
+                    dst = col[g, s, local, i, shifts[s] :]
+                    if wide:
+                        col[g, s, local, i] = 0
+                    for od in range(out_d):
+                        for oh in range(out_h):
+                            row, src = dst[(od * pitch_h + oh) * pitch_w :], dy[i, m, od, oh]
+                            for ow in range(out_w):
+                                row[ow] = src[ow]
 
     return SimpleNamespace(
         columns_to_images=columns_to_images,
