@@ -586,7 +586,6 @@ def _images_to_columns(dY, columns: Columns, dy_columns) -> None:
         _numba_kernels(False).images_to_columns(
             _canonical(dY),
             columns.pitch(),
-            columns.wide,
             np.array(shifts, np.int64),
             per_shift.reshape(per_shift.shape[:3] + (n, columns.span)),
         )
@@ -851,7 +850,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                                 dst[ow] += row[ow]
 
     @backend.jit(parallel=parallel, fastmath=False)
-    def images_to_columns(dy, pitch, wide, shifts, col):
+    def images_to_columns(dy, pitch, shifts, col):
         images, filters, out_d, out_h, out_w = dy.shape
         per_group = col.shape[2]  # col (group, S, M/group, n, span)
         pitch_h, pitch_w = pitch
@@ -859,14 +858,21 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
             g, local = divmod(np.int64(m), per_group)
             for s in range(len(shifts)):
                 for i in range(images):
-                    dst = col[g, s, local, i, shifts[s] :]
-                    if wide:
-                        col[g, s, local, i] = 0
+                    dst = col[g, s, local, i]
+                    done = 0  # each column written once: dY's rows, and 0 in the gaps (wide)
                     for od in range(out_d):
                         for oh in range(out_h):
-                            row, src = dst[(od * pitch_h + oh) * pitch_w :], dy[i, m, od, oh]
+                            start = (od * pitch_h + oh) * pitch_w + shifts[s]
+                            gap = dst[done:start]
+                            for q in range(len(gap)):
+                                gap[q] = 0
+                            row, src = dst[start:], dy[i, m, od, oh]
                             for ow in range(out_w):
                                 row[ow] = src[ow]
+                            done = start + out_w
+                    tail = dst[done:]
+                    for q in range(len(tail)):
+                        tail[q] = 0
 
     return SimpleNamespace(
         columns_to_images=columns_to_images,
