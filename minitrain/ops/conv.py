@@ -37,7 +37,10 @@ AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 # Bytes of im2col columns computed at once: the batch goes through in chunks of images whose
 # columns stay in the last-level cache between im2col writing them and the GEMM reading them
 # (measured on a 2-core Xeon: conv forward + backward a fifth faster than with the 75 MB of
-# columns of a (32, 64, 32, 32) batch in one piece).
+# columns of a (32, 64, 32, 32) batch in one piece). Smaller is not free either: glibc's malloc
+# serves from its heap what is smaller than the largest block it has unmapped, and trims the heap
+# above twice that; with 2-4 MB column buffers, the CNN training benchmark page-faulted 2300-4600
+# times a step on its 3 MB activations, a fifth of its time.
 _COL_CHUNK_BYTES = 8 << 20
 # Elements of columns from which im2col / col2im called on their own run in parallel: below it,
 # waking threads costs more than it saves. Inside conv and conv_grad they run serially, between
@@ -284,22 +287,14 @@ class Columns(NamedTuple):
         kernel = self.window.canonical()[0]
         return (1,) * self.split + kernel[self.split :]
 
-    def shifts(self) -> list[int]:
-        """Column offsets of the split dims' taps, in the kernel's order ([0] without a split)."""
+    def shifts(self) -> tuple[int, ...]:
+        """Column offsets of the split dims' taps, in the kernel's order ((0,) without a split)."""
         kernel = self.window.canonical()[0]
-        return self._offsets(kernel[: self.split] + (1,) * (3 - self.split))
+        return _offsets(kernel[: self.split] + (1,) * (3 - self.split), self.window, self.padded)
 
-    def tap_starts(self) -> list[int]:
+    def tap_starts(self) -> tuple[int, ...]:
         """For the wide layout: where each column tap's run starts in the padded plane."""
-        return self._offsets(self.column_kernel)
-
-    def _offsets(self, kernel) -> list[int]:
-        _, _, _, dilations, _ = self.window.canonical()
-        _, height, width = self.padded
-        return [
-            ((a * dilations[0]) * height + b * dilations[1]) * width + t * dilations[2]
-            for a, b, t in np.ndindex(*kernel)
-        ]
+        return _offsets(self.column_kernel, self.window, self.padded)
 
     def outputs(self, matrix, images: int, shift: int = 0):
         """The columns of matrix (..., images * span) that hold outputs, `shift` columns on,
@@ -323,6 +318,18 @@ class Columns(NamedTuple):
             return self.padded[1], self.padded[2]
         out = (1,) * (3 - len(self.window.out)) + self.window.out
         return out[1], out[2]
+
+
+@functools.lru_cache(maxsize=1024)
+def _offsets(kernel, window: Window, padded) -> tuple[int, ...]:
+    """Where each tap of `kernel` (canonical 3-D) reads, relative to the first, on the padded
+    grid, with the window's dilations."""
+    _, _, _, dilations, _ = window.canonical()
+    _, height, width = padded
+    return tuple(
+        ((a * dilations[0]) * height + b * dilations[1]) * width + t * dilations[2]
+        for a, b, t in np.ndindex(*kernel)
+    )
 
 
 def _numba_applies(*arrays) -> bool:
@@ -493,6 +500,7 @@ def _chunks(N: int, image_bytes: int) -> list[slice]:
     return [slice(start, min(start + size, N)) for start in range(0, N, size)]
 
 
+@functools.lru_cache(maxsize=256)
 def _layout(window: Window, spatial, channels: int, filters: int) -> Columns:
     """The columns the conv op uses, given C/group and M/group: of the compact or wide layout
     and the wide one's splits, the least estimated GEMM time, taken as the columns per image
@@ -530,7 +538,7 @@ def _conv_forward(X, W, B, window: Window, group: int):
     rows, span, shifts = C * math.prod(columns.column_kernel), columns.span, len(columns.shifts())
     w_stacked = _stacked_weights(W, group, columns)
     Y = xp.empty((N, M) + window.out, X.dtype)
-    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
+    chunks = _chunks(N, rows * span * X.dtype.itemsize)
     size = chunks[0].stop if chunks else 0
     col_buffer = xp.empty(rows * size * span, X.dtype)
     out_buffer = xp.empty(shifts * M * size * span, X.dtype)
@@ -662,7 +670,7 @@ def conv_grad(
     # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
     dw_stacked = xp.zeros((group, rows // group, w_stacked.shape[1]), X.dtype) if need_w else None
     partial = xp.empty_like(dw_stacked) if need_w else None
-    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
+    chunks = _chunks(N, rows * span * X.dtype.itemsize)
     size = chunks[0].stop if chunks else 0
     col_buffer = xp.empty(rows * size * span, X.dtype)
     dy_buffer = xp.empty(shifts * M * size * span, X.dtype)
