@@ -34,14 +34,15 @@ from .shape import reshape
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
-# Bytes of im2col columns computed at once: the batch goes through in chunks of images whose
-# columns stay in the last-level cache between im2col writing them and the GEMM reading them
-# (measured on a 2-core Xeon: conv forward + backward a fifth faster than with the 75 MB of
-# columns of a (32, 64, 32, 32) batch in one piece). Smaller is not free either: glibc's malloc
-# serves from its heap what is smaller than the largest block it has unmapped, and trims the heap
-# above twice that; with 2-4 MB column buffers, the CNN training benchmark page-faulted 2300-4600
-# times a step on its 3 MB activations, a fifth of its time.
-_COL_CHUNK_BYTES = 8 << 20
+# Bytes of im2col columns plus GEMM output computed at once: the batch goes through in chunks
+# of images whose columns stay in the last-level cache between im2col writing them and the GEMM
+# reading them (measured on a 2-core Xeon: conv forward + backward a fifth faster than with the
+# 75 MB of columns of a (32, 64, 32, 32) batch in one piece; 6 to 14 MB all within the noise).
+# Smaller is not free: glibc's malloc serves from its heap what is smaller than the largest
+# block it has unmapped, and trims the heap above twice that; with 8 MB, the CNN training
+# benchmark's second conv took two chunks, and its 4 MB buffers left the step page-faulting
+# 2300 times on its 3 MB activations, a fifth of its time.
+_COL_CHUNK_BYTES = 12 << 20
 # Elements of columns from which im2col / col2im called on their own run in parallel: below it,
 # waking threads costs more than it saves. Inside conv and conv_grad they run serially, between
 # multi-threaded GEMMs: BLAS's worker threads keep spinning for a while after each GEMM, and
@@ -491,7 +492,7 @@ def _matmul(a, b, out) -> None:
 
 
 def _chunks(N: int, image_bytes: int) -> list[slice]:
-    """The batch in about equal chunks of images whose columns fit _COL_CHUNK_BYTES (one image
+    """The batch in about equal chunks of images whose buffers fit _COL_CHUNK_BYTES (one image
     per chunk when even one does not fit)."""
     if N == 0:
         return []
@@ -538,7 +539,7 @@ def _conv_forward(X, W, B, window: Window, group: int):
     rows, span, shifts = C * math.prod(columns.column_kernel), columns.span, len(columns.shifts())
     w_stacked = _stacked_weights(W, group, columns)
     Y = xp.empty((N, M) + window.out, X.dtype)
-    chunks = _chunks(N, rows * span * X.dtype.itemsize)
+    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
     size = chunks[0].stop if chunks else 0
     col_buffer = xp.empty(rows * size * span, X.dtype)
     out_buffer = xp.empty(shifts * M * size * span, X.dtype)
@@ -670,7 +671,7 @@ def conv_grad(
     # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
     dw_stacked = xp.zeros((group, rows // group, w_stacked.shape[1]), X.dtype) if need_w else None
     partial = xp.empty_like(dw_stacked) if need_w else None
-    chunks = _chunks(N, rows * span * X.dtype.itemsize)
+    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
     size = chunks[0].stop if chunks else 0
     col_buffer = xp.empty(rows * size * span, X.dtype)
     dy_buffer = xp.empty(shifts * M * size * span, X.dtype)
