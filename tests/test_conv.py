@@ -160,7 +160,7 @@ def test_need_gives_none_and_does_no_work_for_skipped_outputs(work, monkeypatch,
     dy = _normal(rng, 5, 6, 6, 2)
     # two images per chunk: the batch of 5 goes through in 3 chunks
     monkeypatch.setattr(
-        conv_module, "_chunks", lambda N, *_: [slice(i, min(i + 2, N)) for i in (0, 2, 4)]
+        conv_module, "_chunks", lambda N, image_bytes: [slice(i, min(i + 2, N)) for i in (0, 2, 4)]
     )
     with backend.use_numba(use_numba):
         full = ops.conv_grad(dy, x, w, **attrs)
@@ -529,61 +529,6 @@ def test_layout_splits_where_the_gemm_gets_squarer(x_shape, w_shape, attrs, spli
     columns = conv_module._layout(window, x_shape[2:], x_shape[1], w_shape[0])
     assert columns.wide == (split is not None)
     assert columns.split == (split or 0)
-
-
-@pytest.mark.parametrize(
-    "attrs", [{"pads": 1}, {"strides": (2, 1), "group": 2}], ids=["wide", "compact"]
-)
-def test_chunks_on_several_threads_match_one_thread(monkeypatch, attrs):
-    rng = np.random.default_rng(13)
-    values = [
-        v.astype(np.float32)
-        for v in _leaves(rng, (7, 4, 6, 5), (6, 4 // attrs.get("group", 1), 3, 3))
-    ]
-    monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1)  # one image per chunk
-    one = _conv_and_grads(*values, **attrs)
-    monkeypatch.setattr(conv_module, "_THREADED_WORK", 0)
-    monkeypatch.setattr(conv_module, "_blas_threads", lambda: 3)
-    calls = []
-    original = conv_module._in_threads
-    monkeypatch.setattr(
-        conv_module,
-        "_in_threads",
-        lambda work, chunks, threads: calls.append(threads) or original(work, chunks, threads),
-    )
-    several = _conv_and_grads(*values, **attrs)
-    assert calls == [3, 3]  # the forward and the backward
-    y, dx, dw, db = several
-    np.testing.assert_array_equal(y, one[0])  # each image's work is the same, wherever it runs
-    np.testing.assert_array_equal(dx, one[1])
-    np.testing.assert_allclose(dw, one[2], rtol=1e-5, atol=1e-5)  # summed in another order
-    np.testing.assert_array_equal(db, one[3])
-
-
-def test_threaded_convs_give_blas_its_thread_count_back(monkeypatch):
-    # several user threads running threaded convs at once: BLAS is held to one thread while any
-    # runs, and gets its own count back once the last is done
-    monkeypatch.setattr(conv_module, "_THREADED_WORK", 0)
-    before = conv_module._blas_threads()
-    rng = np.random.default_rng(14)
-    values = [v.astype(np.float32) for v in _leaves(rng, (6, 4, 9, 9), (8, 4, 3, 3))]
-    seen = []
-    original = conv_module._in_threads
-
-    def spying(work, chunks, threads):
-        original(work, chunks, threads)
-        seen.append(conv_module._blas_threads())
-
-    monkeypatch.setattr(conv_module, "_in_threads", spying)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(3) as users:
-        results = list(users.map(lambda _: _conv_and_grads(*values, pads=1), range(6)))
-    assert conv_module._blas_threads() == before
-    assert len(seen) == 12
-    for result in results[1:]:
-        for got, want in zip(result, results[0], strict=True):
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_an_empty_batch():

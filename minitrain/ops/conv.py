@@ -17,12 +17,8 @@ and a squarer GEMM); `_layout` picks the layout.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import importlib
 import math
-import operator
-import threading
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -38,8 +34,7 @@ from .shape import reshape
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
-# Bytes of im2col columns plus GEMM output computed at once, by all threads together (see
-# _in_threads): the batch goes through in chunks
+# Bytes of im2col columns plus GEMM output computed at once: the batch goes through in chunks
 # of images whose columns stay in the last-level cache between im2col writing them and the GEMM
 # reading them (measured on a 2-core Xeon: conv forward + backward a fifth faster than with the
 # 75 MB of columns of a (32, 64, 32, 32) batch in one piece; 6 to 14 MB all within the noise).
@@ -53,10 +48,6 @@ _COL_CHUNK_BYTES = 12 << 20
 # multi-threaded GEMMs: BLAS's worker threads keep spinning for a while after each GEMM, and
 # numba's threads competing with them for the cores made the whole conv slower, not faster.
 _PARALLEL_WORK = 1 << 18
-# Elements of columns from which conv and conv_grad run the batch's chunks on several threads
-# (see _in_threads). Below it the hand-offs, and each thread's smaller share of the buffers, cost
-# more than they save: the CNN training benchmark's second conv (2M elements) ran slower threaded.
-_THREADED_WORK = 1 << 22
 
 
 # --- geometry -----------------------------------------------------------------------------------
@@ -500,75 +491,14 @@ def _matmul(a, b, out) -> None:
     backend.array_module(a, b).matmul(a, b, out=out)
 
 
-def _chunks(N: int, image_bytes: int, threads: int = 1) -> list[slice]:
-    """The batch in chunks of images whose buffers, one chunk per thread, fit _COL_CHUNK_BYTES
-    (one image per chunk when even one does not fit), as many chunks for every thread, their
-    sizes at most 1 apart."""
+def _chunks(N: int, image_bytes: int) -> list[slice]:
+    """The batch in about equal chunks of images whose buffers fit _COL_CHUNK_BYTES (one image
+    per chunk when even one does not fit)."""
     if N == 0:
         return []
-    size = max(1, _COL_CHUNK_BYTES // threads // max(1, image_bytes))
-    count = -(-max(-(-N // size), threads) // threads) * threads  # a multiple of threads
-    bounds = [N * i // count for i in range(count + 1)]
-    return [slice(lo, hi) for lo, hi in zip(bounds, bounds[1:], strict=False) if hi > lo]
-
-
-def _threads(xp, N: int, work: int) -> int:
-    """Threads to run the batch's chunks on: as many as BLAS uses, at most one per image, where
-    the columns hold at least _THREADED_WORK elements; else 1 (and always 1 on the GPU)."""
-    if xp is not np or N < 2 or work < _THREADED_WORK:
-        return 1
-    return max(1, min(N, _blas_threads()))
-
-
-@functools.cache
-def _blas_controller():
-    return importlib.import_module("threadpoolctl").ThreadpoolController().select(user_api="blas")
-
-
-def _blas_threads() -> int:
-    return max((lib.num_threads for lib in _blas_controller().lib_controllers), default=1)
-
-
-@functools.cache
-def _pool():
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(thread_name_prefix="minitrain-conv")
-
-
-def _in_threads(work, chunks: list[slice], threads: int) -> None:
-    """work(t, chunks[t::threads]) for each thread t, side by side, with BLAS held to one thread
-    meanwhile: each thread's GEMMs run on a core of their own, and the serial kernels between
-    them (im2col, col2im, the transposes) run in parallel too, instead of one at a time while
-    BLAS's idle threads spin on the other cores (on a 2-core Xeon, the benchmark's conv forward
-    plus backward went from 59-78 ms to 52-64 ms)."""
-    if threads == 1:
-        work(0, chunks)
-        return
-    with _one_blas_thread():
-        futures = [_pool().submit(work, t, chunks[t::threads]) for t in range(threads)]
-        for future in futures:
-            future.result()
-
-
-_blas_limit = SimpleNamespace(lock=threading.Lock(), users=0, limiter=None)
-
-
-@contextlib.contextmanager
-def _one_blas_thread():
-    """BLAS held to one thread, and given its own count back when the last of the calls that
-    overlap (convs run from several user threads) is done, not when the first is."""
-    with _blas_limit.lock:
-        if _blas_limit.users == 0:
-            _blas_limit.limiter = _blas_controller().limit(limits=1)
-        _blas_limit.users += 1
-    try:
-        yield
-    finally:
-        with _blas_limit.lock:
-            _blas_limit.users -= 1
-            if _blas_limit.users == 0:
-                _blas_limit.limiter.restore_original_limits()
+    size = max(1, min(N, _COL_CHUNK_BYTES // max(1, image_bytes)))
+    size = -(-N // -(-N // size))  # as many chunks, evened out
+    return [slice(start, min(start + size, N)) for start in range(0, N, size)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -609,23 +539,17 @@ def _conv_forward(X, W, B, window: Window, group: int):
     rows, span, shifts = C * math.prod(columns.column_kernel), columns.span, len(columns.shifts())
     w_stacked = _stacked_weights(W, group, columns)
     Y = xp.empty((N, M) + window.out, X.dtype)
-    threads = _threads(xp, N, rows * span * N)
-    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize, threads)
-    size = max((part.stop - part.start for part in chunks), default=0)
-    # each thread's buffers, allocated here: glibc would serve the threads from arenas of their own
-    col_buffers = [xp.empty(rows * size * span, X.dtype) for _ in range(threads)]
-    out_buffers = [xp.empty(shifts * M * size * span, X.dtype) for _ in range(threads)]
-
-    def run(thread, parts):
-        for part in parts:
-            n = part.stop - part.start
-            col = col_buffers[thread][: rows * n * span].reshape(group, rows // group, n * span)
-            _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
-            out = out_buffers[thread][: shifts * M * n * span].reshape(group, -1, n * span)
-            _matmul(w_stacked, col, out)
-            _columns_to_images(out, columns, B, Y[part])
-
-    _in_threads(run, chunks, threads)
+    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
+    size = chunks[0].stop if chunks else 0
+    col_buffer = xp.empty(rows * size * span, X.dtype)
+    out_buffer = xp.empty(shifts * M * size * span, X.dtype)
+    for part in chunks:
+        n = part.stop - part.start
+        col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
+        _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
+        out = out_buffer[: shifts * M * n * span].reshape(group, -1, n * span)
+        _matmul(w_stacked, col, out)
+        _columns_to_images(out, columns, B, Y[part])
     return Y
 
 
@@ -745,34 +669,27 @@ def conv_grad(
     dX = xp.empty(x_shape, X.dtype) if need_x else None
     # dW accumulates as (C/group * Kc, S * M/group) per group: col @ dY.T is the fastest
     # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
-    threads = _threads(xp, N, rows * span * N)
-    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize, threads)
-    size = max((part.stop - part.start for part in chunks), default=0)
-    col_buffers = [xp.empty(rows * size * span, X.dtype) for _ in range(threads)]
-    dy_buffers = [xp.empty(shifts * M * size * span, X.dtype) for _ in range(threads)]
-    dw_shape = (group, rows // group, w_stacked.shape[1])
-    dw_parts = [xp.zeros(dw_shape, X.dtype) if need_w else None for _ in range(threads)]
-    products = [xp.empty(dw_shape, X.dtype) if need_w else None for _ in range(threads)]
-
-    def run(thread, parts):
-        for part in parts:
-            n = part.stop - part.start
-            # dY's chunk in the columns' layout, once per shift, unused columns 0: one copy
-            # serves both GEMMs
-            dy_chunk = dy_buffers[thread][: shifts * M * n * span].reshape(group, -1, n * span)
-            _images_to_columns(dY[part], columns, dy_chunk)
-            col = col_buffers[thread][: rows * n * span].reshape(group, rows // group, n * span)
-            if need_w:
-                _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
-                _matmul(col, dy_chunk.swapaxes(-1, -2), products[thread])
-                dw_parts[thread] += products[thread]
-            if need_x:
-                _matmul(w_stacked.swapaxes(-1, -2), dy_chunk, col)
-                _col2im_into(col.reshape(rows, -1), columns, dX[part], parallel=False)
-
-    _in_threads(run, chunks, threads)
+    dw_stacked = xp.zeros((group, rows // group, w_stacked.shape[1]), X.dtype) if need_w else None
+    partial = xp.empty_like(dw_stacked) if need_w else None
+    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
+    size = chunks[0].stop if chunks else 0
+    col_buffer = xp.empty(rows * size * span, X.dtype)
+    dy_buffer = xp.empty(shifts * M * size * span, X.dtype)
+    for part in chunks:
+        n = part.stop - part.start
+        # dY's chunk in the columns' layout, once per shift, unused columns 0: one copy serves
+        # both GEMMs
+        dy_chunk = dy_buffer[: shifts * M * n * span].reshape(group, -1, n * span)
+        _images_to_columns(dY[part], columns, dy_chunk)
+        col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
+        if need_w:
+            _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
+            _matmul(col, dy_chunk.swapaxes(-1, -2), partial)
+            dw_stacked += partial
+        if need_x:
+            _matmul(w_stacked.swapaxes(-1, -2), dy_chunk, col)
+            _col2im_into(col.reshape(rows, -1), columns, dX[part], parallel=False)
     if need_w:
-        dw_stacked = functools.reduce(operator.add, dw_parts)
         # rows (c, column tap), columns (shift, m) per group, back to (M, C/group, *kernel)
         per_group = dw_stacked.reshape(group, C // group, rows // C, shifts, M // group)
         dW = xp.ascontiguousarray(per_group.transpose(0, 4, 1, 3, 2)).reshape(w_shape)
@@ -801,7 +718,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     """
     loop = numba_math.loop(parallel)  # also keeps the two builds apart in numba's cache
 
-    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
+    @backend.jit(parallel=parallel, fastmath=False)
     def im2col_planes(x, kernel, strides, pads, dilations, col):
         images, channels, depth, height, width = x.shape
         kd, kh, kw = kernel
@@ -833,7 +750,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                                 dst[hi:] = 0
                         k += 1
 
-    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
+    @backend.jit(parallel=parallel, fastmath=False)
     def col2im_planes(col, kernel, strides, pads, dilations, dx):
         images, channels, depth, height, width = dx.shape
         kd, kh, kw = kernel
@@ -864,7 +781,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                                     dst[ow * sw + shift] += src[ow]
                         k += 1
 
-    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
+    @backend.jit(parallel=parallel, fastmath=False)
     def im2col_wide_planes(x, kernel, pads, dilations, padded, col):
         images, channels, depth, height, width = x.shape
         kd, kh, kw = kernel
@@ -893,7 +810,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                             dst[q] = run[q]
                         k += 1
 
-    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
+    @backend.jit(parallel=parallel, fastmath=False)
     def col2im_wide_planes(col, kernel, pads, dilations, padded, dx):
         images, channels, depth, height, width = dx.shape
         kd, kh, kw = kernel
@@ -922,7 +839,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                     for i in range(width):
                         dst[i] = row[i]
 
-    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
+    @backend.jit(parallel=parallel, fastmath=False)
     def columns_to_images(out, bias, shifts, pitch, y):
         images, filters, out_d, out_h, out_w = y.shape
         per_group = out.shape[2]  # out (group, S, M/group, n, span)
@@ -941,7 +858,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                             for ow in range(out_w):
                                 dst[ow] += row[ow]
 
-    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
+    @backend.jit(parallel=parallel, fastmath=False)
     def images_to_columns(dy, pitch, shifts, col):
         images, filters, out_d, out_h, out_w = dy.shape
         per_group = col.shape[2]  # col (group, S, M/group, n, span)
