@@ -414,8 +414,8 @@ def test_numba_conv_matches_numpy_in_float32(attrs):
 
 # (wide, split): the compact layout, the wide one, and the wide one with the taps of the
 # canonical dims before `split` taken by shifting
-LAYOUTS = [(False, 0), (True, 0), (True, 2), (True, 3)]
-LAYOUT_IDS = ["compact", "wide", "wide_split_rows", "wide_split_all"]
+LAYOUTS = [(False, 0), (True, 0), (True, 1), (True, 2), (True, 3)]
+LAYOUT_IDS = ["compact", "wide", "wide_split_depth", "wide_split_rows", "wide_split_all"]
 
 
 @pytest.mark.parametrize("group", [1, 2], ids=["one_group", "two_groups"])

@@ -6,13 +6,13 @@ Layout: X is (N, C, *spatial), W is (M, C/group, *kernel), B is (M,). With K = p
 P = prod(output spatial), `im2col(X)` is the (C*K, N*P) matrix whose row c*K + k holds kernel tap k
 of channel c at every output position of every image: group g's rows are one contiguous block, so
 one GEMM per group, W[g] (M/group, C/group*K) @ col[g], covers many images at once, and so do the
-backward's dW and dX GEMMs. The batch goes through in chunks of images whose columns fit
+backward's dW and dX GEMMs. The batch goes through in chunks of images whose buffers fit
 `_COL_CHUNK_BYTES`, small enough to still be in cache when the GEMM reads them; each chunk's
-(M, n*P) product is transposed to (n, M, P) in the pass that adds the bias. Where every stride
-is 1 the op lays the columns out on the padded input's grid instead (see Columns), which turns
-im2col and col2im into block copies and adds, and can leave the taps of the leading kernel dims
-out of the columns, as shifts of the GEMM's output (a third of the columns for a 3x3 kernel,
-and a squarer GEMM); `_layout` picks the layout.
+product is transposed to (n, M, *out) in the pass that adds the bias. Where every stride is 1
+the op lays the columns out on the padded input's grid instead (see Columns), which turns im2col
+and col2im into block copies and adds, and can leave the taps of the leading kernel dims out of
+the columns, as shifts of the GEMM's output (a third of the rows for a 3x3 kernel, and a squarer
+GEMM); `_layout` picks the layout.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 # Bytes of im2col columns plus GEMM output computed at once: the batch goes through in chunks
 # of images whose columns stay in the last-level cache between im2col writing them and the GEMM
 # reading them (measured on a 2-core Xeon: conv forward + backward a fifth faster than with the
-# 75 MB of columns of a (32, 64, 32, 32) batch in one piece; 6 to 14 MB all within the noise).
+# 75 MB of columns of a (32, 64, 32, 32) batch in one piece; from 6 to 16 MB, the differences
+# stayed within the run-to-run noise of a shared host).
 # Smaller is not free: glibc's malloc serves from its heap what is smaller than the largest
 # block it has unmapped, and trims the heap above twice that; with 8 MB, the CNN training
 # benchmark's second conv took two chunks, and its 4 MB buffers left the step page-faulting
@@ -253,8 +254,10 @@ class Columns(NamedTuple):
     the columns hold only the taps of dims [split, 3) (C * Kc rows instead of C * K), the
     GEMM multiplies them by the weights of every shift stacked, (S * M, C * Kc), and the
     output sums the S products, each read at its shift's offset: for a 3x3 conv split at the
-    rows, a third of the columns and a squarer GEMM, which BLAS runs faster. `span` then
-    reaches past the last output by the largest shift, so no shift reads the next image.
+    rows, a third of the rows and a squarer GEMM, which BLAS runs faster. `span` then reaches
+    past the last output by the largest shift, so no shift reads the next image. (`split`
+    counts canonical dims, Window.canonical: 2 splits a 2-D conv at its rows, a 3-D one at
+    its depth and rows.)
     """
 
     window: Window
@@ -303,6 +306,7 @@ class Columns(NamedTuple):
         xp = backend.array_module(matrix)
         lead = matrix.shape[:-1]
         if not self.wide:
+            assert shift == 0, "the compact layout has no shifts"
             return matrix.reshape(lead + (images,) + self.window.out)
         _, height, width = self.padded
         steps = (height * width, width, 1)[3 - len(self.window.out) :]
@@ -343,8 +347,8 @@ def _numba_applies(*arrays) -> bool:
 
 
 def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
-    """Fill col (C*K, N*span) with X's windows: numba kernels on the CPU (the parallel build
-    when `parallel`), else the xp ones."""
+    """Fill col (C*Kc, N*span) with X's windows (Kc = the taps the columns hold): numba kernels
+    on the CPU (the parallel build when `parallel`), else the xp ones."""
     if not _numba_applies(X, col):
         (_im2col_wide_xp if columns.wide else _im2col_xp)(X, columns, col)
         return
@@ -361,7 +365,7 @@ def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
 
 
 def _col2im_into(col, columns: Columns, dX, parallel: bool) -> None:
-    """dX (N, C, *spatial) = col (C*K, N*span) added back where it came from (the adjoint of
+    """dX (N, C, *spatial) = col (C*Kc, N*span) added back where it came from (the adjoint of
     im2col): numba kernels on the CPU (the parallel build when `parallel`), else the xp ones."""
     if not _numba_applies(col, dX):
         (_col2im_wide_xp if columns.wide else _col2im_xp)(col, columns, dX)
@@ -503,12 +507,13 @@ def _chunks(N: int, image_bytes: int) -> list[slice]:
 
 @functools.lru_cache(maxsize=256)
 def _layout(window: Window, spatial, channels: int, filters: int) -> Columns:
-    """The columns the conv op uses, given C/group and M/group: of the compact or wide layout
-    and the wide one's splits, the least estimated GEMM time, taken as the columns per image
-    times 1 + a tenth of |ln(S * M / (C * Kc))|, how lopsided the GEMM is. (On a 2-core Xeon,
-    OpenBLAS ran (192 x 192) @ (192 x n) at 170-220 GFLOP/s and (64 x 576) @ (576 x n) at
-    115-130; the model picked the fastest layout for each of eight 3x3 convs timed, 4x4 to 64x64
-    images, 1 to 128 channels.)"""
+    """The columns the conv op uses, given C/group and M/group: the compact layout where
+    Columns.of picks it, else of the wide layout and its splits the least estimated GEMM time
+    (splits that shift nothing, like 1 for a 2-D conv, tie with 0, which wins), taken as the
+    columns per image times 1 + a tenth of |ln(S * M / (C * Kc))|, how lopsided the GEMM is.
+    (On a 2-core Xeon, OpenBLAS ran (192 x 192) @ (192 x n) at 170-220 GFLOP/s and
+    (64 x 576) @ (576 x n) at 115-130; the model picked the fastest layout for each of eight
+    3x3 convs timed, 4x4 to 64x64 images, 1 to 128 channels.)"""
     candidates = [Columns.of(window, spatial)]
     if candidates[0].wide:
         candidates += [Columns.of(window, spatial, split=split) for split in (1, 2, 3)]
@@ -707,7 +712,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     im2col saves (and far more on a busy machine).
 
     All work on 3 spatial dims (1-D and 2-D come with leading size-1 dims, see
-    Window.canonical): x (N, C, D, H, W), and columns (C, K, N, span) or, compact, (C, K, N,
+    Window.canonical): x (N, C, D, H, W), and columns (C, Kc, N, span) or, compact, (C, K, N,
     OD, OH, OW). The N*C planes (a channel of an image) run in parallel; a plane's columns come
     from, and go back to, that plane only, so col2im's scatter-add never races.
 
