@@ -536,25 +536,61 @@ def _stacked_weights(W, group: int, columns: Columns):
     return xp.ascontiguousarray(taps).reshape(group, shifts * M // group, -1)
 
 
+class _Chunked(NamedTuple):
+    """What conv and conv_grad both set up: the layout, W stacked for it, the batch's chunks,
+    and the buffers one chunk at a time works in, its columns (group, C/group * Kc, n*span) and
+    the rows the GEMM multiplies them with, (group, S * M/group, n*span): the GEMM's output in
+    the forward, dY once per shift in the backward."""
+
+    columns: Columns
+    w_stacked: object
+    parts: list[slice]
+    col_buffer: object
+    out_buffer: object
+    group: int
+
+    @classmethod
+    def of(cls, X, W, window: Window, group: int) -> _Chunked:
+        xp = backend.array_module(X)
+        N, C = X.shape[:2]
+        M = W.shape[0]
+        columns = _layout(window, X.shape[2:], C // group, M // group)
+        rows, shifts = C * math.prod(columns.column_kernel), len(columns.shifts())
+        per_image = (rows + shifts * M) * columns.span
+        parts = _chunks(N, per_image * X.dtype.itemsize)
+        size = parts[0].stop if parts else 0
+        return cls(
+            columns,
+            _stacked_weights(W, group, columns),
+            parts,
+            xp.empty(rows * size * columns.span, X.dtype),
+            xp.empty(shifts * M * size * columns.span, X.dtype),
+            group,
+        )
+
+    def col(self, n: int):
+        """The column buffer for a chunk of n images."""
+        return self._view(self.col_buffer, self.w_stacked.shape[2], n)
+
+    def out(self, n: int):
+        """The GEMM-output / dY buffer for a chunk of n images."""
+        return self._view(self.out_buffer, self.w_stacked.shape[1], n)
+
+    def _view(self, buffer, rows_per_group: int, n: int):
+        length = self.group * rows_per_group * n * self.columns.span
+        return buffer[:length].reshape(self.group, rows_per_group, -1)
+
+
 def _conv_forward(X, W, B, window: Window, group: int):
     xp = backend.array_module(X)
-    N, C = X.shape[:2]
-    M = W.shape[0]
-    columns = _layout(window, X.shape[2:], C // group, M // group)
-    rows, span, shifts = C * math.prod(columns.column_kernel), columns.span, len(columns.shifts())
-    w_stacked = _stacked_weights(W, group, columns)
-    Y = xp.empty((N, M) + window.out, X.dtype)
-    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
-    size = chunks[0].stop if chunks else 0
-    col_buffer = xp.empty(rows * size * span, X.dtype)
-    out_buffer = xp.empty(shifts * M * size * span, X.dtype)
-    for part in chunks:
+    Y = xp.empty((X.shape[0], W.shape[0]) + window.out, X.dtype)
+    chunked = _Chunked.of(X, W, window, group)
+    for part in chunked.parts:
         n = part.stop - part.start
-        col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
-        _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
-        out = out_buffer[: shifts * M * n * span].reshape(group, -1, n * span)
-        _matmul(w_stacked, col, out)
-        _columns_to_images(out, columns, B, Y[part])
+        col, out = chunked.col(n), chunked.out(n)
+        _im2col_into(X[part], chunked.columns, col.reshape(-1, col.shape[-1]), parallel=False)
+        _matmul(chunked.w_stacked, col, out)
+        _columns_to_images(out, chunked.columns, B, Y[part])
     return Y
 
 
@@ -659,8 +695,7 @@ def conv_grad(
     need_x, need_w, need_b = _check_need(need)
     xp = backend.array_module(dY, X, W)
     dY = xp.asarray(dY, dtype=X.dtype)
-    N, C = x_shape[:2]
-    M = w_shape[0]
+    C, M = x_shape[1], w_shape[0]
     spatial_axes = tuple(range(2, dY.ndim))
     dB = dY.sum(axis=spatial_axes).sum(axis=0) if need_b else None
     dX = dW = None
@@ -668,35 +703,30 @@ def conv_grad(
         return dX, dW, dB
 
     X = xp.ascontiguousarray(X)
-    columns = _layout(window, x_shape[2:], C // group, M // group)
-    rows, span, shifts = C * math.prod(columns.column_kernel), columns.span, len(columns.shifts())
-    w_stacked = _stacked_weights(W, group, columns)
+    chunked = _Chunked.of(X, W, window, group)
+    columns, w_stacked = chunked.columns, chunked.w_stacked
     dX = xp.empty(x_shape, X.dtype) if need_x else None
     # dW accumulates as (C/group * Kc, S * M/group) per group: col @ dY.T is the fastest
     # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
-    dw_stacked = xp.zeros((group, rows // group, w_stacked.shape[1]), X.dtype) if need_w else None
+    dw_stacked = xp.zeros(w_stacked.swapaxes(-1, -2).shape, X.dtype) if need_w else None
     partial = xp.empty_like(dw_stacked) if need_w else None
-    chunks = _chunks(N, (rows + shifts * M) * span * X.dtype.itemsize)
-    size = chunks[0].stop if chunks else 0
-    col_buffer = xp.empty(rows * size * span, X.dtype)
-    dy_buffer = xp.empty(shifts * M * size * span, X.dtype)
-    for part in chunks:
+    for part in chunked.parts:
         n = part.stop - part.start
         # dY's chunk in the columns' layout, once per shift, unused columns 0: one copy serves
         # both GEMMs
-        dy_chunk = dy_buffer[: shifts * M * n * span].reshape(group, -1, n * span)
+        dy_chunk, col = chunked.out(n), chunked.col(n)
         _images_to_columns(dY[part], columns, dy_chunk)
-        col = col_buffer[: rows * n * span].reshape(group, rows // group, n * span)
         if need_w:
-            _im2col_into(X[part], columns, col.reshape(rows, -1), parallel=False)
+            _im2col_into(X[part], columns, col.reshape(-1, col.shape[-1]), parallel=False)
             _matmul(col, dy_chunk.swapaxes(-1, -2), partial)
             dw_stacked += partial
         if need_x:
             _matmul(w_stacked.swapaxes(-1, -2), dy_chunk, col)
-            _col2im_into(col.reshape(rows, -1), columns, dX[part], parallel=False)
+            _col2im_into(col.reshape(-1, col.shape[-1]), columns, dX[part], parallel=False)
     if need_w:
         # rows (c, column tap), columns (shift, m) per group, back to (M, C/group, *kernel)
-        per_group = dw_stacked.reshape(group, C // group, rows // C, shifts, M // group)
+        shifts = len(columns.shifts())
+        per_group = dw_stacked.reshape(group, C // group, -1, shifts, M // group)
         dW = xp.ascontiguousarray(per_group.transpose(0, 4, 1, 3, 2)).reshape(w_shape)
     return dX, dW, dB
 
