@@ -224,17 +224,12 @@ def test_numba_softmax_matches_generic(numba_runs, name, axis, opset, layout, dt
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
-def test_numba_softmax_serial_and_parallel_builds_agree_at_the_threshold(monkeypatch, name, dtype):
+def test_numba_softmax_serial_and_parallel_builds_agree_at_the_threshold(
+    monkeypatch, record_builds, name, dtype
+):
     rng = np.random.default_rng(9)
     x, dy = _draw(rng, "contiguous", dtype), _draw(rng, "contiguous", dtype, scale=1.0)
-    builds = []
-    original = activation._row_kernels
-
-    def spy(parallel):
-        builds.append(parallel)
-        return original(parallel)
-
-    monkeypatch.setattr(activation, "_row_kernels", spy)
+    builds = record_builds(activation, "_row_kernels")
     results = {}
     # at the threshold (x.size) the parallel builds run, one above it the serial ones
     for threshold, parallel in [(x.size, True), (x.size + 1, False)]:

@@ -305,17 +305,10 @@ def test_numba_softmax_over_the_whole_exp_range(dtype):
     np.testing.assert_allclose(loss, want_loss, rtol=rtol)
 
 
-def test_numba_kernels_run_when_enabled(monkeypatch):
+def test_numba_kernels_run_when_enabled(record_builds):
     from minitrain.ops import loss
 
-    used = []
-    kernels = loss._numba_kernels
-
-    def spy(parallel):
-        used.append(parallel)
-        return kernels(parallel)
-
-    monkeypatch.setattr(loss, "_numba_kernels", spy)
+    used = record_builds(loss, "_numba_kernels")
     x = mt.tensor(np.zeros((3, 4), np.float32), requires_grad=True)
     previous = backend.set_numba(True)
     try:
@@ -675,21 +668,16 @@ def test_bce_weights_must_broadcast_to_the_input():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(monkeypatch, dtype):
+def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(
+    monkeypatch, record_builds, dtype
+):
     from minitrain.ops import loss
 
     rng = np.random.default_rng(8)
     logits = rng.standard_normal((2, 5, 3)).astype(dtype) * 4  # 6 rows of 5 classes
     target = rng.integers(0, 5, (2, 3))
     target[0, 1] = -100
-    used = []
-    kernels = loss._numba_kernels
-
-    def spy(parallel):
-        used.append(parallel)
-        return kernels(parallel)
-
-    monkeypatch.setattr(loss, "_numba_kernels", spy)
+    used = record_builds(loss, "_numba_kernels")
     results = {}
     # at the threshold (30 logits) the parallel builds run, one above it the serial ones
     for threshold, parallel in [(30, True), (31, False)]:

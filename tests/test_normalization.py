@@ -335,18 +335,11 @@ def test_numba_matches_generic(kernel_runs, case, dtype, layout, affine):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(
-    monkeypatch, case, dtype
+    monkeypatch, record_builds, case, dtype
 ):
     x, weight, bias, dy = case.make(dtype, seed=6, affine=True)
     family = "batch_norm" if case.op == "batch_norm" else "rows"
-    builds = []
-    original = normalization._numba_kernels
-
-    def spy(parallel):
-        builds.append(parallel)
-        return original(parallel)
-
-    monkeypatch.setattr(normalization, "_numba_kernels", spy)
+    builds = record_builds(normalization, "_numba_kernels")
     results = {}
     # at the threshold (x.size) the parallel builds run, one above it the serial ones
     for threshold, parallel in [(x.size, True), (x.size + 1, False)]:
