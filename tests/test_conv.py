@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -355,22 +356,24 @@ def test_im2col_parallel_build_matches_the_serial_one(monkeypatch):
         ((2, 3, 6, 5), (3, 3), (1, 1, 1, 1), (1, 1)),
         ((1, 2, 5, 6), (2, 3), (0, 2, 1, 0), (2, 1)),
         ((2, 2, 3, 4, 5), (2, 3, 2), (1, 0, 1, 0, 1, 1), (1, 1, 2)),
+        # outputs that read only padding: the grid's rows are as long as the output's
+        ((3, 2, 4, 5), (1, 1), (1, 1, 1, 1), (1, 1)),
+        ((2, 2, 5, 4), (2, 3), (3, 0, 0, 2), (1, 2)),
     ],
-    ids=["1d", "2d_same", "2d_asymmetric_dilated", "3d"],
+    ids=["1d", "2d_same", "2d_asymmetric_dilated", "3d", "2d_pointwise_padded", "2d_one_sided"],
 )
 def test_wide_columns_hold_the_compact_ones(x_shape, kernel, pads, dilations, use_numba, parallel):
-    # stride 1: the op lays columns out on the padded grid (Columns.wide); its output columns
+    # stride 1: the op lays columns out on a zero-padded grid (Columns.wide); its output columns
     # are im2col's, and col2im of them (unused columns 0) is col2im of the compact ones
     rng = np.random.default_rng(8)
     x = _normal(rng, *x_shape)
     strides = (1,) * len(kernel)
     window = conv_module.conv_window(x_shape[2:], kernel, strides, pads, dilations)
-    wide = conv_module.Columns.of(window, x_shape[2:])
-    assert wide.wide
+    wide = conv_module.Columns.of(window, x_shape[2:], wide=True)
     rows = x_shape[1] * math.prod(kernel)
     with backend.use_numba(use_numba):
         compact = ops.im2col(x, kernel, pads=pads, dilations=dilations)
-        col = np.full((rows, x_shape[0] * wide.span), np.nan)
+        col = np.full((rows, wide.width(x_shape[0])), np.nan)
         conv_module._im2col_into(x, wide, col, parallel)
         outputs = wide.outputs(col, x_shape[0]).reshape(rows, -1)
         np.testing.assert_array_equal(outputs, compact)
@@ -382,6 +385,19 @@ def test_wide_columns_hold_the_compact_ones(x_shape, kernel, pads, dilations, us
         dx = np.full(x_shape, np.nan)
         conv_module._col2im_into(col, wide, dx, parallel)
     np.testing.assert_allclose(dx, expected, rtol=1e-13, atol=1e-13)
+
+
+def test_wide_rows_and_images_share_their_padding():
+    # a row's end padding is the next row's begin padding, and an image's last padded row the
+    # next image's first: 33 x 33 columns per 32 x 32 image with padding 1, not 34 x 34
+    window = conv_module.conv_window((32, 32), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1))
+    columns = conv_module.Columns.of(window, (32, 32), wide=True)
+    assert columns.grid == (1, 33, 33)
+    assert columns.span == 33 * 33
+    # the last output of the last image, plus the reach of the first tap's row shifts (split 2)
+    split = columns._replace(split=2)
+    assert split.shifts() == (0, 33, 66)
+    assert split.width(4) == 3 * 33 * 33 + 31 * 33 + 32 + 66
 
 
 # --- the op: numba against numpy, chunks, layouts ---------------------------------------------
@@ -425,7 +441,7 @@ LAYOUT_IDS = ["compact", "wide", "wide_split_depth", "wide_split_rows", "wide_sp
     "x_shape", [(3, 2, 9), (3, 2, 7, 6), (2, 2, 4, 5, 3)], ids=["1d", "2d", "3d"]
 )
 def test_numba_column_transposes_match_numpy_exactly(x_shape, layout, with_bias, group):
-    # the forward's (group, S*M/group, n*span) -> (n, M, *out), shifts summed, plus bias, and
+    # the forward's (group, S*M/group, width(n)) -> (n, M, *out), shifts summed, plus bias, and
     # the backward's dY the other way, once per shift
     rng = np.random.default_rng(12)
     dims = len(x_shape) - 2
@@ -437,7 +453,7 @@ def test_numba_column_transposes_match_numpy_exactly(x_shape, layout, with_bias,
     shifts = len(columns.shifts())
     assert shifts == (2 ** min(dims, split - 3 + dims) if wide and split + dims > 3 else 1)
     n, filters = x_shape[0], 6
-    out = rng.standard_normal((group, shifts * filters // group, n * columns.span))
+    out = rng.standard_normal((group, shifts * filters // group, columns.width(n)))
     bias = rng.standard_normal(filters) if with_bias else None
     dy = rng.standard_normal((n, filters) + window.out)
     results = []
@@ -456,6 +472,31 @@ def test_numba_column_transposes_match_numpy_exactly(x_shape, layout, with_bias,
     # images is S * dY
     conv_module._columns_to_images(dy_columns, columns, None, y)
     np.testing.assert_allclose(y, shifts * dy, rtol=1e-15)
+
+
+def test_convs_in_two_threads_at_once_match_each_alone(monkeypatch):
+    # the chunk buffers are kept between calls, one set per thread (_workspace): two threads'
+    # convs, switching while BLAS runs, give what each gives alone
+    monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1 << 17)  # a few chunks each
+    rng = np.random.default_rng(13)
+    cases = [_leaves(rng, (6, 8, 12, 12), (8, 8, 3, 3)), _leaves(rng, (5, 8, 10, 9), (8, 8, 3, 3))]
+    alone = [_conv_and_grads(*values, pads=1) for values in cases]
+    results = [[], []]
+
+    def run(i):
+        for _ in range(10):
+            results[i].append(_conv_and_grads(*cases[i], pads=1))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for runs, want in zip(results, alone, strict=True):
+        assert len(runs) == 10
+        for got in runs:
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("attrs", [{"pads": 1}, {"strides": (2, 1)}], ids=["wide", "compact"])
@@ -508,9 +549,9 @@ def test_every_layout_agrees_with_the_compact_one_on_the_op(
         ((32, 64, 32, 32), (64, 64, 3, 3), {"pads": 1}, 2),  # the benchmark's: (192, 192)
         ((32, 128, 16, 16), (64, 128, 3, 3), {"pads": 1}, 2),  # (192, 384), not (64, 1152)
         ((64, 1, 28, 28), (16, 1, 3, 3), {"pads": 1}, 0),  # (16, 9), not (48, 3)
-        # (96, 48) would be squarer than (32, 144), but cost 14% more columns
+        # (96, 48) would be squarer than (32, 144), but its shifts reach 13% more columns
         ((64, 16, 14, 14), (32, 16, 3, 3), {"pads": 1}, 0),
-        ((8, 64, 4, 4), (64, 64, 3, 3), {"pads": 1}, 0),  # shifts would add 55% more columns
+        ((8, 64, 4, 4), (64, 64, 3, 3), {"pads": 1}, 0),  # shifts would reach 40% more columns
         ((8, 64, 16, 16), (64, 64, 3, 3), {"strides": 2, "pads": 1}, None),  # compact
     ],
     ids=[

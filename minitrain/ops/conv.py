@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -240,28 +241,37 @@ def _check_float(where: str, **arrays) -> None:
 
 
 class Columns(NamedTuple):
-    """How the conv op lays out one image's columns: `span` per image, in one of two layouts.
+    """How the conv op lays out the columns of a chunk of images, in one of two layouts, each
+    image `span` columns after the one before; `width(n)` columns for n images.
 
-    compact: one column per output position, P = prod(out) of them, output p at column p.
-    wide (every stride 1): the columns follow the zero-padded input's own grid, output
-    (od, oh, ow) at column (od * Hp + oh) * Wp + ow, so each kernel tap's columns are one
-    contiguous run of the padded input plane: im2col and col2im become block copies and adds
-    instead of row-by-row gathers, at the cost of a few unused columns (ow >= OW, oh >= OH),
-    which the forward drops and the backward feeds zeros.
+    compact: one column per output position, P = prod(out) of them, output p of image i at
+    column i * P + p.
+
+    wide (every stride 1): the columns follow a zero-padded grid of the input, so each kernel
+    tap's columns are one contiguous run of the grid: im2col and col2im become block copies and
+    adds instead of row-by-row gathers, at the cost of a few unused columns, which the forward
+    drops and the backward feeds zeros. The grid is shared by the chunk's images: per spatial
+    dim its pitch is size + max(pad_begin, pad_end) (or the output size, if larger), the gap
+    after one row (plane, image) being both the end padding of that row and the begin padding
+    of the next, where a window that reaches past the row reads zeros either way; the images
+    follow each other along the leading dim. For a 3x3 conv with padding 1 on 32x32 images,
+    33 * 33 columns per image where a grid padded on every side takes 34 * 34, and 1024 hold
+    outputs. Output (i, od, oh, ow) is column i * span + (od * H' + oh) * W' + ow, (D', H', W')
+    the grid's pitches, and the columns read the grid `margin` cells (the begin pads) before
+    their output's input position.
 
     wide with a `split`: the taps of the canonical dims [0, split) leave the columns and become
     shifts. A tap's columns are its neighbour's shifted along the grid by a fixed offset, so
     the columns hold only the taps of dims [split, 3) (C * Kc rows instead of C * K), the
     GEMM multiplies them by the weights of every shift stacked, (S * M, C * Kc), and the
     output sums the S products, each read at its shift's offset: for a 3x3 conv split at the
-    rows, a third of the rows and a squarer GEMM, which BLAS runs faster. `span` then reaches
-    past the last output by the largest shift, so no shift reads the next image. (`split`
-    counts canonical dims, Window.canonical: 2 splits a 2-D conv at its rows, a 3-D one at
-    its depth and rows.)
+    rows, a third of the rows and a squarer GEMM, which BLAS runs faster. `width(n)` then
+    reaches past the last output by the largest shift. (`split` counts canonical dims,
+    Window.canonical: 2 splits a 2-D conv at its rows, a 3-D one at its depth and rows.)
     """
 
     window: Window
-    padded: tuple[int, int, int]  # the zero-padded input's spatial shape, canonical 3-D
+    grid: tuple[int, int, int]  # the pitches of the columns' grid, canonical 3-D
     wide: bool
     span: int
     split: int = 0
@@ -272,18 +282,40 @@ class Columns(NamedTuple):
         costs at most twice the compact columns, unless `wide` says otherwise; `split` applies
         to the wide layout only."""
         lead = (1,) * (3 - len(spatial))
-        padded = lead + tuple(
-            n + b + e for n, b, e in zip(spatial, window.pads_begin, window.pads_end, strict=True)
-        )
-        out = lead + window.out
-        last = ((out[0] - 1) * padded[1] + out[1] - 1) * padded[2] + out[2]
         positions = math.prod(window.out)
+        grid = lead + tuple(
+            max(n + max(b, e), o)
+            for n, b, e, o in zip(
+                spatial, window.pads_begin, window.pads_end, window.out, strict=True
+            )
+        )
         if wide is None:
-            wide = all(s == 1 for s in window.strides) and last <= 2 * positions
+            wide = all(s == 1 for s in window.strides) and math.prod(grid) <= 2 * positions
         if not wide:
-            return cls(window, padded, False, positions)
-        columns = cls(window, padded, True, last, split)
-        return columns._replace(span=last + max(columns.shifts()))
+            return cls(window, lead + window.out, False, positions)
+        return cls(window, grid, True, math.prod(grid), split)
+
+    def width(self, images: int) -> int:
+        """Columns for `images` images: past the last image's last output by the largest shift
+        (wide), so that no shift reads outside the columns."""
+        if not self.wide or images == 0:
+            return images * self.span
+        out = self.window.canonical()[4]
+        _, height, width = self.grid
+        last = ((out[0] - 1) * height + out[1] - 1) * width + out[2]
+        return (images - 1) * self.span + last + max(self.shifts())
+
+    @property
+    def margin(self) -> int:
+        """Grid cells before the first image's first input position: the begin pads."""
+        _, _, pads, _, _ = self.window.canonical()
+        _, height, width = self.grid
+        return (pads[0] * height + pads[1]) * width + pads[2]
+
+    def grid_length(self, images: int) -> int:
+        """Cells of the grid of `images` images: their inputs, and every cell a column reads."""
+        reads = self.width(images) + max(self.tap_starts())
+        return max(self.margin + images * self.span, reads)
 
     @property
     def column_kernel(self) -> tuple[int, int, int]:
@@ -294,43 +326,36 @@ class Columns(NamedTuple):
     def shifts(self) -> tuple[int, ...]:
         """Column offsets of the split dims' taps, in the kernel's order ((0,) without a split)."""
         kernel = self.window.canonical()[0]
-        return _offsets(kernel[: self.split] + (1,) * (3 - self.split), self.window, self.padded)
+        return _offsets(kernel[: self.split] + (1,) * (3 - self.split), self.window, self.grid)
 
     def tap_starts(self) -> tuple[int, ...]:
-        """For the wide layout: where each column tap's run starts in the padded plane."""
-        return _offsets(self.column_kernel, self.window, self.padded)
+        """For the wide layout: where each column tap's run starts in the grid."""
+        return _offsets(self.column_kernel, self.window, self.grid)
 
     def outputs(self, matrix, images: int, shift: int = 0):
-        """The columns of matrix (..., images * span) that hold outputs, `shift` columns on,
+        """The columns of matrix (..., width(images)) that hold outputs, `shift` columns on,
         as a view (..., images, *out)."""
         xp = backend.array_module(matrix)
-        lead = matrix.shape[:-1]
-        if not self.wide:
-            assert shift == 0, "the compact layout has no shifts"
-            return matrix.reshape(lead + (images,) + self.window.out)
-        _, height, width = self.padded
-        steps = (height * width, width, 1)[3 - len(self.window.out) :]
+        _, height, width = self.grid
+        steps = (self.span,) + (height * width, width, 1)[3 - len(self.window.out) :]
         return xp.lib.stride_tricks.as_strided(
             matrix[..., shift:],
-            lead + (images,) + self.window.out,
-            matrix.strides[:-1] + tuple(step * matrix.itemsize for step in (self.span,) + steps),
+            matrix.shape[:-1] + (images,) + self.window.out,
+            matrix.strides[:-1] + tuple(step * matrix.itemsize for step in steps),
         )
 
-    def pitch(self) -> tuple[int, int]:
-        """Columns from one output to the next along the canonical dims 1 and 2 (dim 0's pitch
-        is their product): the padded input's grid (wide) or the output's own (compact)."""
-        if self.wide:
-            return self.padded[1], self.padded[2]
-        out = (1,) * (3 - len(self.window.out)) + self.window.out
-        return out[1], out[2]
+    def pitch(self) -> tuple[int, int, int]:
+        """Columns from one image, and along the canonical dims 1 and 2 from one output, to the
+        next (dim 0's pitch is the product of the last two)."""
+        return self.span, self.grid[1], self.grid[2]
 
 
 @functools.lru_cache(maxsize=1024)
-def _offsets(kernel, window: Window, padded) -> tuple[int, ...]:
-    """Where each tap of `kernel` (canonical 3-D) reads, relative to the first, on the padded
-    grid, with the window's dilations."""
+def _offsets(kernel, window: Window, grid) -> tuple[int, ...]:
+    """Where each tap of `kernel` (canonical 3-D) reads, relative to the first, on the grid,
+    with the window's dilations."""
     _, _, _, dilations, _ = window.canonical()
-    _, height, width = padded
+    _, height, width = grid
     return tuple(
         ((a * dilations[0]) * height + b * dilations[1]) * width + t * dilations[2]
         for a, b, t in np.ndindex(*kernel)
@@ -355,10 +380,8 @@ def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
     kernel, strides, pads, dilations, out = columns.window.canonical()
     kernels = _numba_kernels(parallel)
     if columns.wide:
-        taps = col.reshape((X.shape[1], -1, X.shape[0], columns.span))
-        kernels.im2col_wide(
-            _canonical(X), columns.column_kernel, pads, dilations, columns.padded, taps
-        )
+        taps = col.reshape((X.shape[1], -1, col.shape[-1]))
+        kernels.im2col_wide(_canonical(X), *_grid_args(columns, X.shape[0]), taps)
     else:
         taps = col.reshape((X.shape[1], math.prod(kernel), X.shape[0]) + out)
         kernels.im2col(_canonical(X), kernel, strides, pads, dilations, taps)
@@ -373,13 +396,18 @@ def _col2im_into(col, columns: Columns, dX, parallel: bool) -> None:
     kernel, strides, pads, dilations, out = columns.window.canonical()
     kernels = _numba_kernels(parallel)
     if columns.wide:
-        taps = col.reshape((dX.shape[1], -1, dX.shape[0], columns.span))
-        kernels.col2im_wide(
-            taps, columns.column_kernel, pads, dilations, columns.padded, _canonical(dX)
-        )
+        taps = col.reshape((dX.shape[1], -1, col.shape[-1]))
+        kernels.col2im_wide(taps, *_grid_args(columns, dX.shape[0]), _canonical(dX))
     else:
         taps = col.reshape((dX.shape[1], math.prod(kernel), dX.shape[0]) + out)
         kernels.col2im(taps, kernel, strides, pads, dilations, _canonical(dX))
+
+
+def _grid_args(columns: Columns, images: int):
+    """What the wide numba kernels take of the columns' grid: its pitches, margin, length for
+    `images` images and the tap starts."""
+    starts = np.array(columns.tap_starts(), np.int64)
+    return columns.grid, columns.margin, columns.grid_length(images), starts
 
 
 def _canonical(X):
@@ -410,7 +438,8 @@ def _im2col_xp(X, columns: Columns, col) -> None:
 def _col2im_xp(col, columns: Columns, dX) -> None:
     xp, window = backend.array_module(col), columns.window
     N, C = dX.shape[:2]
-    padded = xp.zeros((N, C) + columns.padded[3 - len(window.out) :], dX.dtype)
+    spatial = zip(dX.shape[2:], window.pads_begin, window.pads_end, strict=True)
+    padded = xp.zeros((N, C) + tuple(n + b + e for n, b, e in spatial), dX.dtype)
     taps = col.reshape((C,) + window.kernel + (N,) + window.out)
     lead = (slice(None), slice(None))
     for offset in np.ndindex(*window.kernel):
@@ -419,24 +448,33 @@ def _col2im_xp(col, columns: Columns, dX) -> None:
     dX[...] = padded[_interior(window, dX.shape[2:])]
 
 
+def _grid_inputs(grid, columns: Columns, shape):
+    """The cells of a grid (C, grid_length) that hold the inputs of canonical shape (N, C, D, H,
+    W), as a view (C, N, D, H, W)."""
+    images, channels, *spatial = shape
+    block = grid[:, columns.margin : columns.margin + images * columns.span]
+    cells = block.reshape((channels, images) + columns.grid)
+    return cells[(slice(None), slice(None)) + tuple(slice(0, n) for n in spatial)]
+
+
 def _im2col_wide_xp(X, columns: Columns, col) -> None:
-    xp, span = backend.array_module(X), columns.span
+    xp, X = backend.array_module(X), _canonical(X)
     N, C = X.shape[:2]
-    plane = xp.pad(X, _pad_width(columns.window)).reshape(N, C, -1)
-    taps = col.reshape(C, -1, N, span)
+    grid = xp.zeros((C, columns.grid_length(N)), X.dtype)
+    _grid_inputs(grid, columns, X.shape)[...] = X.swapaxes(0, 1)
+    taps = col.reshape(C, -1, col.shape[-1])
     for k, start in enumerate(columns.tap_starts()):
-        taps[:, k] = plane[:, :, start : start + span].swapaxes(0, 1)
+        taps[:, k] = grid[:, start : start + taps.shape[-1]]
 
 
 def _col2im_wide_xp(col, columns: Columns, dX) -> None:
-    xp, span = backend.array_module(col), columns.span
-    N, C = dX.shape[:2]
-    padded = xp.zeros((N, C) + columns.padded[3 - (dX.ndim - 2) :], dX.dtype)
-    plane = padded.reshape(N, C, -1)
-    taps = col.reshape(C, -1, N, span)
+    xp, shape = backend.array_module(col), _canonical(dX).shape
+    N, C = shape[:2]
+    grid = xp.zeros((C, columns.grid_length(N)), dX.dtype)
+    taps = col.reshape(C, -1, col.shape[-1])
     for k, start in enumerate(columns.tap_starts()):
-        plane[:, :, start : start + span] += taps[:, k].swapaxes(0, 1)
-    dX[...] = padded[_interior(columns.window, dX.shape[2:])]
+        grid[:, start : start + taps.shape[-1]] += taps[:, k]
+    dX[...] = _grid_inputs(grid, columns, shape).swapaxes(0, 1).reshape(dX.shape)
 
 
 def _im2col_window(where, x_shape, kernel_shape, strides, pads, dilations) -> Window:
@@ -495,25 +533,46 @@ def _matmul(a, b, out) -> None:
     backend.array_module(a, b).matmul(a, b, out=out)
 
 
-def _chunks(N: int, image_bytes: int) -> list[slice]:
-    """The batch in about equal chunks of images whose buffers fit _COL_CHUNK_BYTES (one image
-    per chunk when even one does not fit)."""
+def _chunks(N: int, chunk_bytes) -> list[slice]:
+    """The batch in about equal chunks of images whose buffers, chunk_bytes(n) for n images,
+    fit _COL_CHUNK_BYTES (one image per chunk when even one does not fit)."""
     if N == 0:
         return []
-    size = max(1, min(N, _COL_CHUNK_BYTES // max(1, image_bytes)))
+    size = max(1, min(N, _COL_CHUNK_BYTES // max(1, chunk_bytes(1))))
+    while size > 1 and chunk_bytes(size) > _COL_CHUNK_BYTES:
+        size -= 1
     size = -(-N // -(-N // size))  # as many chunks, evened out
     return [slice(start, min(start + size, N)) for start in range(0, N, size)]
+
+
+_workspaces = threading.local()
+
+
+def _workspace(nbytes: int, xp):
+    """nbytes of scratch memory for a chunk's buffers: on the CPU, up to _COL_CHUNK_BYTES of it
+    the same memory every time in a thread, kept between calls. Fresh memory is not free: the
+    kernel maps and zeroes every page on its first write, which took a 32x32 conv forward +
+    backward 1500 page faults a step when each call allocated its own buffers (OpenBLAS keeps
+    its packing buffers for the same reason). CuPy's memory pool already does this on the GPU."""
+    if xp is not np or nbytes > _COL_CHUNK_BYTES:
+        return xp.empty(nbytes, np.uint8)
+    buffer = getattr(_workspaces, "buffer", None)
+    if buffer is None or buffer.size < nbytes:
+        # untouched pages cost nothing: only what the largest chunk so far used is resident
+        buffer = _workspaces.buffer = np.empty(_COL_CHUNK_BYTES, np.uint8)
+    return buffer[:nbytes]
 
 
 @functools.lru_cache(maxsize=256)
 def _layout(window: Window, spatial, channels: int, filters: int) -> Columns:
     """The columns the conv op uses, given C/group and M/group: the compact layout where
-    Columns.of picks it, else of the wide layout and its splits the least estimated GEMM time
+    Columns.of picks it, else of the wide layout and its splits the least estimated time
     (splits that shift nothing, like 1 for a 2-D conv, tie with 0, which wins), taken as the
-    columns per image times 1 + a tenth of |ln(S * M / (C * Kc))|, how lopsided the GEMM is.
-    (On a 2-core Xeon, OpenBLAS ran (192 x 192) @ (192 x n) at 170-220 GFLOP/s and
-    (64 x 576) @ (576 x n) at 115-130; the model picked the fastest layout for each of eight
-    3x3 convs timed, 4x4 to 64x64 images, 1 to 128 channels.)"""
+    columns per image, plus the largest shift for the shifted sums and copies a split adds,
+    times 1 + a tenth of |ln(S * M / (C * Kc))|, how lopsided the GEMM is. (On a 2-core Xeon,
+    OpenBLAS ran (192 x 192) @ (192 x n) at 170-220 GFLOP/s and (64 x 576) @ (576 x n) at
+    115-130; the model picked the fastest layout for each of eight 3x3 convs timed, 4x4 to
+    64x64 images, 1 to 128 channels.)"""
     candidates = [Columns.of(window, spatial)]
     if candidates[0].wide:
         candidates += [Columns.of(window, spatial, split=split) for split in (1, 2, 3)]
@@ -521,7 +580,7 @@ def _layout(window: Window, spatial, channels: int, filters: int) -> Columns:
     def cost(columns: Columns) -> float:
         rows = channels * math.prod(columns.column_kernel)
         lopsided = abs(math.log(len(columns.shifts()) * filters / rows))
-        return columns.span * (1 + lopsided / 10)
+        return (columns.span + max(columns.shifts())) * (1 + lopsided / 10)
 
     return min(candidates, key=cost)
 
@@ -538,9 +597,9 @@ def _stacked_weights(W, group: int, columns: Columns):
 
 class _Chunked(NamedTuple):
     """What conv and conv_grad both set up: the layout, W stacked for it, the batch's chunks,
-    and the buffers one chunk at a time works in, its columns (group, C/group * Kc, n*span) and
-    the rows the GEMM multiplies them with, (group, S * M/group, n*span): the GEMM's output in
-    the forward, dY once per shift in the backward."""
+    and the buffers one chunk at a time works in (see _workspace), its columns (group,
+    C/group * Kc, width(n)) and the rows the GEMM multiplies them with, (group, S * M/group,
+    width(n)): the GEMM's output in the forward, dY once per shift in the backward."""
 
     columns: Columns
     w_stacked: object
@@ -556,15 +615,19 @@ class _Chunked(NamedTuple):
         M = W.shape[0]
         columns = _layout(window, X.shape[2:], C // group, M // group)
         rows, shifts = C * math.prod(columns.column_kernel), len(columns.shifts())
-        per_image = (rows + shifts * M) * columns.span
-        parts = _chunks(N, per_image * X.dtype.itemsize)
+        # bytes per column of the columns and of the GEMM's rows, whole cache lines, so that
+        # the second buffer starts on one
+        per_column = [-(-n * X.dtype.itemsize // 64) * 64 for n in (rows, shifts * M)]
+        parts = _chunks(N, lambda n: sum(per_column) * columns.width(n))
         size = parts[0].stop if parts else 0
+        buffer = _workspace(sum(per_column) * columns.width(size), xp)
+        split = per_column[0] * columns.width(size)
         return cls(
             columns,
             _stacked_weights(W, group, columns),
             parts,
-            xp.empty(rows * size * columns.span, X.dtype),
-            xp.empty(shifts * M * size * columns.span, X.dtype),
+            buffer[:split].view(X.dtype),
+            buffer[split:].view(X.dtype),
             group,
         )
 
@@ -577,7 +640,7 @@ class _Chunked(NamedTuple):
         return self._view(self.out_buffer, self.w_stacked.shape[1], n)
 
     def _view(self, buffer, rows_per_group: int, n: int):
-        length = self.group * rows_per_group * n * self.columns.span
+        length = self.group * rows_per_group * self.columns.width(n)
         return buffer[:length].reshape(self.group, rows_per_group, -1)
 
 
@@ -596,7 +659,7 @@ def _conv_forward(X, W, B, window: Window, group: int):
 
 def _columns_to_images(out, columns: Columns, B, Y) -> None:
     """Y (n, M, *out) = the sum over shifts s of out's output columns for s, read s's offset on,
-    transposed, plus B (M,) if given; out is (group, S * M/group, n*span), rows (s, m) per
+    transposed, plus B (M,) if given; out is (group, S * M/group, width(n)), rows (s, m) per
     group. The transpose, the sum, dropping the unused columns and the bias in one pass (a
     serial numba kernel on the CPU, three times faster than numpy's strided add)."""
     xp, n, M = backend.array_module(out), Y.shape[0], Y.shape[1]
@@ -606,7 +669,7 @@ def _columns_to_images(out, columns: Columns, B, Y) -> None:
     if _numba_applies(out, Y):
         bias = np.zeros(M, Y.dtype) if B is None else np.ascontiguousarray(B, Y.dtype)
         _numba_kernels(False).columns_to_images(
-            per_shift.reshape(per_shift.shape[:3] + (n, columns.span)),
+            per_shift,
             bias,
             np.array(shifts, np.int64),
             columns.pitch(),
@@ -625,7 +688,7 @@ def _columns_to_images(out, columns: Columns, B, Y) -> None:
 
 
 def _images_to_columns(dY, columns: Columns, dy_columns) -> None:
-    """dy_columns (group, S * M/group, n*span), rows (s, m) per group = dY (n, M, *out) in the
+    """dy_columns (group, S * M/group, width(n)), rows (s, m) per group = dY (n, M, *out) in the
     columns' layout, once per shift s, s's offset on, every other column 0: the adjoint of
     _columns_to_images without the bias (a serial numba kernel on the CPU)."""
     xp, n, M = backend.array_module(dY), dY.shape[0], dY.shape[1]
@@ -637,7 +700,7 @@ def _images_to_columns(dY, columns: Columns, dy_columns) -> None:
             _canonical(dY),
             columns.pitch(),
             np.array(shifts, np.int64),
-            per_shift.reshape(per_shift.shape[:3] + (n, columns.span)),
+            per_shift,
         )
         return
     if columns.wide:
@@ -742,14 +805,14 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     im2col saves (and far more on a busy machine).
 
     All work on 3 spatial dims (1-D and 2-D come with leading size-1 dims, see
-    Window.canonical): x (N, C, D, H, W), and columns (C, Kc, N, span) or, compact, (C, K, N,
-    OD, OH, OW). The N*C planes (a channel of an image) run in parallel; a plane's columns come
-    from, and go back to, that plane only, so col2im's scatter-add never races.
-
-    compact: along the last dim each output row splits into a left part in the padding, a
-    middle read from the input and a right part in the padding, so the inner loop has no bounds
-    test. wide: the plane is zero-padded into a small scratch buffer, and each tap's columns
-    are one contiguous run of it.
+    Window.canonical): x (N, C, D, H, W), and columns (C, Kc, width) or, compact, (C, K, N,
+    OD, OH, OW). compact: the N*C planes (a channel of an image) run in parallel; a plane's
+    columns come from, and go back to, that plane only, so col2im's scatter-add never races.
+    Along the last dim each output row splits into a left part in the padding, a middle read
+    from the input and a right part in the padding, so the inner loop has no bounds test.
+    wide: the C channels run in parallel; a channel's images are laid out on the zero-padded
+    grid in a scratch buffer (a few tens of KB), and each tap's columns are one contiguous run
+    of it.
     """
     loop = numba_math.loop(parallel)  # also keeps the two builds apart in numba's cache
 
@@ -817,96 +880,76 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                         k += 1
 
     @backend.jit(parallel=parallel, fastmath=False)
-    def im2col_wide_planes(x, kernel, pads, dilations, padded, col):
+    def im2col_wide_channels(x, grid, margin, length, starts, col):
         images, channels, depth, height, width = x.shape
-        kd, kh, kw = kernel
-        pd, ph, pw = pads
-        dd, dh, dw = dilations
-        padded_d, padded_h, padded_w = padded
-        span = col.shape[3]
-        for plane in loop(images * channels):
-            c, n = divmod(np.int64(plane), images)
-            scratch = np.zeros(padded_d * padded_h * padded_w, x.dtype)
-            for z in range(depth):
-                for y in range(height):
-                    row, src = (
-                        scratch[((z + pd) * padded_h + y + ph) * padded_w + pw :],
-                        x[n, c, z, y],
-                    )
-                    for i in range(width):
-                        row[i] = src[i]
-            k = 0
-            for a in range(kd):
-                for b in range(kh):
-                    for t in range(kw):
-                        run = scratch[(a * dd * padded_h + b * dh) * padded_w + t * dw :]
-                        dst = col[c, k, n]
-                        for q in range(span):
-                            dst[q] = run[q]
-                        k += 1
+        _, grid_h, grid_w = grid
+        span, columns = grid[0] * grid_h * grid_w, col.shape[2]
+        for c in loop(channels):
+            scratch = np.zeros(length, x.dtype)
+            for n in range(images):
+                for z in range(depth):
+                    for y in range(height):
+                        row = scratch[margin + n * span + (z * grid_h + y) * grid_w :]
+                        src = x[n, c, z, y]
+                        for i in range(width):
+                            row[i] = src[i]
+            for k in range(len(starts)):
+                run, dst = scratch[starts[k] :], col[c, k]
+                for q in range(columns):
+                    dst[q] = run[q]
 
     @backend.jit(parallel=parallel, fastmath=False)
-    def col2im_wide_planes(col, kernel, pads, dilations, padded, dx):
+    def col2im_wide_channels(col, grid, margin, length, starts, dx):
         images, channels, depth, height, width = dx.shape
-        kd, kh, kw = kernel
-        pd, ph, pw = pads
-        dd, dh, dw = dilations
-        padded_d, padded_h, padded_w = padded
-        span = col.shape[3]
-        for plane in loop(images * channels):
-            c, n = divmod(np.int64(plane), images)
-            scratch = np.zeros(padded_d * padded_h * padded_w, dx.dtype)
-            k = 0
-            for a in range(kd):
-                for b in range(kh):
-                    for t in range(kw):
-                        run = scratch[(a * dd * padded_h + b * dh) * padded_w + t * dw :]
-                        src = col[c, k, n]
-                        for q in range(span):
-                            run[q] += src[q]
-                        k += 1
-            for z in range(depth):
-                for y in range(height):
-                    row, dst = (
-                        scratch[((z + pd) * padded_h + y + ph) * padded_w + pw :],
-                        dx[n, c, z, y],
-                    )
-                    for i in range(width):
-                        dst[i] = row[i]
+        _, grid_h, grid_w = grid
+        span, columns = grid[0] * grid_h * grid_w, col.shape[2]
+        for c in loop(channels):
+            scratch = np.zeros(length, dx.dtype)
+            for k in range(len(starts)):
+                run, src = scratch[starts[k] :], col[c, k]
+                for q in range(columns):
+                    run[q] += src[q]
+            for n in range(images):
+                for z in range(depth):
+                    for y in range(height):
+                        row = scratch[margin + n * span + (z * grid_h + y) * grid_w :]
+                        dst = dx[n, c, z, y]
+                        for i in range(width):
+                            dst[i] = row[i]
 
     @backend.jit(parallel=parallel, fastmath=False)
     def columns_to_images(out, bias, shifts, pitch, y):
         images, filters, out_d, out_h, out_w = y.shape
-        per_group = out.shape[2]  # out (group, S, M/group, n, span)
-        pitch_h, pitch_w = pitch
+        per_group = out.shape[2]  # out (group, S, M/group, width)
+        span, pitch_h, pitch_w = pitch
         for i in loop(images):
             for m in range(filters):
                 g, local = divmod(np.int64(m), per_group)
                 for od in range(out_d):
                     for oh in range(out_h):
-                        start, dst = (od * pitch_h + oh) * pitch_w, y[i, m, od, oh]
-                        row = out[g, 0, local, i, start + shifts[0] :]
+                        start, dst = i * span + (od * pitch_h + oh) * pitch_w, y[i, m, od, oh]
+                        row = out[g, 0, local, start + shifts[0] :]
                         for ow in range(out_w):
                             dst[ow] = row[ow] + bias[m]
                         for s in range(1, len(shifts)):
-                            row = out[g, s, local, i, start + shifts[s] :]
+                            row = out[g, s, local, start + shifts[s] :]
                             for ow in range(out_w):
                                 dst[ow] += row[ow]
 
     @backend.jit(parallel=parallel, fastmath=False)
     def images_to_columns(dy, pitch, shifts, col):
         images, filters, out_d, out_h, out_w = dy.shape
-        per_group = col.shape[2]  # col (group, S, M/group, n, span)
-        pitch_h, pitch_w = pitch
+        per_group = col.shape[2]  # col (group, S, M/group, width)
+        span, pitch_h, pitch_w = pitch
         for m in loop(filters):
             g, local = divmod(np.int64(m), per_group)
             for s in range(len(shifts)):
+                dst = col[g, s, local]
+                done = 0  # each column written once: dY's rows, and 0 in the gaps (wide)
                 for i in range(images):
-                    dst = col[g, s, local, i]
-                    done = 0  # each column written once: dY's rows, and 0 in the gaps (wide)
                     for od in range(out_d):
                         for oh in range(out_h):
-                            start = (od * pitch_h + oh) * pitch_w + shifts[s]
+                            start = i * span + (od * pitch_h + oh) * pitch_w + shifts[s]
                             gap = dst[done:start]
                             for q in range(len(gap)):
                                 gap[q] = 0
@@ -914,17 +957,17 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                             for ow in range(out_w):
                                 row[ow] = src[ow]
                             done = start + out_w
-                    tail = dst[done:]
-                    for q in range(len(tail)):
-                        tail[q] = 0
+                tail = dst[done:]
+                for q in range(len(tail)):
+                    tail[q] = 0
 
     return SimpleNamespace(
         columns_to_images=columns_to_images,
         images_to_columns=images_to_columns,
         im2col=im2col_planes,
         col2im=col2im_planes,
-        im2col_wide=im2col_wide_planes,
-        col2im_wide=col2im_wide_planes,
+        im2col_wide=im2col_wide_channels,
+        col2im_wide=col2im_wide_channels,
     )
 
 
