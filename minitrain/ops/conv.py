@@ -403,10 +403,13 @@ def _col2im_into(col, columns: Columns, dX, parallel: bool) -> None:
         kernels.col2im(taps, kernel, strides, pads, dilations, _canonical(dX))
 
 
+@functools.lru_cache(maxsize=256)
 def _grid_args(columns: Columns, images: int):
     """What the wide numba kernels take of the columns' grid: its pitches, margin, length for
-    `images` images and the tap starts."""
+    `images` images and the tap starts (cached: computing them took a fifth of a 32x32 image's
+    im2col)."""
     starts = np.array(columns.tap_starts(), np.int64)
+    starts.flags.writeable = False
     return columns.grid, columns.margin, columns.grid_length(images), starts
 
 
