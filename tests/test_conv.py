@@ -475,8 +475,8 @@ def test_numba_column_transposes_match_numpy_exactly(x_shape, layout, with_bias,
 
 
 def test_convs_in_two_threads_at_once_match_each_alone(monkeypatch):
-    # the chunk buffers are kept between calls, one set per thread (_workspace): two threads'
-    # convs, switching while BLAS runs, give what each gives alone
+    # nothing a conv keeps between calls (cached layouts, kernel arguments) is shared state:
+    # two threads' convs, switching while BLAS runs, give what each gives alone
     monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1 << 17)  # a few chunks each
     rng = np.random.default_rng(13)
     cases = [_leaves(rng, (6, 8, 12, 12), (8, 8, 3, 3)), _leaves(rng, (5, 8, 10, 9), (8, 8, 3, 3))]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -548,24 +547,6 @@ def _chunks(N: int, chunk_bytes) -> list[slice]:
     return [slice(start, min(start + size, N)) for start in range(0, N, size)]
 
 
-_workspaces = threading.local()
-
-
-def _workspace(nbytes: int, xp):
-    """nbytes of scratch memory for a chunk's buffers: on the CPU, up to _COL_CHUNK_BYTES of it
-    the same memory every time in a thread, kept between calls. Fresh memory is not free: the
-    kernel maps and zeroes every page on its first write, which took a 32x32 conv forward +
-    backward 1500 page faults a step when each call allocated its own buffers (OpenBLAS keeps
-    its packing buffers for the same reason). CuPy's memory pool already does this on the GPU."""
-    if xp is not np or nbytes > _COL_CHUNK_BYTES:
-        return xp.empty(nbytes, np.uint8)
-    buffer = getattr(_workspaces, "buffer", None)
-    if buffer is None or buffer.size < nbytes:
-        # untouched pages cost nothing: only what the largest chunk so far used is resident
-        buffer = _workspaces.buffer = np.empty(_COL_CHUNK_BYTES, np.uint8)
-    return buffer[:nbytes]
-
-
 @functools.lru_cache(maxsize=256)
 def _layout(window: Window, spatial, channels: int, filters: int) -> Columns:
     """The columns the conv op uses, given C/group and M/group: the compact layout where
@@ -600,9 +581,9 @@ def _stacked_weights(W, group: int, columns: Columns):
 
 class _Chunked(NamedTuple):
     """What conv and conv_grad both set up: the layout, W stacked for it, the batch's chunks,
-    and the buffers one chunk at a time works in (see _workspace), its columns (group,
-    C/group * Kc, width(n)) and the rows the GEMM multiplies them with, (group, S * M/group,
-    width(n)): the GEMM's output in the forward, dY once per shift in the backward."""
+    and the buffers one chunk at a time works in, its columns (group, C/group * Kc, width(n))
+    and the rows the GEMM multiplies them with, (group, S * M/group, width(n)): the GEMM's
+    output in the forward, dY once per shift in the backward."""
 
     columns: Columns
     w_stacked: object
@@ -618,19 +599,14 @@ class _Chunked(NamedTuple):
         M = W.shape[0]
         columns = _layout(window, X.shape[2:], C // group, M // group)
         rows, shifts = C * math.prod(columns.column_kernel), len(columns.shifts())
-        # bytes per column of the columns and of the GEMM's rows, whole cache lines, so that
-        # the second buffer starts on one
-        per_column = [-(-n * X.dtype.itemsize // 64) * 64 for n in (rows, shifts * M)]
-        parts = _chunks(N, lambda n: sum(per_column) * columns.width(n))
+        parts = _chunks(N, lambda n: (rows + shifts * M) * columns.width(n) * X.dtype.itemsize)
         size = parts[0].stop if parts else 0
-        buffer = _workspace(sum(per_column) * columns.width(size), xp)
-        split = per_column[0] * columns.width(size)
         return cls(
             columns,
             _stacked_weights(W, group, columns),
             parts,
-            buffer[:split].view(X.dtype),
-            buffer[split:].view(X.dtype),
+            xp.empty(rows * columns.width(size), X.dtype),
+            xp.empty(shifts * M * columns.width(size), X.dtype),
             group,
         )
 
