@@ -9,10 +9,10 @@ one GEMM per group, W[g] (M/group, C/group*K) @ col[g], covers many images at on
 backward's dW and dX GEMMs. The batch goes through in chunks of images whose buffers fit
 `_COL_CHUNK_BYTES`, small enough to still be in cache when the GEMM reads them; each chunk's
 product is transposed to (n, M, *out) in the pass that adds the bias. Where every stride is 1
-the op lays the columns out on the padded input's grid instead (see Columns), which turns im2col
-and col2im into block copies and adds, and can leave the taps of the leading kernel dims out of
-the columns, as shifts of the GEMM's output (a third of the rows for a 3x3 kernel, and a squarer
-GEMM); `_layout` picks the layout.
+the op lays the columns out on a zero-padded grid of the chunk's images instead (see Columns),
+which turns im2col and col2im into block copies and adds, and can leave the taps of the leading
+kernel dims out of the columns, as shifts of the GEMM's output (a third of the rows for a 3x3
+kernel, and a squarer GEMM); `_layout` picks the layout.
 """
 
 from __future__ import annotations
