@@ -394,7 +394,7 @@ def test_wide_rows_and_images_share_their_padding():
     columns = conv_module.Columns.of(window, (32, 32), wide=True)
     assert columns.grid == (1, 33, 33)
     assert columns.span == 33 * 33
-    # the last output of the last image, plus the reach of the first tap's row shifts (split 2)
+    # up to the last image's last output, plus the largest row shift (split 2)
     split = columns._replace(split=2)
     assert split.shifts() == (0, 33, 66)
     assert split.width(4) == 3 * 33 * 33 + 31 * 33 + 32 + 66
