@@ -379,8 +379,8 @@ def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
     kernel, strides, pads, dilations, out = columns.window.canonical()
     kernels = _numba_kernels(parallel)
     if columns.wide:
-        taps = col.reshape((X.shape[1], -1, col.shape[-1]))
-        kernels.im2col_wide(_canonical(X), *_grid_args(columns, X.shape[0]), taps)
+        taps, x = col.reshape((X.shape[1], -1, col.shape[-1])), _canonical(X)
+        kernels.im2col_wide(_by_rows(x), *_grid_args(columns, x.shape), taps)
     else:
         taps = col.reshape((X.shape[1], math.prod(kernel), X.shape[0]) + out)
         kernels.im2col(_canonical(X), kernel, strides, pads, dilations, taps)
@@ -395,21 +395,31 @@ def _col2im_into(col, columns: Columns, dX, parallel: bool) -> None:
     kernel, strides, pads, dilations, out = columns.window.canonical()
     kernels = _numba_kernels(parallel)
     if columns.wide:
-        taps = col.reshape((dX.shape[1], -1, col.shape[-1]))
-        kernels.col2im_wide(taps, *_grid_args(columns, dX.shape[0]), _canonical(dX))
+        taps, dx = col.reshape((dX.shape[1], -1, col.shape[-1])), _canonical(dX)
+        kernels.col2im_wide(taps, *_grid_args(columns, dx.shape), _by_rows(dx))
     else:
         taps = col.reshape((dX.shape[1], math.prod(kernel), dX.shape[0]) + out)
         kernels.col2im(taps, kernel, strides, pads, dilations, _canonical(dX))
 
 
 @functools.lru_cache(maxsize=256)
-def _grid_args(columns: Columns, images: int):
-    """What the wide numba kernels take of the columns' grid: its pitches, margin, length for
-    `images` images and the tap starts (cached: computing them took a fifth of a 32x32 image's
-    im2col)."""
+def _grid_args(columns: Columns, shape):
+    """What the wide numba kernels take of the grid of inputs of canonical shape (N, C, D, H,
+    W): its length, where each input row (n, d, h) starts in it (the cells _grid_inputs gives),
+    and where each column tap's run starts (cached: computing them took a fifth of a 32x32
+    image's im2col)."""
+    images, _, *spatial = shape
+    length = columns.grid_length(images)
+    cells = _grid_inputs(np.arange(length)[None], columns, (images, 1, *spatial))
+    rows = np.ascontiguousarray(cells[0, ..., 0]).reshape(-1)
     starts = np.array(columns.tap_starts(), np.int64)
-    starts.flags.writeable = False
-    return columns.grid, columns.margin, columns.grid_length(images), starts
+    rows.flags.writeable = starts.flags.writeable = False
+    return length, rows, starts
+
+
+def _by_rows(x):
+    """Canonical x (N, C, D, H, W) as (N, C, D*H, W), a view: the rows the wide kernels copy."""
+    return x.reshape(x.shape[:2] + (-1, x.shape[-1]))
 
 
 def _canonical(X):
@@ -789,9 +799,9 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     columns come from, and go back to, that plane only, so col2im's scatter-add never races.
     Along the last dim each output row splits into a left part in the padding, a middle read
     from the input and a right part in the padding, so the inner loop has no bounds test.
-    wide: the C channels run in parallel; a channel's images are laid out on the zero-padded
-    grid in a scratch buffer (a few tens of KB), and each tap's columns are one contiguous run
-    of it.
+    wide: x comes as (N, C, D*H, W) (_by_rows), and the C channels run in parallel; a channel's
+    input rows are copied to where _grid_args says they start on the zero-padded grid, in a
+    scratch buffer (a few tens of KB), and each tap's columns are one contiguous run of it.
     """
     loop = numba_math.loop(parallel)  # also keeps the two builds apart in numba's cache
 
@@ -859,29 +869,25 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                         k += 1
 
     @backend.jit(parallel=parallel, fastmath=False)
-    def im2col_wide_channels(x, grid, margin, length, starts, col):
-        images, channels, depth, height, width = x.shape
-        _, grid_h, grid_w = grid
-        span, columns = grid[0] * grid_h * grid_w, col.shape[2]
+    def im2col_wide_channels(x, length, rows, starts, col):
+        images, channels, rows_per_image, width = x.shape
+        columns = col.shape[2]
         for c in loop(channels):
             scratch = np.zeros(length, x.dtype)
             for n in range(images):
-                for z in range(depth):
-                    for y in range(height):
-                        row = scratch[margin + n * span + (z * grid_h + y) * grid_w :]
-                        src = x[n, c, z, y]
-                        for i in range(width):
-                            row[i] = src[i]
+                for y in range(rows_per_image):
+                    row, src = scratch[rows[n * rows_per_image + y] :], x[n, c, y]
+                    for i in range(width):
+                        row[i] = src[i]
             for k in range(len(starts)):
                 run, dst = scratch[starts[k] :], col[c, k]
                 for q in range(columns):
                     dst[q] = run[q]
 
     @backend.jit(parallel=parallel, fastmath=False)
-    def col2im_wide_channels(col, grid, margin, length, starts, dx):
-        images, channels, depth, height, width = dx.shape
-        _, grid_h, grid_w = grid
-        span, columns = grid[0] * grid_h * grid_w, col.shape[2]
+    def col2im_wide_channels(col, length, rows, starts, dx):
+        images, channels, rows_per_image, width = dx.shape
+        columns = col.shape[2]
         for c in loop(channels):
             scratch = np.zeros(length, dx.dtype)
             for k in range(len(starts)):
@@ -889,12 +895,10 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                 for q in range(columns):
                     run[q] += src[q]
             for n in range(images):
-                for z in range(depth):
-                    for y in range(height):
-                        row = scratch[margin + n * span + (z * grid_h + y) * grid_w :]
-                        dst = dx[n, c, z, y]
-                        for i in range(width):
-                            dst[i] = row[i]
+                for y in range(rows_per_image):
+                    row, dst = scratch[rows[n * rows_per_image + y] :], dx[n, c, y]
+                    for i in range(width):
+                        dst[i] = row[i]
 
     @backend.jit(parallel=parallel, fastmath=False)
     def columns_to_images(out, bias, shifts, pitch, y):
