@@ -371,7 +371,7 @@ def _numba_applies(*arrays) -> bool:
 
 
 def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
-    """Fill col (C*Kc, N*span) with X's windows (Kc = the taps the columns hold): numba kernels
+    """Fill col (C*Kc, width(N)) with X's windows (Kc = the taps the columns hold): numba kernels
     on the CPU (the parallel build when `parallel`), else the xp ones."""
     if not _numba_applies(X, col):
         (_im2col_wide_xp if columns.wide else _im2col_xp)(X, columns, col)
@@ -387,7 +387,7 @@ def _im2col_into(X, columns: Columns, col, parallel: bool) -> None:
 
 
 def _col2im_into(col, columns: Columns, dX, parallel: bool) -> None:
-    """dX (N, C, *spatial) = col (C*Kc, N*span) added back where it came from (the adjoint of
+    """dX (N, C, *spatial) = col (C*Kc, width(N)) added back where it came from (the adjoint of
     im2col): numba kernels on the CPU (the parallel build when `parallel`), else the xp ones."""
     if not _numba_applies(col, dX):
         (_col2im_wide_xp if columns.wide else _col2im_xp)(col, columns, dX)
