@@ -462,11 +462,14 @@ def test_numba_column_transposes_match_numpy_exactly(x_shape, layout, with_bias,
             y = np.full((n, filters) + window.out, np.nan)
             conv_module._columns_to_images(out, columns, bias, y)
             dy_columns = np.full(out.shape, np.nan)
-            conv_module._images_to_columns(dy, columns, dy_columns)
-        results.append((y, dy_columns))
-    (y, dy_columns), (y_numpy, dy_columns_numpy) = results
+            bias_grad = np.ones(filters)  # accumulated into
+            conv_module._images_to_columns(dy, columns, dy_columns, bias_grad)
+        results.append((y, dy_columns, bias_grad))
+    (y, dy_columns, bias_grad), (y_numpy, dy_columns_numpy, bias_grad_numpy) = results
     np.testing.assert_array_equal(y, y_numpy)
     np.testing.assert_array_equal(dy_columns, dy_columns_numpy)
+    np.testing.assert_allclose(bias_grad, bias_grad_numpy, rtol=1e-13)
+    np.testing.assert_allclose(bias_grad, 1 + dy.sum(axis=(0, *range(2, dy.ndim))), rtol=1e-13)
     assert not np.isnan(dy_columns).any()  # unused wide columns are 0
     # the output columns go back where they came from, once per shift: dY -> columns ->
     # images is S * dY
