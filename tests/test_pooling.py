@@ -5,6 +5,7 @@ errors. (Gradchecks and PyTorch comparisons of the ops run from tests/samples_co
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 
@@ -91,25 +92,52 @@ def test_a_window_over_padding_only_is_minus_inf_with_no_gradient(torch, use_num
     [
         (length, kernel, stride, pad, dilation)
         for length, kernel, stride, dilation in itertools.product(
-            [4, 5, 6, 7], [2, 3], [1, 2, 3], [1, 2]
+            [1, 2, 3, 4, 5, 6, 7], [2, 3], [1, 2, 3], [1, 2]
         )
         for pad in range(kernel // 2 + 1)
-        if dilation * (kernel - 1) + 1 <= length + 2 * pad
     ],
 )
 def test_ceil_mode_output_sizes_match_torch(torch, length, kernel, stride, pad, dilation):
+    # including windows longer than the padded input, which ceil_mode can still fit
     x = np.zeros((1, 1, length))
     for ceil_mode in (False, True):
-        ours = ops.max_pool(
-            x, kernel, strides=stride, pads=pad, dilations=dilation, ceil_mode=ceil_mode
-        )
-        theirs = torch.nn.functional.max_pool1d(
-            torch.from_numpy(x), kernel, stride, pad, dilation, ceil_mode=ceil_mode
-        )
-        assert ours.shape == tuple(theirs.shape)
-        if dilation == 1:
-            avg = ops.avg_pool(x, kernel, strides=stride, pads=pad, ceil_mode=ceil_mode)
-            assert avg.shape == ours.shape
+        try:
+            theirs = torch.nn.functional.max_pool1d(
+                torch.from_numpy(x), kernel, stride, pad, dilation, ceil_mode=ceil_mode
+            ).shape
+        except RuntimeError:  # PyTorch: "Output size is too small"
+            theirs = None
+        pools = [functools.partial(ops.max_pool, dilations=dilation)]
+        for pool in pools + [ops.avg_pool] * (dilation == 1):
+            if theirs is None:
+                with pytest.raises(ShapeError, match="padded input's"):
+                    pool(x, kernel, strides=stride, pads=pad, ceil_mode=ceil_mode)
+            else:
+                ours = pool(x, kernel, strides=stride, pads=pad, ceil_mode=ceil_mode)
+                assert ours.shape == tuple(theirs)
+
+
+@pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
+def test_ceil_mode_windows_longer_than_the_padded_input_match_torch(torch, use_numba):
+    # H = 1 and W = 2 with a 2x3 kernel, stride 2, no padding: ceil_mode fits one window per
+    # dim, hanging past the input; the average and the max are over the elements it covers
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 1, 2))
+    tx = torch.from_numpy(x).requires_grad_()
+    with backend.use_numba(use_numba):
+        for ours, theirs in [
+            (F.avg_pool2d, torch.nn.functional.avg_pool2d),
+            (F.max_pool2d, torch.nn.functional.max_pool2d),
+        ]:
+            mx = mt.tensor(x, requires_grad=True)
+            out = ours(mx, (2, 3), 2, ceil_mode=True)
+            expected = theirs(tx, (2, 3), 2, ceil_mode=True)
+            assert out.shape == tuple(expected.shape) == (2, 3, 1, 1)
+            np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12)
+            grad = rng.standard_normal(out.shape)
+            out.backward(grad)
+            (expected_grad,) = torch.autograd.grad(expected, tx, torch.from_numpy(grad))
+            np.testing.assert_allclose(mx.grad, expected_grad.numpy(), rtol=1e-12)
 
 
 def test_ceil_mode_drops_a_last_window_that_starts_in_the_right_padding():

@@ -53,14 +53,15 @@ _TORCH_NAMES = {
 
 def _pool_size(length, begin, end, reach, stride, ceil_mode, dim, where) -> int:
     padded = length + begin + end
-    if reach > padded:
-        raise ShapeError(
-            f"{where}: the window spans {reach} positions in spatial dim {dim}, more than the "
-            f"padded input's {padded} (size {length} + pads {begin}, {end})"
-        )
     out = (padded - reach + (stride - 1 if ceil_mode else 0)) // stride + 1
     if ceil_mode and (out - 1) * stride >= length + begin:
         out -= 1  # the last window must start inside the input or the left padding
+    if out < 1:
+        overhang = f" plus the stride - 1 = {stride - 1} ceil_mode lets it overhang" * ceil_mode
+        raise ShapeError(
+            f"{where}: the window spans {reach} positions in spatial dim {dim}, more than the "
+            f"padded input's {padded} (size {length} + pads {begin}, {end}){overhang}"
+        )
     return out
 
 
@@ -78,7 +79,9 @@ def pool_window(
 
     Outputs per dim: floor((L + pad_begin + pad_end - reach) / stride) + 1, reach =
     dilation * (k - 1) + 1; ceil instead of floor with ceil_mode, dropping a last window that
-    would start in the right padding. Each pad must be at most kernel // 2 (PyTorch's rule)."""
+    would start in the right padding (so with ceil_mode, as in PyTorch, a window may reach
+    past the padded input, even be longer than it). Each pad must be at most kernel // 2
+    (PyTorch's rule)."""
     check_rank(where, x_shape)
     if not isinstance(ceil_mode, (bool, np.bool_)):
         raise DTypeError(f"{where}: ceil_mode must be a bool, got {ceil_mode!r}")
