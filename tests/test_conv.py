@@ -587,6 +587,44 @@ def test_an_empty_batch():
     np.testing.assert_array_equal(b.grad.data, np.zeros(3))
 
 
+@pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("channels, filters, group", [(0, 4, 1), (0, 4, 2), (3, 0, 1), (0, 0, 1)])
+def test_no_channels_or_no_filters(use_numba, channels, filters, group):
+    # a sum over no channels is 0, so Y is the bias; no filters, no output channels
+    rng = np.random.default_rng(13)
+    x = mt.tensor(_normal(rng, 2, channels, 5, 5), requires_grad=True)
+    w = mt.tensor(_normal(rng, filters, channels // group, 3, 3), requires_grad=True)
+    b = mt.tensor(_normal(rng, filters), requires_grad=True)
+    with backend.use_numba(use_numba):
+        y = F.conv2d(x, w, b, padding=1, groups=group)
+        dy = _normal(rng, *y.shape)
+        y.backward(dy)
+    assert y.shape == (2, filters, 5, 5)
+    np.testing.assert_array_equal(y.data, np.broadcast_to(b.data[:, None, None], y.shape))
+    np.testing.assert_array_equal(x.grad.data, np.zeros(x.shape))
+    np.testing.assert_array_equal(w.grad.data, np.zeros(w.shape))
+    np.testing.assert_allclose(b.grad.data, dy.sum(axis=(0, 2, 3)))
+
+
+def test_a_layer_with_no_input_channels_builds_and_warns():
+    # as in PyTorch: the weight (4, 0, 3, 3) has no fan-in, so its init is a no-op with a warning
+    with pytest.warns(UserWarning, match="no elements"):
+        layer = mt.nn.Conv2d(0, 4, 3)
+    assert layer.weight.shape == (4, 0, 3, 3)
+    assert layer(mt.zeros(1, 0, 3, 3)).shape == (1, 4, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "padding", [np.int64(1), [1, 1], [0, 0], (1, 2), "same", "valid", ((1, 0), (0, 1))]
+)
+def test_layer_repr_matches_torch(torch, padding):
+    # padding is kept as PyTorch keeps it (a tuple per dim, or the string); numpy ints print as
+    # ints, where PyTorch prints np.int64(1)
+    ours = repr(mt.nn.Conv2d(4, 6, 3, padding=padding, groups=2, bias=False))
+    theirs = repr(torch.nn.Conv2d(4, 6, 3, padding=padding, groups=2, bias=False))
+    assert ours == theirs.replace("np.int64(1)", "1")
+
+
 def test_a_non_contiguous_input():
     rng = np.random.default_rng(12)
     x_value = _normal(rng, 2, 5, 6, 3)
@@ -826,6 +864,30 @@ ERRORS = [
         lambda: ops.conv_grad(_zeros(1, 1, 3), _zeros(1, 1, 5), _zeros(1, 1, 3), need=(True,)),
         ValueError,
         ["conv_grad", "need", "three"],
+    ),
+    (
+        "conv_grad_need_string",  # three characters are not three flags
+        lambda: ops.conv_grad(_zeros(1, 1, 3), _zeros(1, 1, 5), _zeros(1, 1, 3), need="xyz"),
+        ValueError,
+        ["conv_grad", "need", "'xyz'"],
+    ),
+    (
+        "layer_padding_string",
+        lambda: mt.nn.Conv2d(3, 4, 3, padding="SAME"),
+        ValueError,
+        ["Conv2d", "padding", "'SAME'"],
+    ),
+    (
+        "layer_groups_zero",
+        lambda: mt.nn.Conv2d(3, 3, 3, groups=0),
+        ValueError,
+        ["Conv2d", "groups", ">= 1", "0"],
+    ),
+    (
+        "layer_channels_float",
+        lambda: mt.nn.Conv1d(3.0, 4, 3),
+        ValueError,
+        ["Conv1d", "in_channels", "3.0"],
     ),
     (
         "im2col_kernel_dims",

@@ -118,6 +118,26 @@ def test_ceil_mode_output_sizes_match_torch(torch, length, kernel, stride, pad, 
 
 
 @pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("shape", [(0, 3, 4, 4), (2, 0, 4, 4)], ids=["no_images", "no_channels"])
+def test_max_pool_of_an_empty_batch_or_no_channels(use_numba, shape):
+    # (PyTorch takes the empty batch and refuses no channels; both have one answer)
+    x = mt.zeros(*shape, requires_grad=True)
+    with backend.use_numba(use_numba):
+        out = F.max_pool2d(x, 2)
+        out.sum().backward()
+    assert out.shape == shape[:2] + (2, 2)
+    assert x.grad.shape == shape
+
+
+def test_avg_pool1d_layer_takes_numpy_ints(torch):
+    layer = mt.nn.AvgPool1d(np.int64(3), stride=np.int64(2), padding=np.int64(1))
+    x = np.random.default_rng(3).standard_normal((2, 3, 9))
+    expected = torch.nn.AvgPool1d(3, stride=2, padding=1)(torch.from_numpy(x))
+    np.testing.assert_allclose(layer(mt.tensor(x)).data, expected.numpy(), rtol=1e-12)
+    assert repr(layer) == repr(torch.nn.AvgPool1d(3, stride=2, padding=1))
+
+
+@pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
 def test_ceil_mode_windows_longer_than_the_padded_input_match_torch(torch, use_numba):
     # H = 1 and W = 2 with a 2x3 kernel, stride 2, no padding: ceil_mode fits one window per
     # dim, hanging past the input; the average and the max are over the elements it covers
@@ -451,6 +471,48 @@ def _zeros(*shape, dtype=np.float64):
 
 
 ERRORS = [
+    (
+        "empty_spatial_dim",  # PyTorch refuses it too: such a window has no max and no mean
+        lambda: F.avg_pool2d(_zeros(1, 1, 0, 4), 2, padding=1, count_include_pad=False),
+        ShapeError,
+        ["avg_pool2d", "(1, 1, 0, 4)", "empty spatial dim"],
+    ),
+    (
+        "adaptive_empty_spatial_dim",
+        lambda: F.adaptive_avg_pool2d(_zeros(1, 1, 0, 4), 1),
+        ShapeError,
+        ["adaptive_avg_pool2d", "(1, 1, 0, 4)", "empty spatial dim"],
+    ),
+    (
+        "avg_pool_grad_divisor_override_zero",
+        lambda: ops.avg_pool_grad(_zeros(1, 1, 2), (1, 1, 4), 2, strides=2, divisor_override=0),
+        ValueError,
+        ["avg_pool_grad", "divisor_override", "0"],
+    ),
+    (
+        "max_pool_grad_index_past_the_plane",  # the numba kernel would write past dX
+        lambda: ops.max_pool_grad(_zeros(1, 1, 2), np.array([[[0, 10**9]]]), (1, 1, 4)),
+        ValueError,
+        ["max_pool_grad", "[-1, 4)", "1000000000"],
+    ),
+    (
+        "max_pool_grad_index_below_minus_one",
+        lambda: ops.max_pool_grad(_zeros(1, 1, 2), np.array([[[-2, 1]]]), (1, 1, 4)),
+        ValueError,
+        ["max_pool_grad", "[-1, 4)", "-2"],
+    ),
+    (
+        "max_pool_grad_float_indices",
+        lambda: ops.max_pool_grad(_zeros(1, 1, 2), np.array([[[0.0, 1.0]]]), (1, 1, 4)),
+        DTypeError,
+        ["max_pool_grad", "indices", "float64"],
+    ),
+    (
+        "max_pool_grad_x_shape_rank",
+        lambda: ops.max_pool_grad(_zeros(1, 1, 2, 2), np.zeros((1, 1, 2, 2), int), (1, 1, 4)),
+        ShapeError,
+        ["max_pool_grad", "(1, 1, 2, 2)", "(1, 1, 4)"],
+    ),
     (
         "pad_over_half_kernel",
         lambda: ops.max_pool(_zeros(1, 1, 5, 5), 3, pads=2),

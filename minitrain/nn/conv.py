@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..ops.conv import spatial_ints
+from ..ops.conv import spatial_ints, torch_pads
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
@@ -35,7 +35,12 @@ class _ConvNd(Module):
             raise ValueError(
                 f"{where}: only padding_mode='zeros' is supported, got {padding_mode!r}"
             )
-        if groups < 1 or in_channels % groups or out_channels % groups:
+        in_channels, out_channels = (
+            _count(value, name, where, minimum=0)
+            for value, name in ((in_channels, "in_channels"), (out_channels, "out_channels"))
+        )
+        groups = _count(groups, "groups", where, minimum=1)
+        if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"{where}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
                 f"both be divisible by groups ({groups})"
@@ -44,7 +49,7 @@ class _ConvNd(Module):
         self.kernel_size = spatial_ints(kernel_size, self.dims, "kernel_size", where, minimum=1)
         self.stride = spatial_ints(stride, self.dims, "stride", where, minimum=1)
         self.dilation = spatial_ints(dilation, self.dims, "dilation", where, minimum=1)
-        self.padding = (padding,) * self.dims if isinstance(padding, int) else padding
+        self.padding = _padding(padding, self.dims, where)
         shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(np.empty(shape, dtype))
         if bias:
@@ -71,7 +76,7 @@ class _ConvNd(Module):
             f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
             f"stride={self.stride}"
         )
-        if self.padding != 0 and self.padding != (0,) * self.dims:
+        if self.padding != (0,) * self.dims:
             text += f", padding={self.padding}"
         if self.dilation != (1,) * self.dims:
             text += f", dilation={self.dilation}"
@@ -80,6 +85,25 @@ class _ConvNd(Module):
         if self.bias is None:
             text += ", bias=False"
         return text
+
+
+def _count(value, name: str, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{where}: {name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _padding(padding, dims: int, where: str):
+    """padding as PyTorch keeps it: 'same' / 'valid', or a tuple per spatial dim (of ints, or
+    of (begin, end) pairs), checked as F.conv*d will take it."""
+    torch_pads(padding, dims, where)
+    if isinstance(padding, str):
+        return padding
+    if isinstance(padding, (int, np.integer)):
+        return (int(padding),) * dims
+    return tuple(
+        int(p) if isinstance(p, (int, np.integer)) else tuple(int(v) for v in p) for p in padding
+    )
 
 
 class Conv1d(_ConvNd):

@@ -4,6 +4,7 @@ takes an optional numpy `generator` (default: minitrain's global one, see `manua
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -54,6 +55,16 @@ def _fan(tensor: Tensor, mode: str) -> int:
         raise ValueError(f"init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
+
+
+def _empty(tensor: Tensor) -> bool:
+    if 0 not in tensor.shape:
+        return False
+    warnings.warn(
+        f"init: initializing a tensor of shape {tensor.shape}, with no elements, does nothing",
+        stacklevel=3,  # the caller of kaiming_uniform_ / kaiming_normal_
+    )
+    return True
 
 
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
@@ -110,7 +121,10 @@ def kaiming_uniform_(
     generator=None,
 ) -> Tensor:
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015); `a` is the negative
-    slope when nonlinearity is leaky_relu."""
+    slope when nonlinearity is leaky_relu. A tensor with no elements is left alone (it has no
+    fan), with a warning, as in PyTorch."""
+    if _empty(tensor):
+        return tensor
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _fan(tensor, mode))
     return uniform_(tensor, -bound, bound, generator)
 
@@ -122,6 +136,8 @@ def kaiming_normal_(
     nonlinearity: str = "leaky_relu",
     generator=None,
 ) -> Tensor:
-    """N(0, std^2) with std = gain / sqrt(fan)."""
+    """N(0, std^2) with std = gain / sqrt(fan); a tensor with no elements is left alone."""
+    if _empty(tensor):
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from .module import Module
@@ -84,7 +86,7 @@ class AvgPool1d(Module):
 
 
 def _single(value):
-    return (value,) if isinstance(value, int) else tuple(value)
+    return (int(value),) if isinstance(value, (int, np.integer)) else tuple(value)
 
 
 class _AvgPoolNd(Module):

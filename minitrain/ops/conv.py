@@ -568,8 +568,9 @@ def _layout(window: Window, spatial, channels: int, filters: int) -> Columns:
     115-130; the model picked the fastest layout for each of eight 3x3 convs timed, 4x4 to
     64x64 images, 1 to 128 channels.)"""
     candidates = [Columns.of(window, spatial)]
-    if candidates[0].wide:
-        candidates += [Columns.of(window, spatial, split=split) for split in (1, 2, 3)]
+    if not (candidates[0].wide and channels and filters):  # (with no rows, any layout does)
+        return candidates[0]
+    candidates += [Columns.of(window, spatial, split=split) for split in (1, 2, 3)]
 
     def cost(columns: Columns) -> float:
         rows = channels * math.prod(columns.column_kernel)
@@ -636,6 +637,9 @@ class _Chunked(NamedTuple):
 def _conv_forward(X, W, B, window: Window, group: int):
     xp = backend.array_module(X)
     Y = xp.empty((X.shape[0], W.shape[0]) + window.out, X.dtype)
+    if 0 in W.shape[:2]:  # no filters, or sums over no channels: Y is the bias
+        Y[...] = 0 if B is None else B.reshape((-1,) + (1,) * len(window.out))
+        return Y
     chunked = _Chunked.of(X, W, window, group)
     for part in chunked.parts:
         n = part.stop - part.start
@@ -705,7 +709,7 @@ def _images_to_columns(dY, columns: Columns, dy_columns, bias_grad) -> None:
 
 def _check_need(need) -> tuple[bool, bool, bool]:
     try:
-        flags = tuple(bool(flag) for flag in need)
+        flags = () if isinstance(need, (str, bytes)) else tuple(bool(flag) for flag in need)
     except TypeError:
         flags = ()
     if len(flags) != 3:
@@ -755,6 +759,10 @@ def conv_grad(
     if not (need_x or need_w):
         return None, None, _bias_grad(dY).astype(X.dtype) if need_b else None
 
+    if 0 in w_shape[:2]:  # no filters, or no channels: nothing reaches X or W
+        dX = xp.zeros(x_shape, X.dtype) if need_x else None
+        dW = xp.zeros(w_shape, X.dtype) if need_w else None
+        return dX, dW, _bias_grad(dY).astype(X.dtype) if need_b else None
     X = xp.ascontiguousarray(X)
     chunked = _Chunked.of(X, W, window, group)
     columns, w_stacked = chunked.columns, chunked.w_stacked

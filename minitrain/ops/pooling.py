@@ -82,7 +82,7 @@ def pool_window(
     would start in the right padding (so with ceil_mode, as in PyTorch, a window may reach
     past the padded input, even be longer than it). Each pad must be at most kernel // 2
     (PyTorch's rule)."""
-    check_rank(where, x_shape)
+    _check_input_shape(where, x_shape)
     if not isinstance(ceil_mode, (bool, np.bool_)):
         raise DTypeError(f"{where}: ceil_mode must be a bool, got {ceil_mode!r}")
     dims = len(x_shape) - 2
@@ -113,6 +113,14 @@ def pool_window(
         for dim in range(dims)
     )
     return Window(kernel, strides, pads, dilations, out)
+
+
+def _check_input_shape(where: str, x_shape) -> None:
+    """(N, C, *spatial) with 1 to 3 spatial dims, none of them empty (as PyTorch requires: a
+    window over no input has no max and no mean)."""
+    check_rank(where, x_shape)
+    if 0 in x_shape[2:]:
+        raise ShapeError(f"{where}: input {tuple(x_shape)} has an empty spatial dim")
 
 
 def _cover_ends(window: Window, spatial) -> tuple[int, ...]:
@@ -245,27 +253,46 @@ def max_pool_grad(dY, indices, x_shape):
     max came from; `indices` (the shape of dY) holds flat positions in each (n, c) plane, as
     max_pool's forward and PyTorch's return_indices give them (-1: nowhere). Windows that share
     a max add up; elements that were no window's max get 0."""
-    x_shape = tuple(int(n) for n in x_shape)
-    if shape_of(dY) != shape_of(indices) or shape_of(dY)[:2] != x_shape[:2]:
+    x_shape, dy_shape = tuple(int(n) for n in x_shape), shape_of(dY)
+    check_rank("max_pool_grad", x_shape, "x_shape")
+    if (
+        dy_shape != shape_of(indices)
+        or len(dy_shape) != len(x_shape)
+        or dy_shape[:2] != x_shape[:2]
+    ):
         raise ShapeError(
-            f"max_pool_grad: dY {shape_of(dY)} and indices {shape_of(indices)} must have one "
-            f"shape, (N, C, *out) with the N and C of x_shape {x_shape}"
+            f"max_pool_grad: dY {dy_shape} and indices {shape_of(indices)} must have one "
+            f"shape, (N, C, *out) with the N and C and the rank of x_shape {x_shape}"
         )
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"max_pool_grad: indices must be integers, got {indices.dtype}")
+    plane = math.prod(x_shape[2:])
+    if indices.size and not (-1 <= int(indices.min()) and int(indices.max()) < plane):
+        raise ValueError(
+            f"max_pool_grad: indices must lie in [-1, {plane}) (-1, or a position in an x plane "
+            f"of {x_shape[2:]}), got values from {int(indices.min())} to {int(indices.max())}"
+        )
+    return _max_pool_grad(dY, indices, x_shape)
+
+
+def _max_pool_grad(dY, indices, x_shape):
+    """max_pool_grad without the checks, for indices max_pool's forward made."""
     planes, plane = math.prod(x_shape[:2]), math.prod(x_shape[2:])
+    positions = math.prod(dY.shape[2:])  # (not -1: planes may be 0)
     if _numba_applies(dY):
         dX = np.empty((planes, plane), dY.dtype)
         _numba_kernels(dX.size >= _PARALLEL_WORK).max_pool_grad(
-            np.ascontiguousarray(dY).reshape(planes, -1),
-            np.ascontiguousarray(indices, dtype=np.int64).reshape(planes, -1),
+            np.ascontiguousarray(dY).reshape(planes, positions),
+            np.ascontiguousarray(indices, dtype=np.int64).reshape(planes, positions),
             dX,
         )
         return dX.reshape(x_shape)
     xp = backend.array_module(dY, indices)
     dX = xp.zeros((planes, plane), dY.dtype)
-    indices = indices.reshape(planes, -1)
+    indices = indices.reshape(planes, positions)
     rows = xp.broadcast_to(xp.arange(planes)[:, None], indices.shape)
     found = indices >= 0
-    backend.scatter_add(xp, dX, (rows[found], indices[found]), dY.reshape(planes, -1)[found])
+    backend.scatter_add(xp, dX, (rows[found], indices[found]), dY.reshape(planes, positions)[found])
     return dX.reshape(x_shape)
 
 
@@ -296,7 +323,7 @@ class MaxPool(Op):
     @staticmethod
     def backward(ctx, grad):
         """dx[indices] += grad: each window's gradient goes where its max came from."""
-        return max_pool_grad(grad, ctx.indices, ctx.shapes[0])
+        return _max_pool_grad(grad, ctx.indices, ctx.shapes[0])
 
 
 def max_pool(
@@ -353,6 +380,7 @@ def avg_pool_grad(
     dY[o] / divisor[o], the divisor as in `avg_pool`. dY (N, C, *out); dX has x_shape."""
     x_shape = tuple(int(n) for n in x_shape)
     window = pool_window("avg_pool_grad", x_shape, kernel_shape, strides, pads, None, ceil_mode)
+    _check_divisor_override("avg_pool_grad", divisor_override)
     expected = x_shape[:2] + window.out
     if shape_of(dY) != expected:
         raise ShapeError(
@@ -475,14 +503,7 @@ def _avg_pool(
     _check_float(x, where)
     if not isinstance(count_include_pad, (bool, np.bool_)):
         raise DTypeError(f"{where}: count_include_pad must be a bool, got {count_include_pad!r}")
-    if divisor_override is not None and (
-        isinstance(divisor_override, bool)
-        or not isinstance(divisor_override, (int, np.integer))
-        or divisor_override == 0
-    ):
-        raise ValueError(
-            f"{where}: divisor_override must be a nonzero int or None, got {divisor_override!r}"
-        )
+    _check_divisor_override(where, divisor_override)
     return AveragePool.apply(
         x,
         kernel_shape=window.kernel,
@@ -492,6 +513,17 @@ def _avg_pool(
         count_include_pad=bool(count_include_pad),
         divisor_override=None if divisor_override is None else int(divisor_override),
     )
+
+
+def _check_divisor_override(where: str, divisor_override) -> None:
+    if divisor_override is not None and (
+        isinstance(divisor_override, bool)
+        or not isinstance(divisor_override, (int, np.integer))
+        or divisor_override == 0
+    ):
+        raise ValueError(
+            f"{where}: divisor_override must be a nonzero int or None, got {divisor_override!r}"
+        )
 
 
 # --- adaptive average pooling -------------------------------------------------------------------
@@ -568,7 +600,7 @@ def adaptive_avg_pool(x, output_size: Sequence[int | None] | int) -> Tensor:
 
 def _adaptive_avg_pool(where, x, output_size) -> Tensor:
     x_shape = shape_of(x)
-    check_rank(where, x_shape)
+    _check_input_shape(where, x_shape)
     spatial = x_shape[2:]
     if isinstance(output_size, Sequence) and len(output_size) == len(spatial):
         output_size = tuple(
