@@ -423,7 +423,8 @@ class Tensor:
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Like PyTorch: the maximum of all elements, or with one `dim` a (values, indices)
-        pair; gradients of tied maxima are split evenly. `amax` takes several dims."""
+        pair; gradients of tied maxima are split evenly, and a NaN is the maximum and takes the
+        gradient. `amax` takes several dims (and gives a slice holding NaN a NaN gradient)."""
         return self._extreme(ops.max, ops.argmax, dim, axis, _keep(keepdim, keepdims), "max")
 
     def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
@@ -433,13 +434,13 @@ class Tensor:
     def _extreme(self, reduce, arg, dim, axis, keepdim, where):
         dim = _dims(dim, axis, where)
         if dim is None:
-            return reduce(self, None, False)
+            return reduce(self, None, False, nan_takes_grad=True)
         if not isinstance(dim, (int, np.integer)):
             raise DTypeError(
                 f"{where}: takes one int dim (and returns values and indices); "
                 f"use a{where}(dim=...) to reduce over several dims"
             )
-        return MinMax(reduce(self, dim, keepdim), arg(self, dim, keepdim))
+        return MinMax(reduce(self, dim, keepdim, nan_takes_grad=True), arg(self, dim, keepdim))
 
     def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.argmax(self, _dims(dim, axis, "argmax"), _keep(keepdim, keepdims))
@@ -451,7 +452,7 @@ class Tensor:
         return ops.var(self, _dims(dim, axis, "var"), _keep(keepdim, keepdims), correction)
 
     def std(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
-        return ops.sqrt(self.var(dim, keepdim, correction=correction, axis=axis, keepdims=keepdims))
+        return ops.std(self, _dims(dim, axis, "std"), _keep(keepdim, keepdims), correction)
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.logsumexp(self, _dims(dim, axis, "logsumexp"), _keep(keepdim, keepdims))

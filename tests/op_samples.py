@@ -222,18 +222,20 @@ def _unary(call, ref, values=normal) -> list[Sample]:
     ]
 
 
-def _reduction(call, ref, values=normal, axes=None) -> list[Sample]:
+_REDUCTION_AXES = [  # (shape, axis, keepdims)
+    ((3, 4), None, False),
+    ((3, 4), None, True),
+    ((3, 4), 0, False),
+    ((3, 4), -1, True),
+    ((2, 3, 4), (0, 2), False),
+    ((2, 3, 4), (-1, 0), True),
+    ((2, 3, 4), 1, False),
+    ((), None, False),
+]
+
+
+def _reduction(call, ref, values=normal, axes=_REDUCTION_AXES) -> list[Sample]:
     """One sample per (shape, axis, keepdims); `call(x, axis, keepdims)`, `ref` likewise."""
-    axes = axes or [
-        ((3, 4), None, False),
-        ((3, 4), None, True),
-        ((3, 4), 0, False),
-        ((3, 4), -1, True),
-        ((2, 3, 4), (0, 2), False),
-        ((2, 3, 4), (-1, 0), True),
-        ((2, 3, 4), 1, False),
-        ((), None, False),
-    ]
     samples = []
     for shape, axis, keepdims in axes:
         samples.append(
@@ -245,6 +247,24 @@ def _reduction(call, ref, values=normal, axes=None) -> list[Sample]:
             )
         )
     return samples
+
+
+def _spread_samples(op, torch_name: str) -> list[Sample]:
+    """var / std: the reduction samples, then corrections 0 and 2 (PyTorch's `correction`)."""
+    reductions = _reduction(
+        op,
+        lambda x, a, k: getattr(torch, torch_name)(x, a, keepdim=k, correction=1),
+        axes=_REDUCTION_AXES[:-1],  # not 0-d: one value leaves no degrees of freedom
+    )
+    return reductions + [
+        Sample(
+            f"correction{c}_axis{axis}",
+            draws(normal(3, 4)),
+            lambda x, c=c, axis=axis: op(x, axis, False, correction=c),
+            lambda x, c=c, axis=axis: getattr(torch, torch_name)(x, axis, correction=c),
+        )
+        for c, axis in [(0, None), (0, 1), (2, 1), (0, -2)]
+    ]
 
 
 def _reduction_name(shape, axis, keepdims) -> str:
@@ -447,27 +467,8 @@ SAMPLES: dict[str, list[Sample]] = {
     "min": _reduction(
         ops.min, lambda x, a, k: torch.amin(x, _dims(x, a), keepdim=k), values=distinct
     ),
-    "var": _reduction(
-        ops.var,
-        lambda x, a, k: torch.var(x, a, keepdim=k, correction=1),
-        axes=[
-            ((3, 4), None, False),
-            ((3, 4), None, True),
-            ((3, 4), 0, False),
-            ((3, 4), -1, True),
-            ((2, 3, 4), (0, 2), False),
-            ((2, 3, 4), (-1, 0), True),
-        ],
-    )
-    + [
-        Sample(
-            f"correction{c}_axis{axis}",
-            draws(normal(3, 4)),
-            lambda x, c=c, axis=axis: ops.var(x, axis, False, correction=c),
-            lambda x, c=c, axis=axis: torch.var(x, axis, correction=c),
-        )
-        for c, axis in [(0, None), (0, 1), (2, 1), (0, -2)]
-    ],
+    "var": _spread_samples(ops.var, "var"),
+    "std": _spread_samples(ops.std, "std"),
     "logsumexp": _reduction(
         ops.logsumexp, lambda x, a, k: torch.logsumexp(x, _dims(x, a), keepdim=k)
     )

@@ -241,6 +241,46 @@ def test_getitem_bool_mask_gradient():
     np.testing.assert_array_equal(g, [[5.0, 0.0], [0.0, 6.0]])
 
 
+MASK_INDICES = {
+    "short_rows": lambda: np.array([True, False]),
+    "short_columns": lambda: (slice(None), np.array([True, False])),
+    "short_after_ellipsis": lambda: (Ellipsis, np.array([True, False])),
+    "long_after_none": lambda: (None, np.array([True, False, True, False, True])),
+    "2d_too_narrow": lambda: np.ones((4, 2), dtype=bool),
+    "after_an_int": lambda: (0, np.array([True, False, True, True])),
+    "tensor_mask": lambda: mt.tensor(np.array([True, False])),
+}
+
+
+@pytest.mark.parametrize("make_index", MASK_INDICES.values(), ids=MASK_INDICES.keys())
+def test_getitem_bool_mask_of_the_wrong_shape_raises_like_numpy(make_index):
+    index = make_index()
+    values = np.arange(12.0).reshape(4, 3)
+    numpy_index = index.data if isinstance(index, mt.Tensor) else index
+    with pytest.raises(IndexError):
+        values[numpy_index]
+    with pytest.raises(IndexError, match=r"mask of shape \("):
+        ops.getitem(_leaf(values), index)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        np.array([True, False, True, True]),
+        (Ellipsis, np.array([True, False, True])),
+        (None, np.array([False, True, True, False])),
+        (1, np.array([True, False, True])),
+        (np.array([0, 3]), np.array([True, False, True])),
+        (slice(1, 3), Ellipsis, np.array([False, True, True])),
+        np.ones((4, 3), dtype=bool),
+    ],
+    ids=["rows", "after_ellipsis", "after_none", "after_int", "with_int_array", "slice", "2d"],
+)
+def test_getitem_bool_masks_that_fit_index_like_numpy(index):
+    values = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(ops.getitem(_leaf(values), index).data, values[index])
+
+
 def test_pow_zero_to_the_zero_has_zero_gradient():
     a = _leaf([0.0, 0.0])
     b = _leaf([0.0, 0.0])
@@ -354,3 +394,13 @@ def test_sum_over_an_empty_axis_is_zero_with_an_empty_gradient():
     np.testing.assert_array_equal(out.data, np.zeros((2, 3)))
     (g,) = _grads(out, [x])
     assert g.shape == (2, 0, 3)
+
+
+def test_flatten_keeps_a_zero_size_dim_outside_the_merged_range():
+    # -1 cannot be inferred next to a 0 dim: (0, -1) fits any size; flatten knows it is 3 * 4
+    x = _leaf(np.zeros((0, 3, 4)))
+    out = mt.nn.Flatten()(x)
+    assert out.shape == (0, 12)
+    assert ops.flatten(x, 0, 1).shape == (0, 4)
+    (g,) = _grads(out, [x])
+    assert g.shape == (0, 3, 4)

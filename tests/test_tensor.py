@@ -538,6 +538,94 @@ def test_var_std_correction_zero():
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
 
 
+def test_std_gradient_is_zero_where_the_std_is_zero_like_torch():
+    torch = _torch()
+    rows = np.array([[3.0, 3.0, 3.0], [1.0, 2.0, 4.0]])  # row 0 constant: its std is exactly 0
+    for dim in (None, 1):
+        values = rows[0] if dim is None else rows
+        x, tx = leaf(values), torch.tensor(values, requires_grad=True)
+        x.std(dim).sum().backward()
+        tx.std(dim).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    # the std has a kink at a constant row (|h| along any direction): central differences give 0
+    assert minitrain.gradcheck(lambda t: t.std(1), [leaf(rows)])
+    assert minitrain.gradcheck(lambda t: t.std(0, correction=0), [leaf(rows.T)])
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("method", ["max", "min"])
+@pytest.mark.parametrize("dim", [None, 1])
+def test_max_min_with_nan_send_the_gradient_to_the_nan_like_torch(method, dim):
+    torch = _torch()
+    # all elements: the two NaNs share the gradient (torch splits it evenly there); along dim 1
+    # one NaN per row (with two, torch gives all to the first, minitrain splits as for ties)
+    values = np.array([[1.0, NAN, 2.0, NAN], [4.0, -1.0, 5.0, 0.0]])
+    if dim is not None:
+        values = np.array([[1.0, NAN, 2.0, 0.0], [4.0, -1.0, 5.0, NAN], [4.0, -1.0, 5.0, 0.0]])
+    x, tx = leaf(values), torch.tensor(values, requires_grad=True)
+    args = () if dim is None else (dim,)
+    out, tout = getattr(x, method)(*args), getattr(tx, method)(*args)
+    if dim is not None:
+        np.testing.assert_array_equal(out.indices.numpy(), tout.indices.numpy())
+        out, tout = out.values, tout.values
+    np.testing.assert_array_equal(out.numpy(), tout.detach().numpy())
+    weights = np.arange(1.0, 1.0 + out.numel()).reshape(out.shape)
+    (out * minitrain.tensor(weights)).sum().backward()
+    (tout * torch.tensor(weights)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    assert not np.isnan(x.grad.numpy()).any()
+
+
+@pytest.mark.parametrize("method", ["amax", "amin"])
+def test_amax_amin_with_nan_give_the_nan_slice_a_nan_gradient_like_torch(method):
+    torch = _torch()
+    values = np.array([[1.0, NAN, 2.0], [4.0, -1.0, 5.0]])
+    x, tx = leaf(values), torch.tensor(values, requires_grad=True)
+    getattr(x, method)(1).sum().backward()
+    getattr(tx, method)(1).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+    assert np.isnan(x.grad.numpy()[0]).all() and not np.isnan(x.grad.numpy()[1]).any()
+
+
+@pytest.mark.parametrize("method, arg", [("max", "argmax"), ("min", "argmin")])
+@pytest.mark.parametrize("dim", [0, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_argmax_argmin_along_the_dim_of_a_0d_tensor_like_torch(method, arg, dim, keepdim):
+    torch = _torch()
+    x, tx = leaf(2.5), torch.tensor(2.5, dtype=torch.float64, requires_grad=True)
+    values, indices = getattr(x, method)(dim, keepdim)
+    tvalues, tindices = getattr(tx, method)(dim, keepdim)
+    assert values.shape == indices.shape == tuple(tvalues.shape) == ()
+    assert values.item() == tvalues.item() and indices.item() == tindices.item()
+    index = getattr(x, arg)(dim, keepdim)
+    assert index.shape == tuple(getattr(tx, arg)(dim, keepdim).shape)
+    assert index.item() == getattr(tx, arg)(dim, keepdim).item()
+    values.backward()
+    tvalues.backward()
+    assert x.grad.item() == tx.grad.item()
+
+
+@pytest.mark.parametrize("method, arg", [("max", "argmax"), ("min", "argmin")])
+def test_max_min_over_a_nonempty_dim_of_an_empty_tensor_like_torch(method, arg):
+    torch = _torch()
+    x, tx = leaf(np.zeros((0, 3))), torch.zeros(0, 3, dtype=torch.float64, requires_grad=True)
+    for keepdim in (False, True):
+        values, indices = getattr(x, method)(1, keepdim)
+        tvalues, tindices = getattr(tx, method)(1, keepdim)
+        assert values.shape == indices.shape == tuple(tvalues.shape) == tuple(tindices.shape)
+        assert getattr(x, arg)(1, keepdim).shape == tuple(getattr(tx, arg)(1, keepdim).shape)
+    values.sum().backward()
+    assert x.grad.shape == (0, 3)
+    # over the empty dim there is nothing to pick: an error, as in torch
+    for reduce in (lambda t: getattr(t, method)(0), lambda t: getattr(t, arg)()):
+        with pytest.raises((IndexError, RuntimeError)):
+            reduce(tx)
+        with pytest.raises(ShapeError):
+            reduce(x)
+
+
 # --- shape methods --------------------------------------------------------------------------
 
 SHAPE_CASES = [
@@ -588,6 +676,34 @@ def test_T_property():  # noqa: N802
     # on more dims .T reverses them all, as numpy's
     assert minitrain.tensor(X).T.shape == (4, 3, 2)
     np.testing.assert_array_equal(minitrain.tensor(X).T.numpy(), X.T)
+
+
+@pytest.mark.parametrize("dims", [(0, -1), (0, 0), (-1, -1)])
+def test_transpose_of_a_0d_tensor_is_the_tensor_like_torch(dims):
+    torch = _torch()
+    x, tx = leaf(2.5), torch.tensor(2.5, dtype=torch.float64, requires_grad=True)
+    out, tout = x.transpose(*dims), tx.transpose(*dims)
+    assert out.shape == tuple(tout.shape) == () and out.item() == tout.item()
+    (out * 3.0).backward()
+    (tout * 3.0).backward()
+    assert x.grad.item() == tx.grad.item()
+    with pytest.raises(IndexError):
+        tx.transpose(0, 1)
+    with pytest.raises(ShapeError):
+        x.transpose(0, 1)
+
+
+@pytest.mark.parametrize(
+    "shape, start, end",
+    [((0, 3, 4), 1, -1), ((2, 0, 4), 0, 1), ((3, 4, 0), 0, 1), ((0, 3, 4), 0, -1), ((0,), 0, 0)],
+)
+def test_flatten_of_a_zero_size_tensor_like_torch(shape, start, end):
+    torch = _torch()
+    x = leaf(np.zeros(shape))
+    out, tout = x.flatten(start, end), torch.zeros(shape).flatten(start, end)
+    assert out.shape == tuple(tout.shape)
+    out.sum().backward()
+    assert x.grad.shape == shape
 
 
 # --- dtype conversion -----------------------------------------------------------------------

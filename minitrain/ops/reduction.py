@@ -1,4 +1,4 @@
-"""Reductions over axes: sum, mean, max, min, var, logsumexp; and argmax/argmin (no gradient).
+"""Reductions over axes: sum, mean, max, min, var, std, logsumexp; argmax/argmin (no gradient).
 
 Every reduction takes `axis` (None for all, an int, or a tuple of ints; negatives allowed) and
 `keepdims`. The functional forms normalise `axis` to a sorted tuple, so backward rules can always
@@ -77,10 +77,12 @@ class Mean(Op):
 
 class _Extreme(Op, register=False):
     """max / min: the gradient goes to the extreme elements, split evenly between ties (a
-    subgradient whose shares sum to one)."""
+    subgradient whose shares sum to one). A slice holding NaN has NaN for its extreme: with
+    `nan_takes_grad` its NaNs are the extreme elements (PyTorch's max / min); without, the
+    slice's gradient is NaN (PyTorch's amax / amin)."""
 
     inputs = ("x",)
-    attrs = ("axis", "keepdims")
+    attrs = ("axis", "keepdims", "nan_takes_grad")
     saved = ("x", "extreme")
     reduce = ""
 
@@ -94,8 +96,11 @@ class _Extreme(Op, register=False):
     def backward(ctx, grad):
         """dx = grad / k where x equals its slice's max (min), else 0; k: the ties in that slice."""
         hit = ctx.x == ctx.extreme
+        if ctx.nan_takes_grad:
+            hit |= ctx.xp.isnan(ctx.x)  # a NaN is only in a slice whose extreme is NaN
         ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
-        return (_kept(ctx, grad) / ties) * hit
+        with np.errstate(divide="ignore", invalid="ignore"):  # amax's NaN slice: no hit, 0 / 0
+            return (_kept(ctx, grad) / ties) * hit
 
 
 class Max(_Extreme):
@@ -132,6 +137,34 @@ class Var(Op):
         return _kept(ctx, grad) * (2 / dof) * ctx.centered
 
 
+class Std(Op):
+    """Standard deviation: sqrt(var(x)), var as in Var."""
+
+    name = "std"
+    inputs = ("x",)
+    attrs = ("axis", "keepdims", "correction")
+    saved = ("centered", "std")
+
+    @staticmethod
+    def forward(ctx, x):
+        centered = x - x.mean(axis=ctx.axis, keepdims=True)
+        dof = _count(x.shape, ctx.axis) - ctx.correction
+        std = ctx.xp.sqrt((centered * centered).sum(axis=ctx.axis, keepdims=True) / dof)
+        ctx.save(centered=centered, std=std)
+        return std if ctx.keepdims else std.squeeze(axis=ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * (x - mean(x)) / ((M - correction) * std), and 0 where std = 0.
+
+        There every x in the slice is equal and the derivative 0 / 0: 0 is a subgradient
+        (PyTorch's choice too), where sqrt(var)'s chain rule would give inf * 0 = NaN."""
+        dof = _count(ctx.shapes[0], ctx.axis) - ctx.correction
+        zero = ctx.std == 0
+        scale = ctx.xp.where(zero, 0, 1 / (dof * ctx.xp.where(zero, 1, ctx.std)))
+        return _kept(ctx, grad) * scale * ctx.centered
+
+
 class LogSumExp(Op):
     """log(sum(exp(x))), computed with the max subtracted so large x does not overflow."""
 
@@ -160,9 +193,9 @@ class LogSumExp(Op):
         return _kept(ctx, grad) * ctx.xp.exp(ctx.x - ctx.out)
 
 
-def _reduction(op, x, axis, keepdims):
+def _reduction(op, x, axis, keepdims, **attrs):
     ndim = len(shape_of(x))
-    return op.apply(x, axis=normalize_axis(axis, ndim, op.name), keepdims=bool(keepdims))
+    return op.apply(x, axis=normalize_axis(axis, ndim, op.name), keepdims=bool(keepdims), **attrs)
 
 
 def _require_nonempty(x, axis, op: str) -> None:
@@ -183,29 +216,42 @@ def mean(x, axis=None, keepdims: bool = False):
     return _reduction(Mean, x, axis, keepdims)
 
 
-def max(x, axis=None, keepdims: bool = False):  # noqa: A001
-    """Maximum over axis (numpy's amax); tied maxima share the gradient equally."""
+def max(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
+    """Maximum over axis (numpy's amax); tied maxima share the gradient equally. A slice holding
+    NaN has maximum NaN and a NaN gradient (torch.amax); with `nan_takes_grad` its NaNs share the
+    gradient instead (torch.max)."""
     _require_nonempty(x, axis, "max")
-    return _reduction(Max, x, axis, keepdims)
+    return _reduction(Max, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
 
 
-def min(x, axis=None, keepdims: bool = False):  # noqa: A001
-    """Minimum over axis (numpy's amin); tied minima share the gradient equally."""
+def min(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
+    """Minimum over axis (numpy's amin); tied minima share the gradient equally; NaN as in max."""
     _require_nonempty(x, axis, "min")
-    return _reduction(Min, x, axis, keepdims)
+    return _reduction(Min, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
 
 
 def var(x, axis=None, keepdims: bool = False, correction: int = 1):
     """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased)."""
+    return _spread(Var, x, axis, keepdims, correction)
+
+
+def std(x, axis=None, keepdims: bool = False, correction: int = 1):
+    """Standard deviation over axis, sqrt(var(x)) with var's `correction`; where it is 0 (every
+    value equal) its gradient is 0, as in PyTorch."""
+    return _spread(Std, x, axis, keepdims, correction)
+
+
+def _spread(op, x, axis, keepdims, correction):
     shape = shape_of(x)
-    norm = normalize_axis(axis, len(shape), "var")
+    norm = normalize_axis(axis, len(shape), op.name)
     count = _count(shape, norm)
     if count - correction <= 0:
         raise ShapeError(
-            f"var: {count} elements per reduction with correction={correction} leaves no degrees "
-            f"of freedom (input shape {shape}, axis {axis!r}); use correction=0 or more elements"
+            f"{op.name}: {count} elements per reduction with correction={correction} leaves no "
+            f"degrees of freedom (input shape {shape}, axis {axis!r}); use correction=0 or more "
+            "elements"
         )
-    return Var.apply(x, axis=norm, keepdims=bool(keepdims), correction=correction)
+    return op.apply(x, axis=norm, keepdims=bool(keepdims), correction=correction)
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):
@@ -215,13 +261,12 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 def _arg(name, x, axis, keepdims):
     array = x.data if isinstance(x, Tensor) else np.asarray(x)
+    _require_nonempty(array, axis, name)
     if axis is not None:
-        axis = normalize_axis(axis, array.ndim, name)
-        if len(axis) != 1:
-            raise ShapeError(f"{name}: takes one axis, got {axis}")
-        axis = axis[0]
-    if array.size == 0:
-        raise ShapeError(f"{name}: of an empty tensor (shape {array.shape})")
+        axes = normalize_axis(axis, array.ndim, name)
+        if array.ndim and len(axes) != 1:
+            raise ShapeError(f"{name}: takes one axis, got {axis!r}")
+        axis = axes[0] if axes else None  # a 0-d tensor's axis 0 (or -1): its one element
     return Tensor(getattr(array, name)(axis=axis, keepdims=keepdims))
 
 

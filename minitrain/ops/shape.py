@@ -3,6 +3,8 @@ broadcast_to, getitem, concat, stack, pad."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import backend
@@ -37,8 +39,12 @@ class Flatten(Op):
 
     @staticmethod
     def forward(ctx, x):
+        if not x.ndim:
+            return x.reshape(1)
         start, end = ctx.start_dim, ctx.end_dim
-        return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1 :]) if x.ndim else x.reshape(1)
+        # the merged size written out: beside a dim of size 0, -1 could be any size
+        merged = math.prod(x.shape[start : end + 1])
+        return x.reshape(x.shape[:start] + (merged,) + x.shape[end + 1 :])
 
     @staticmethod
     def backward(ctx, grad):
@@ -218,7 +224,10 @@ def flatten(x, start_dim: int = 0, end_dim: int = -1):
 def transpose(x, dim0: int, dim1: int):
     """x with dims dim0 and dim1 swapped."""
     ndim = len(shape_of(x))
-    (d0,), (d1,) = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
+    dims = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
+    if not ndim:  # dims 0 and -1 name a 0-d tensor's one place, as in PyTorch: nothing moves
+        return Permute.apply(x, dims=())
+    (d0,), (d1,) = dims
     return Transpose.apply(x, dim0=d0, dim1=d1)
 
 
@@ -247,31 +256,49 @@ def broadcast_to(x, shape):
 
 
 def _index_item(item, xp):
-    """One index entry as numpy takes it; returns (entries, has_integer_array)."""
+    """One index entry as numpy takes it; tensors and lists become arrays on x's device."""
     if isinstance(item, Tensor):
         item = item.data
     elif isinstance(item, list):
         item = np.asarray(item)
-    if isinstance(item, (np.ndarray,)) or backend.is_array(item):
+    if backend.is_array(item):
         item = xp.asarray(item)
-        if item.dtype == np.bool_:
-            return tuple(item.nonzero()), False
-        if item.dtype.kind in "iu":
-            return (item,), True
-        raise DTypeError(f"getitem: index arrays must be integer or boolean, got {item.dtype}")
+        if item.dtype != np.bool_ and item.dtype.kind not in "iu":
+            raise DTypeError(f"getitem: index arrays must be integer or boolean, got {item.dtype}")
+        return item
     if item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)):
-        return (item,), False
+        return item
     raise DTypeError(f"getitem: cannot index with {type(item).__name__} ({item!r})")
+
+
+def _is_mask(item) -> bool:
+    return backend.is_array(item) and item.dtype == np.bool_
 
 
 def getitem(x, index):
     """x[index] with numpy's rules: ints, slices, None, Ellipsis, integer and boolean arrays."""
     xp = backend.array_module(x.data if isinstance(x, Tensor) else x)
-    entries, accumulate = [], False
-    for item in index if isinstance(index, tuple) else (index,):
-        items, is_integer_array = _index_item(item, xp)
-        entries.extend(items)
-        accumulate = accumulate or is_integer_array
+    shape = shape_of(x)
+    items = [_index_item(item, xp) for item in (index if isinstance(index, tuple) else (index,))]
+    # The dims of x each item indexes: a mask as many as it has, None none, Ellipsis the rest
+    spans = [0 if i is None or i is Ellipsis else i.ndim if _is_mask(i) else 1 for i in items]
+    entries, dim = [], 0
+    for item, span in zip(items, spans, strict=True):
+        if item is Ellipsis:
+            span = len(shape) - sum(spans)
+        if _is_mask(item):
+            # numpy checks the mask's shape; the indices it becomes here would pass unchecked
+            if item.shape != shape[dim : dim + span]:
+                raise IndexError(
+                    f"getitem: boolean mask of shape {item.shape} does not match dims "
+                    f"{list(range(dim, dim + span))} of sizes {shape[dim : dim + span]} in "
+                    f"tensor shape {shape}"
+                )
+            entries.extend(item.nonzero())
+        else:
+            entries.append(item)
+        dim += span
+    accumulate = any(backend.is_array(i) and not _is_mask(i) for i in items)
     return GetItem.apply(x, index=tuple(entries), accumulate=accumulate)
 
 
