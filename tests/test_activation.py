@@ -336,6 +336,41 @@ def test_softmax_of_logits_1e4_is_finite_and_exact(use_numba, dtype):
     np.testing.assert_allclose(log_dx[0], [-5.0, 2.0, 3.0], rtol=1e-6)
 
 
+# Rows of logits near a large offset: x - max is exact there, so the results are as accurate as
+# near 0. The numba kernels' fastmath "reassoc" once rewrote (x - max) - log(sum) as
+# x - (max + log(sum)), which rounds to max's spacing: log_softmax was off by 2e-4 at 1e4 in
+# float32, by 2 at 1e8, and by 0.9 at 1e16 in float64.
+LARGE_OFFSETS = [
+    (np.float32, 1e4),
+    (np.float32, 1e6),
+    (np.float32, 1e8),
+    (np.float64, 1e8),
+    (np.float64, 1e12),
+    (np.float64, 1e16),
+]
+
+
+@pytest.mark.parametrize("dtype, offset", LARGE_OFFSETS, ids=lambda v: getattr(v, "__name__", v))
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_numba_softmax_of_logits_near_a_large_offset_matches_torch(
+    torch, numba_runs, name, dtype, offset
+):
+    rng = np.random.default_rng(10)
+    x = (offset + 3.0 * rng.standard_normal((8, 200))).astype(dtype)  # rows the vector loops run
+    dy = rng.standard_normal(x.shape).astype(dtype)
+    # the reference: PyTorch in float64 on the same (rounded) logits
+    fn = getattr(torch, name)
+    y_want, dx_want = _torch_value_and_grad(
+        torch, lambda t: fn(t, -1), x.astype(np.float64), dy.astype(np.float64)
+    )
+    with backend.use_numba(True):
+        y, dx = _value_and_grad(getattr(ops, name), x, dy)
+    assert runs_of(numba_runs) == [name, name + "_grad"]
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-13}
+    np.testing.assert_allclose(y, y_want, **tol)
+    np.testing.assert_allclose(dx, dx_want, **tol)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_sigmoid_of_1e4_is_exactly_0_and_1_without_warnings(dtype):
     x = mt.tensor(np.array([-1e4, -50.0, 0.0, 50.0, 1e4], dtype=dtype), requires_grad=True)
@@ -572,6 +607,37 @@ def test_kernel_shape_mismatch_names_the_kernel_and_both_shapes(name):
 def test_bad_arguments_raise(call, error):
     with pytest.raises(error):
         call(mt.tensor(np.ones((2, 3, 4))))
+
+
+NON_INTEGER_ACTIVATIONS = {
+    "gelu": ops.gelu,
+    "gelu_tanh": lambda x: ops.gelu(x, "tanh"),
+    "leaky_relu": ops.leaky_relu,
+    "sigmoid": ops.sigmoid,
+    "tanh": ops.tanh,
+    "quick_gelu": ops.quick_gelu,
+    "silu": ops.silu,
+    "softmax": ops.softmax,
+    "log_softmax": ops.log_softmax,
+}
+
+
+@pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "generic"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("name", sorted(NON_INTEGER_ACTIVATIONS))
+def test_activations_with_fractional_values_refuse_integer_and_bool_input(name, dtype, use_numba):
+    # gelu of int64 [-2, 0, 1, 3, 10] was [0, 0, 0, 0, 10]: Phi(x) cast back to x's dtype
+    x = mt.tensor(np.array([-2, 0, 1, 3, 10]).astype(dtype))
+    op_name = name.removesuffix("_tanh")
+    with backend.use_numba(use_numba), pytest.raises(DTypeError) as info:
+        NON_INTEGER_ACTIVATIONS[name](x)
+    assert str(info.value) == f"{op_name}: needs a floating-point input, got {np.dtype(dtype)}"
+
+
+def test_relu_of_integers_stays_exact_as_in_torch():
+    y = ops.relu(mt.tensor(np.array([-2, 0, 1, 3, 10], np.int64)))
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y.data, [0, 0, 1, 3, 10])
 
 
 def test_importing_minitrain_imports_no_numba_and_numba_off_needs_none():

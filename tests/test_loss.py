@@ -345,6 +345,48 @@ def test_cross_entropy_logits_of_magnitude_1e4_stay_finite(case, offset, dtype, 
         assert all(np.all(np.isfinite(g)) for g in grads)
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize(
+    "dtype, offset",
+    [
+        (np.float32, 1e4),
+        (np.float32, 1e6),
+        (np.float32, 1e8),
+        (np.float64, 1e8),
+        (np.float64, 1e16),
+    ],
+    ids=lambda v: getattr(v, "__name__", v),
+)
+def test_numba_cross_entropy_of_logits_near_a_large_offset_matches_torch(
+    record_builds, dtype, offset, smoothing
+):
+    # x - max is exact near a large offset, so the loss is as accurate as near 0; the kernel's
+    # fastmath "reassoc" once regrouped log(sum) - (x - max) into (log(sum) + max) - x, which
+    # rounds to max's spacing (3.28186 for 3.28174 at 1e4 in float32)
+    torch = pytest.importorskip("torch")
+    from minitrain.ops import loss
+
+    rng = np.random.default_rng(11)
+    logits = (offset + 3.0 * rng.standard_normal((8, 200))).astype(dtype)
+    target = rng.integers(0, 200, 8)
+    upstream = rng.standard_normal(8).astype(dtype)
+    builds = record_builds(loss, "_numba_kernels")
+    x = mt.tensor(logits, requires_grad=True)
+    with backend.use_numba(True):
+        out = ops.cross_entropy(x, target, reduction="none", label_smoothing=smoothing)
+        (dx,) = _grads(out, [x], upstream)
+    assert builds == [False, False]  # the numba kernels ran, forward and backward
+    # the reference: PyTorch in float64 on the same (rounded) logits
+    x_want = torch.tensor(logits.astype(np.float64), requires_grad=True)
+    want = torch.nn.functional.cross_entropy(
+        x_want, torch.tensor(target), reduction="none", label_smoothing=smoothing
+    )
+    want.backward(torch.tensor(upstream.astype(np.float64)))
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-13}
+    np.testing.assert_allclose(out.data, want.detach().numpy(), **tol)
+    np.testing.assert_allclose(dx, x_want.grad.numpy(), **tol)
+
+
 def test_cross_entropy_of_huge_logits_by_hand(numba):
     # the target's logit 1e4 below the max: the loss is 1e4 (to rounding), the gradient one-hot
     x = mt.tensor(np.array([[1e4, 0.0], [0.0, -1e4]]), requires_grad=True)
@@ -585,6 +627,55 @@ def test_class_target_shape_mismatch_names_both_shapes(target_shape):
     assert str((2, 3, 4)) in message and str(target_shape) in message and "(2, 4)" in message
 
 
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("target_shape", [(), (1,)], ids=["0d", "1"])
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_single_sample_takes_a_0d_or_1_target_as_torch(loss, target_shape, reduction, numba):
+    # cross_entropy of (C,) logits and a (1,) target raised a ShapeError about (1, 1)
+    torch = pytest.importorskip("torch")
+    logits = np.array([0.5, -1.0, 2.0, 0.1])
+    upstream = np.array(0.7)  # every reduction gives a 0-d loss here, as in PyTorch
+
+    def call(lib, x, target):
+        inputs = x if loss == "cross_entropy" else lib.log_softmax(x, 0)
+        fn = getattr(ops, loss) if lib is ops else getattr(torch.nn.functional, loss)
+        return fn(inputs, target, reduction=reduction)
+
+    x = mt.tensor(logits, requires_grad=True)
+    out = call(ops, x, np.full(target_shape, 2))
+    (dx,) = _grads(out, [x], upstream)
+    # PyTorch's forward takes both shapes, but its backward only the 0-d target
+    forward_only = call(torch, torch.tensor(logits), torch.full(target_shape, 2))
+    x_want = torch.tensor(logits, requires_grad=True)
+    want = call(torch, x_want, torch.tensor(2))
+    want.backward(torch.tensor(upstream))
+    assert out.shape == tuple(forward_only.shape) == tuple(want.shape) == ()
+    np.testing.assert_allclose(out.data, forward_only.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.data, want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(dx, x_want.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "loss, target",
+    [
+        ("cross_entropy", np.array([2, 1])),
+        ("cross_entropy", np.array([[2]])),
+        ("cross_entropy", np.zeros(0, np.int64)),
+        ("cross_entropy", np.full((1, 4), 0.25)),
+        ("cross_entropy", np.full(3, 1 / 3)),
+        ("nll_loss", np.array([2, 1])),
+        ("nll_loss", np.array([[2]])),  # PyTorch refuses it too; it used to be taken as (1,)
+    ],
+    ids=lambda v: v if isinstance(v, str) else f"{v.dtype}{v.shape}",
+)
+def test_single_sample_target_shape_errors_show_the_callers_shapes(loss, target):
+    x = mt.tensor(np.zeros(4))
+    message = _message(ShapeError, lambda: getattr(ops, loss)(x, target))
+    assert message.startswith(f"{loss}: target {target.shape} does not fit input (4,)")
+    kind = "probability targets (4,)" if target.dtype.kind == "f" else "targets () or (1,)"
+    assert kind in message
+
+
 def test_probability_target_of_the_wrong_shape():
     x = mt.tensor(np.zeros((2, 3)))
     message = _message(ShapeError, lambda: ops.cross_entropy(x, np.full((2, 4), 0.25)))
@@ -638,6 +729,17 @@ def test_option_values():
         ops.huber_loss(x, x, delta=0.0)
     with pytest.raises(ValueError, match="reduction"):
         ops.mse_loss(x, x, reduction=None)
+
+
+@pytest.mark.parametrize("loss, option", [("smooth_l1_loss", "beta"), ("huber_loss", "delta")])
+def test_smooth_l1_and_huber_refuse_a_nan_threshold(loss, option):
+    # smooth_l1_loss(beta=nan) returned nan (beta < 0 is False for nan)
+    x = mt.tensor(np.zeros(3))
+    with pytest.raises(ValueError, match=f"{option} must be"):
+        getattr(ops, loss)(x, x, **{option: float("nan")})
+    layer = {"smooth_l1_loss": mt.nn.SmoothL1Loss, "huber_loss": mt.nn.HuberLoss}[loss]
+    with pytest.raises(ValueError, match=f"{option} must be"):
+        layer(**{option: float("nan")})(x, x)
 
 
 def test_logits_need_a_class_axis():

@@ -76,6 +76,26 @@ def test_row_max_matches_numpy(n):
     assert apply(x) == 0.0
 
 
+@pytest.mark.parametrize("dtype, offset", [(np.float32, 1e4), (np.float64, 1e12)])
+def test_log_probability_keeps_its_rounding_under_the_callers_reassoc(dtype, offset):
+    # under "reassoc" alone, a loop of (x - top) - log_total becomes x - (top + log_total) with
+    # the sum hoisted, which rounds to top's spacing
+    numba_math.register()
+
+    @numba.njit(fastmath=KERNEL_FASTMATH)
+    def apply(x, top, log_total):
+        out = np.empty_like(x)
+        for i in range(x.shape[0]):
+            out[i] = numba_math.log_probability(x[i], top, log_total)
+        return out
+
+    x = (offset + np.random.default_rng(0).standard_normal(1000)).astype(dtype)
+    top, log_total = x.max(), np.log(dtype(1000.0))
+    want = (x - top) - log_total
+    np.testing.assert_array_equal(apply(x, top, log_total), want)
+    np.testing.assert_array_equal(numba_math.log_probability(x, top, log_total), want)
+
+
 def test_the_python_stubs_are_numpy():
     values = np.array([0.0, -1.0, -50.0])
     np.testing.assert_array_equal(numba_math.exp_nonpositive(values), np.exp(values))

@@ -70,12 +70,26 @@ def embedding(input, weight: Tensor, padding_idx: int | None = None) -> Tensor: 
             f"embedding: indices must lie in [{-rows}, {rows}) for a weight of shape "
             f"{weight.shape}, got values from {indices.min()} to {indices.max()}"
         )
+    padding_row = _padding_row(padding_idx, rows, "embedding")
     out = ops.getitem(weight, indices)
-    if padding_idx is None:
+    if padding_row is None:
         return out
     # same values, but the padding rows come from a copy outside the graph: no gradient there
-    keep = (indices % rows != padding_idx % rows)[..., None]
+    keep = (indices % rows != padding_row)[..., None]
     return ops.where(keep, out, out.detach())
+
+
+def _padding_row(padding_idx: int | None, rows: int, where: str) -> int | None:
+    """padding_idx as a row of a (rows, dim) table: in [-rows, rows), negative ones counting from
+    the end (as PyTorch), else a ValueError rather than a row number that wraps. None stays None."""
+    if padding_idx is None:
+        return None
+    if not -rows <= padding_idx < rows:
+        raise ValueError(
+            f"{where}: padding_idx {padding_idx} is out of range for num_embeddings={rows} "
+            f"(valid: {-rows} to {rows - 1})"
+        )
+    return padding_idx % rows
 
 
 # --- convolution ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import init
-from .functional import embedding
+from .functional import _padding_row, embedding
 from .module import Module, Parameter
 
 
@@ -22,15 +22,8 @@ class Embedding(Module):
         dtype=np.float32,
     ):
         super().__init__()
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(
-                    f"Embedding: padding_idx {padding_idx} is out of range for "
-                    f"num_embeddings={num_embeddings}"
-                )
-            padding_idx %= num_embeddings
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.padding_idx = padding_idx
+        self.padding_idx = _padding_row(padding_idx, num_embeddings, "Embedding")
         self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype))
         self.reset_parameters()
 

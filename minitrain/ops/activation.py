@@ -79,9 +79,15 @@ def _check_leaky_alpha(alpha, where: str) -> float:
     return alpha
 
 
-def _check_float(x, where: str) -> None:
+def _floating(x, where: str) -> Tensor:
+    """x as a Tensor, refused unless floating point. Every activation but relu has fractional
+    values, which an integer or bool input would get truncated (gelu), wrapped (sigmoid of
+    unsigned ints) or rounded to float16 (tanh of bools) by numpy's rules; PyTorch raises too
+    for most of them."""
+    x = x if isinstance(x, Tensor) else Tensor(x)
     if x.dtype.kind != "f":
         raise DTypeError(f"{where}: needs a floating-point input, got {x.dtype}")
+    return x
 
 
 def _check_approximate(approximate, where: str) -> str:
@@ -306,7 +312,8 @@ def _row_kernels(parallel: bool) -> SimpleNamespace:
     C-contiguous (rows, cols) float32 or float64 matrices, one softmax per row, and sums in the
     data's dtype in vector lanes (fastmath "reassoc"; "contract" fuses multiply-adds; nan and
     inf keep their meaning). The exp is numba_math's vectorisable one: every argument it gets
-    is <= 0 (x - max, or a log-probability)."""
+    is <= 0 (x - max, or a log-probability). Log-probabilities come from
+    numba_math.log_probability, which "reassoc" cannot regroup into a less accurate form."""
     numba_math.register()
     loop = numba_math.loop(parallel)
     fast = {"reassoc", "contract", "nsz"}
@@ -335,7 +342,7 @@ def _row_kernels(parallel: bool) -> SimpleNamespace:
                 total += numba_math.exp_nonpositive(row[j] - top)
             log_total = math.log(total)
             for j in range(row.shape[0]):
-                dst[j] = (row[j] - top) - log_total  # not row - (top + log_total): x - top is exact
+                dst[j] = numba_math.log_probability(row[j], top, log_total)
 
     @backend.jit(parallel=parallel, fastmath=fast)
     def softmax_grad_rows(dy, y, dx):
@@ -681,39 +688,41 @@ def relu(x) -> Tensor:
 def leaky_relu(x, alpha: float = 0.01) -> Tensor:
     """x for x > 0, alpha * x otherwise. alpha is PyTorch's `negative_slope` and must be >= 0;
     the gradient at 0 is alpha."""
-    return LeakyRelu.apply(x, alpha=_check_leaky_alpha(alpha, "leaky_relu"))
+    alpha = _check_leaky_alpha(alpha, "leaky_relu")
+    return LeakyRelu.apply(_floating(x, "leaky_relu"), alpha=alpha)
 
 
 def sigmoid(x) -> Tensor:
     """1 / (1 + exp(-x)), finite and exactly 0 or 1 in the far tails, with no overflow."""
-    return Sigmoid.apply(x)
+    return Sigmoid.apply(_floating(x, "sigmoid"))
 
 
 def tanh(x) -> Tensor:
     """tanh(x); the backward reads only the output: 1 - tanh(x)^2."""
-    return Tanh.apply(x)
+    return Tanh.apply(_floating(x, "tanh"))
 
 
 def quick_gelu(x, alpha: float = 1.702) -> Tensor:
     """x * sigmoid(alpha * x). alpha = 1.702 approximates GELU; alpha = 1 is SiLU (Swish);
     any real alpha, negative included."""
-    return QuickGelu.apply(x, alpha=_check_real(alpha, "alpha", "quick_gelu"))
+    alpha = _check_real(alpha, "alpha", "quick_gelu")
+    return QuickGelu.apply(_floating(x, "quick_gelu"), alpha=alpha)
 
 
 def silu(x) -> Tensor:
     """x * sigmoid(x) (SiLU, Swish): quick_gelu with alpha = 1."""
-    return quick_gelu(x, 1.0)
+    return QuickGelu.apply(_floating(x, "silu"), alpha=1.0)
 
 
 def gelu(x, approximate: str = "none") -> Tensor:
     """x * Phi(x) with Phi the standard normal CDF ('none', exact), or the tanh approximation
     x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) ('tanh'), as torch.nn.functional.gelu."""
-    return Gelu.apply(x, approximate=_check_approximate(approximate, "gelu"))
+    approximate = _check_approximate(approximate, "gelu")
+    return Gelu.apply(_floating(x, "gelu"), approximate=approximate)
 
 
 def _softmax_op(op, x, axis, opset):
-    x = x if isinstance(x, Tensor) else Tensor(x)
-    _check_float(x.data, op.name)
+    x = _floating(x, op.name)
     axis, _ = _softmax_axes(x.ndim, axis, opset, op.name)
     return op.apply(x, axis=axis, opset=int(opset))
 

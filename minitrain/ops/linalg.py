@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..autograd import unbroadcast
@@ -78,8 +80,9 @@ class Linear(Op):
         dweight takes x and grad with their leading dims merged into one: (rows, features)."""
         x, weight = ctx.x, ctx.weight
         grad_x = grad @ weight if ctx.needs_grad[0] else None
-        grad_2d = grad.reshape(-1, grad.shape[-1])
-        grad_w = grad_2d.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_grad[1] else None
+        rows = math.prod(grad.shape[:-1])  # not reshape(-1, ...): ambiguous with 0 features
+        grad_2d = grad.reshape(rows, grad.shape[-1])
+        grad_w = grad_2d.T @ x.reshape(rows, x.shape[-1]) if ctx.needs_grad[1] else None
         grad_b = grad_2d.sum(axis=0) if ctx.needs_grad[2] else None
         return grad_x, grad_w, grad_b
 

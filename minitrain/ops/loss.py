@@ -4,7 +4,7 @@ mse_loss, l1_loss, smooth_l1_loss and huber_loss.
 
 Every loss takes `reduction`: 'none' (one loss per position), 'sum', or 'mean'. The class axis is
 axis 1, as in PyTorch: logits (N, C) or (N, C, d1, ..., dk) with class-index targets (N,) or
-(N, d1, ..., dk); a single sample (C,) with a 0-d target also works.
+(N, d1, ..., dk); a single sample (C,) takes a class-index target 0-d or (1,).
 
 Where PyTorch returns nan for a mean over nothing (an empty batch, every target ignored, target
 weights that sum to 0), minitrain raises a ValueError instead: a nan loss reaches every parameter
@@ -160,6 +160,26 @@ def _class_total(op: str, target_weights):
     return _mean_divisor(op, target_weights.sum(), what)
 
 
+def _one_sample(op: str, input, target, probabilities: bool):  # noqa: A002
+    """One sample's input (C,) and its target as a batch of one, as PyTorch takes them: input
+    (1, C) with class indices (1,), given 0-d or (1,), or with class probabilities (1, C), given
+    (C,) (where `probabilities`). Shape errors name the shapes the caller gave."""
+    (classes,), t = _data(input).shape, _data(target)
+    if not classes:
+        raise ShapeError(f"{op}: input (0,) holds no classes")
+    if probabilities and t.dtype.kind == "f":
+        if t.shape == (classes,):
+            return reshape(input, (1, classes)), reshape(target, (1, classes))
+        expected = f"probability targets ({classes},)"
+    else:
+        if t.shape in ((), (1,)):
+            return reshape(input, (1, classes)), reshape(target, (1,))
+        expected = "class-index targets () or (1,)"
+    raise ShapeError(
+        f"{op}: target {t.shape} does not fit input ({classes},): a single sample takes {expected}"
+    )
+
+
 # --- cross entropy: the fused log-softmax + negative log-likelihood ----------------------------
 
 
@@ -282,7 +302,8 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     loop = numba_math.loop(parallel)
 
     # fastmath: "reassoc" lets LLVM split the row sum into vector lanes, "contract" fuse
-    # multiply-adds; NaN and inf keep their meaning.
+    # multiply-adds; NaN and inf keep their meaning. Log-probabilities come from
+    # numba_math.log_probability, which "reassoc" cannot regroup into a less accurate form.
     @backend.jit(parallel=parallel, fastmath={"reassoc", "contract", "nsz"})
     def forward_rows(logits, target, weight, ignore_index, eps, probs, losses):
         rows, classes = logits.shape
@@ -302,11 +323,11 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                 losses[i] = 0
                 continue
             log_total = math.log(total)
-            loss = (1.0 - eps) * weight[t] * (log_total - (x[t] - top))
+            loss = -(1.0 - eps) * weight[t] * numba_math.log_probability(x[t], top, log_total)
             if eps != 0.0:
                 spread = 0.0
                 for c in range(classes):
-                    spread += weight[c] * (log_total - (x[c] - top))
+                    spread -= weight[c] * numba_math.log_probability(x[c], top, log_total)
                 loss += eps / classes * spread
             losses[i] = loss
 
@@ -506,7 +527,7 @@ def cross_entropy(
     F.cross_entropy, in one fused op (display name SoftmaxCrossEntropyGrad).
 
     logits: (N, C), (N, C, d1, ..., dk) or a single sample (C,). target: class indices of any
-    integer dtype, shaped like logits without axis 1 (0-d for a single sample), or class
+    integer dtype, shaped like logits without axis 1 (0-d or (1,) for a single sample), or class
     probabilities shaped like logits (these may require grad). weight: (C,) per-class weights, a
     constant. Positions whose target is `ignore_index` have loss 0 and no gradient (class
     indices only). `label_smoothing` eps in [0, 1] mixes eps / C of every class into the target.
@@ -522,8 +543,7 @@ def cross_entropy(
         target = np.asarray(target)
     single = _data(logits).ndim == 1  # one sample (C,): PyTorch's unbatched form
     if single:
-        logits = reshape(logits, (1, -1))
-        target = reshape(target, (1,) + _data(target).shape)
+        logits, target = _one_sample(op, logits, target, probabilities=True)
     out = SoftmaxCrossEntropy.apply(
         logits,
         target,
@@ -585,9 +605,9 @@ class NLLLoss(Op):
 
 def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean"):
     """Negative log-likelihood loss, as PyTorch's F.nll_loss: log_probs (N, C), (N, C, d1, ...)
-    or (C,); target class indices shaped like log_probs without axis 1; weight (C,) a constant.
-    'mean' divides by the summed weights of the non-ignored targets (raises where that is 0).
-    Its own op (NLLLossGrad): a gather forward, a scatter backward."""
+    or (C,); target class indices shaped like log_probs without axis 1 (0-d or (1,) for (C,));
+    weight (C,) a constant. 'mean' divides by the summed weights of the non-ignored targets
+    (raises where that is 0). Its own op (NLLLossGrad): a gather forward, a scatter backward."""
     op = "nll_loss"
     _check_reduction(op, reduction)
     _check_no_grad(op, weight=weight)
@@ -595,8 +615,7 @@ def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduct
         target = np.asarray(target)
     single = _data(log_probs).ndim == 1
     if single:
-        log_probs = reshape(log_probs, (1, -1))
-        target = reshape(target, (1,))
+        log_probs, target = _one_sample(op, log_probs, target, probabilities=False)
     out = NLLLoss.apply(
         log_probs, target, weight, reduction=reduction, ignore_index=int(ignore_index)
     )
@@ -757,7 +776,7 @@ def smooth_l1_loss(input, target, *, reduction: str = "mean", beta: float = 1.0)
     """Squared error below beta, absolute error above, as PyTorch's F.smooth_l1_loss: 0.5 d^2 /
     beta where |d| < beta, else |d| - 0.5 beta (d = input - target; beta >= 0, and beta = 0 is
     l1_loss). Its own op (SmoothL1LossGrad)."""
-    if beta < 0:
+    if not beta >= 0:  # nan too
         raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
     return _pointwise(SmoothL1Loss, input, target, reduction, beta=float(beta))
 
@@ -765,7 +784,7 @@ def smooth_l1_loss(input, target, *, reduction: str = "mean", beta: float = 1.0)
 def huber_loss(input, target, *, reduction: str = "mean", delta: float = 1.0):  # noqa: A002
     """Huber loss, as PyTorch's F.huber_loss: 0.5 d^2 where |d| < delta, else
     delta (|d| - 0.5 delta) (d = input - target; delta > 0). Its own op (HuberLossGrad)."""
-    if not delta > 0:
+    if not delta > 0:  # nan too
         raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
     return _pointwise(HuberLoss, input, target, reduction, delta=float(delta))
 

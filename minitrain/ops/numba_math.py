@@ -1,5 +1,6 @@
 """Scalar helpers for the numba kernels where numba's own are slow (a vectorisable exp and a
-lane-split row max), and the loop that tells a kernel's serial build from its parallel one."""
+lane-split row max) or where a kernel's fastmath would change the result (a subtraction kept as
+written), and the loop that tells a kernel's serial build from its parallel one."""
 
 from __future__ import annotations
 
@@ -50,10 +51,21 @@ def row_max(x):
     return x.max()
 
 
+def log_probability(x, top, log_total):
+    """(x - top) - log_total: the log-softmax of x in a row with max top and sum of exp(x - top)
+    exp(log_total), rounded as written. In numba code (after `register()`) it stays so in a
+    caller compiled with fastmath "reassoc", which would otherwise rewrite it as
+    x - (top + log_total) to hoist the sum out of the row loop: top + log_total rounds to the
+    spacing of top (an error of 0.5 at logits of 1e7 in float32), where x - top is exact for x
+    within a factor of 2 of top. In Python, the same arithmetic."""
+    return (x - top) - log_total
+
+
 @functools.cache
 def register() -> None:
-    """Give `exp_nonpositive` and `row_max` their numba implementations (on first use, so that
-    importing minitrain does not import numba). Call it before compiling a kernel that calls them.
+    """Give `exp_nonpositive`, `row_max` and `log_probability` their numba implementations (on
+    first use, so that importing minitrain does not import numba). Call it before compiling a
+    kernel that calls them.
 
     They are overloads of plain functions, not jitted closures, because numba's on-disk cache
     keys a kernel on the pickled contents of its closure cells: a captured dispatcher pickles
@@ -106,6 +118,15 @@ def register() -> None:
             return top
 
         return largest
+
+    # Compiled on its own without "reassoc", like exp: the flags stay on its instructions when
+    # LLVM inlines it, and the caller's "reassoc" alone cannot regroup them.
+    @extending.overload(log_probability, jit_options={"fastmath": False})
+    def _log_probability(x, top, log_total):
+        def as_written(x, top, log_total):
+            return (x - top) - log_total
+
+        return as_written
 
 
 def loop(parallel: bool):
