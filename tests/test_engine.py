@@ -686,6 +686,179 @@ def test_gradient_dtype_of_a_float32_leaf_mixed_with_float64():
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
 
 
+def test_numpy_scalars_and_0d_tensors_do_not_widen_the_dtype_like_torch():
+    torch = pytest.importorskip("torch")
+    x, tx = minitrain.tensor(np.ones(3, np.float32)), torch.ones(3)
+    cases = [
+        (x * np.float64(2), tx * 2.0),
+        (x / np.sqrt(64), tx / np.sqrt(64).item()),  # np.sqrt gives an np.float64
+        (x + minitrain.tensor(np.float64(1)), tx + torch.tensor(1.0, dtype=torch.float64)),
+        (
+            minitrain.tensor(np.ones(3, np.int32)) + minitrain.tensor(np.int64(1)),
+            torch.ones(3, dtype=torch.int32) + torch.tensor(1),
+        ),
+        (
+            minitrain.tensor(np.ones(3, np.float16)) + minitrain.tensor(np.ones(3, np.int64)),
+            torch.ones(3, dtype=torch.float16) + torch.ones(3, dtype=torch.int64),
+        ),
+        (
+            minitrain.tensor(np.ones(3, np.int32)) + minitrain.tensor(np.float64(0.5)),
+            torch.ones(3, dtype=torch.int32) + torch.tensor(0.5, dtype=torch.float64),
+        ),
+        (
+            minitrain.tensor(np.ones(3, np.float16)).clip(np.float64(0.5), np.int64(2)),
+            torch.ones(3, dtype=torch.float16).clip(0.5, 2),
+        ),
+    ]
+    for out, reference in cases:
+        assert str(out.dtype) == str(reference.dtype).removeprefix("torch.")
+        np.testing.assert_array_equal(out.numpy(), reference.numpy())
+    assert [str(out.dtype) for out, _ in cases] == [
+        "float32",
+        "float32",
+        "float32",
+        "int32",
+        "float16",
+        "float64",
+        "float16",
+    ]
+
+
+_PROMOTION_DTYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64]
+_PROMOTION_DTYPES += [np.float16, np.float32, np.float64]
+_BINARY_OPS = {
+    "add": (minitrain.ops.add, lambda torch, a, b: a + b),
+    "sub": (minitrain.ops.sub, lambda torch, a, b: a - b),
+    "mul": (minitrain.ops.mul, lambda torch, a, b: a * b),
+    "div": (minitrain.ops.div, lambda torch, a, b: a / b),
+    "pow": (minitrain.ops.pow, lambda torch, a, b: a**b),
+    "maximum": (minitrain.ops.maximum, lambda torch, a, b: torch.maximum(a, b)),
+    "minimum": (minitrain.ops.minimum, lambda torch, a, b: torch.minimum(a, b)),
+}
+_WHERE_CONDITION = np.array([True, False, True])
+
+
+def _promotion_operands(torch, position):
+    """One operand of a binary op in every form: (label, minitrain value, torch value), for a
+    tensor with dims and a 0-d tensor of each dtype, a numpy scalar of each dtype, and a Python
+    bool, int and float. A numpy scalar goes to torch as the Python number of its kind (torch
+    itself reads np.bool_ as a float)."""
+    values, number = ([1, 2, 3], 3) if position == 0 else ([2, 1, 2], 2)
+    operands = []
+    for dtype in _PROMOTION_DTYPES:
+        name = np.dtype(dtype).name
+        boolean = dtype is np.bool_
+        dims = np.array([True, position == 1, True] if boolean else values, dtype)
+        zero_d = np.array(True if boolean else number, dtype)
+        for label, array in ((f"{name}(3,)", dims), (f"{name}()", zero_d)):
+            float_dtype = array.dtype.kind == "f"
+            operands.append(
+                (
+                    label,
+                    minitrain.tensor(array, requires_grad=float_dtype),
+                    torch.tensor(array, requires_grad=float_dtype),
+                )
+            )
+        scalar = dtype(True if boolean else number)
+        operands.append((f"np.{name}", scalar, scalar.item()))
+    for number_value in (True, number, number + 0.5):
+        operands.append((type(number_value).__name__, number_value, number_value))
+    return operands
+
+
+def _apply_binary(op, a, b):
+    if op == "where":
+        return minitrain.ops.where(minitrain.tensor(_WHERE_CONDITION), a, b)
+    return _BINARY_OPS[op][0](a, b)
+
+
+def _apply_binary_in_torch(torch, op, a, b):
+    """torch's result, or None where torch has no such op (bool - bool, torch.maximum of a
+    number, ...)."""
+    try:
+        if op == "where":
+            return torch.where(torch.tensor(_WHERE_CONDITION), a, b)
+        return _BINARY_OPS[op][1](torch, a, b)
+    except (RuntimeError, TypeError, NotImplementedError):
+        return None
+
+
+def _binary_case_failures(torch, op, operand_a, operand_b) -> list[str]:
+    """How minitrain's `op` of one pair of operands differs from torch's: the output dtype
+    (torch.result_type, float32 for an integer division), the values, and the dtype (each input's
+    own) and values of each input's gradient."""
+    (label_a, a, torch_a), (label_b, b, torch_b) = operand_a, operand_b
+    case = f"{op}({label_a}, {label_b})"
+    tensors = [v for v in (a, b) if isinstance(v, minitrain.Tensor)]
+    torch_tensors = [v for v in (torch_a, torch_b) if isinstance(v, torch.Tensor)]
+    theirs = _apply_binary_in_torch(torch, op, torch_a, torch_b)
+    if theirs is None and (len(torch_tensors) == 2 or op == "where"):
+        return []  # an op torch does not define
+    expected = str(
+        theirs.dtype if theirs is not None else torch.result_type(torch_a, torch_b)
+    ).removeprefix("torch.")
+    if op in ("sub", "pow") and expected == "bool":
+        # torch defines bool - bool and bool ** bool only with a number (not two tensors), numpy
+        # not at all (an error, an int8 power): not a question of promotion
+        return []
+    try:
+        ours = _apply_binary(op, a, b)
+    except Exception as error:  # noqa: BLE001 (reported with its case)
+        return [f"{case}: raised {error!r}, torch gives {expected}"]
+    if str(ours.dtype) != expected:
+        return [f"{case}: {ours.dtype}, torch {expected}"]
+    if theirs is not None:
+        np.testing.assert_allclose(
+            ours.numpy().astype(np.float64),
+            theirs.detach().numpy().astype(np.float64),
+            rtol=1e-3,
+            err_msg=case,
+        )
+    if not ours.requires_grad:
+        return []
+    ours.sum().backward()
+    try:
+        theirs.sum().backward()
+    except (AttributeError, RuntimeError):  # no torch op, or torch fails (f16 - True)
+        theirs = None
+    failures = []
+    for tensor, torch_tensor in zip(tensors, torch_tensors, strict=True):
+        if not tensor.requires_grad:
+            continue
+        if tensor.grad.dtype != tensor.dtype:
+            failures.append(f"{case}: a {tensor.dtype} input got a {tensor.grad.dtype} gradient")
+        elif theirs is not None:
+            np.testing.assert_allclose(
+                tensor.grad.numpy().astype(np.float64),
+                torch_tensor.grad.numpy().astype(np.float64),
+                rtol=1e-2,
+                err_msg=case,
+            )
+        tensor.grad = torch_tensor.grad = None
+    return failures
+
+
+@pytest.mark.parametrize("op", [*_BINARY_OPS, "where"])
+def test_binary_op_dtypes_and_gradient_dtypes_match_torch_result_type(op):
+    """Every pair of operand forms (tensor with dims, 0-d tensor, numpy scalar or Python
+    number, of every dtype), as _binary_case_failures compares them with torch."""
+    torch = pytest.importorskip("torch")
+    failures, cases = [], 0
+    for operand_a in _promotion_operands(torch, 0):
+        for operand_b in _promotion_operands(torch, 1):
+            both_numbers = not any(
+                isinstance(v[1], minitrain.Tensor) for v in (operand_a, operand_b)
+            )
+            if both_numbers and op != "where":
+                continue  # torch has no op on two numbers
+            cases += 1
+            failures += _binary_case_failures(torch, op, operand_a, operand_b)
+    assert not failures, f"{len(failures)} of {cases} cases differ from torch:\n" + "\n".join(
+        failures[:30]
+    )
+    assert cases > 700
+
+
 # --- accumulation without aliasing ----------------------------------------------------------
 
 
@@ -943,6 +1116,26 @@ def test_backward_returning_another_dtype_is_cast_back():
     _Float64Grad.apply(x).sum().backward()
     assert x.grad.dtype == np.float32
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0])
+
+
+@pytest.mark.parametrize("names", [("a", "c"), ("a",), ("a", "a"), ["a", "b"]])
+def test_op_whose_promoted_is_not_a_pair_of_its_inputs_is_refused(names):
+    with pytest.raises(GraphError, match="`promoted` must name two of its inputs"):
+
+        class _BadPromotion(Op):
+            name = "bad_promotion"
+            inputs = ("a", "b")
+            promoted = names
+
+            @staticmethod
+            def forward(ctx, a, b):
+                return a + b
+
+            @staticmethod
+            def backward(ctx, grad):
+                return grad, grad
+
+    assert "bad_promotion" not in minitrain.ops.registry()
 
 
 def test_retain_grad_sees_the_gradient_after_hooks_like_torch():

@@ -62,6 +62,7 @@ SCHEDULES = {
     "LinearLR-warmup": lambda s, o: [s.LinearLR(o, start_factor=0.1, total_iters=8)],
     "LinearLR-decay": lambda s, o: [s.LinearLR(o, 1.0, 0.05, total_iters=12)],
     "LinearLR-partway": lambda s, o: [s.LinearLR(o, start_factor=0.5, end_factor=0.9)],
+    "LinearLR-to-zero": lambda s, o: [s.LinearLR(o, end_factor=0.0)],  # ends at -1.5e-18
     "CosineAnnealingLR": lambda s, o: [s.CosineAnnealingLR(o, T_max=10)],
     "CosineAnnealingLR-eta_min": lambda s, o: [s.CosineAnnealingLR(o, T_max=7, eta_min=0.01)],
     "CosineAnnealingLR-T_max-1": lambda s, o: [s.CosineAnnealingLR(o, T_max=1, eta_min=1e-3)],
@@ -148,6 +149,33 @@ def test_state_dict_round_trip_continues_like_an_uninterrupted_run(name):
     assert fresh_schedulers[-1].get_last_lr() == whole[12]
     rest = _lr_sequence(fresh, lambda o: fresh_schedulers, 18)
     assert rest == whole[12:]
+
+
+def test_checkpoint_after_linear_decay_to_zero_loads_and_resumes_like_torch(tmp_path):
+    # LinearLR's chained formula ends a rounding below 0 (torch's too): the optimizer's own
+    # state dict, holding that lr, must load back, through a checkpoint file as well
+    torch = _torch()
+
+    def decayed(scheduler_module, optimizer):
+        return [scheduler_module.LinearLR(optimizer, 1 / 3, end_factor=0.0, total_iters=5)]
+
+    whole = _lr_sequence(_minitrain_optimizer(), lambda o: decayed(lr_scheduler, o), 9)
+    theirs = _lr_sequence(_torch_optimizer(), lambda o: decayed(torch.optim.lr_scheduler, o), 9)
+    assert whole == theirs and min(whole[6]) < 0  # the case: a negative lr from rounding
+
+    optimizer = _minitrain_optimizer()
+    (scheduler,) = decayed(lr_scheduler, optimizer)
+    _lr_sequence(optimizer, lambda o: [scheduler], 6)
+    path = tmp_path / "checkpoint"
+    minitrain.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, path)
+    checkpoint = minitrain.load(path)
+
+    fresh = _minitrain_optimizer()
+    (fresh_scheduler,) = decayed(lr_scheduler, fresh)
+    fresh.load_state_dict(checkpoint["optimizer"])
+    fresh_scheduler.load_state_dict(checkpoint["scheduler"])
+    assert [group["lr"] for group in fresh.param_groups] == whole[6]
+    assert _lr_sequence(fresh, lambda o: [fresh_scheduler], 3) == whole[6:]
 
 
 def test_lambda_state_dict_saves_callable_objects_but_not_functions():

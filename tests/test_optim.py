@@ -434,15 +434,12 @@ def _broken_state_dicts(saved):
         del group["betas"]
     unknown_param = copy.deepcopy(saved)
     unknown_param["state"][9] = unknown_param["state"][0]
-    negative_lr = copy.deepcopy(saved)
-    negative_lr["param_groups"][1]["lr"] = -1.0
     return [
         (fewer_groups, ValueError, "1 parameter groups, this optimizer has 2"),
         (fewer_params, ValueError, "group 1 has 1 parameters in the state dict and 2"),
         (wrong_shape, ShapeError, r"shape \(7,\).*shape \(\)"),
         (from_sgd, ValueError, "betas"),
         (unknown_param, ValueError, "parameter 9"),
-        (negative_lr, ValueError, "lr must be >= 0"),
         ({"state": {}}, ValueError, "param_groups"),
     ]
 
@@ -462,6 +459,34 @@ def test_load_state_dict_errors_leave_the_optimizer_untouched():
         for index, values in before["state"].items():
             for key, value in values.items():
                 np.testing.assert_array_equal(after["state"][index][key], value)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
+def test_load_state_dict_restores_option_values_as_saved_like_torch(name):
+    # Schedulers and users write a group's options after construction (LinearLR decaying to 0
+    # ends at -1.5e-18): loading restores them as saved, as torch does, while the constructor
+    # still rejects a negative lr from the user.
+    torch = _torch()
+    params = _leaves(_initial_arrays())
+    optimizer = getattr(optim, name)(params, lr=0.1)
+    _step_with(params, optimizer, range(2))
+    optimizer.param_groups[0]["lr"] = -1.5e-18
+    saved = optimizer.state_dict()
+    restored = getattr(optim, name)(params, lr=0.1)
+    restored.load_state_dict(saved)
+    assert restored.param_groups[0]["lr"] == -1.5e-18
+    assert restored.state_dict()["param_groups"] == saved["param_groups"]
+    assert restored.state_dict()["state"].keys() == saved["state"].keys()
+
+    torch_params = [torch.ones(2, requires_grad=True)]
+    torch_optimizer = getattr(torch.optim, name)(torch_params, lr=0.1)
+    torch_optimizer.param_groups[0]["lr"] = -1.5e-18
+    torch_restored = getattr(torch.optim, name)(torch_params, lr=0.1)
+    torch_restored.load_state_dict(torch_optimizer.state_dict())
+    assert torch_restored.param_groups[0]["lr"] == -1.5e-18
+
+    with pytest.raises(ValueError, match=f"{name}: lr must be >= 0, got -1.5e-18"):
+        getattr(optim, name)(params, lr=-1.5e-18)
 
 
 def test_named_parameters_are_kept_in_groups_and_state_dict():

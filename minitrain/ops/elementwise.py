@@ -15,6 +15,7 @@ class Add(Op):
     name = "add"
     inputs = ("a", "b")
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, a, b):
@@ -30,6 +31,7 @@ class Sub(Op):
     name = "sub"
     inputs = ("a", "b")
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, a, b):
@@ -46,6 +48,7 @@ class Mul(Op):
     inputs = ("a", "b")
     saved = ("a", "b")
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, a, b):
@@ -67,6 +70,7 @@ class Div(Op):
     inputs = ("a", "b")
     saved = ("a", "b")
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, a, b):
@@ -105,6 +109,7 @@ class Pow(Op):
     inputs = ("a", "b")
     saved = ("a", "b", "out")
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, a, b):
@@ -209,6 +214,7 @@ class Maximum(Op):
     inputs = ("a", "b")
     saved = ("a", "b")
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, a, b):
@@ -228,6 +234,7 @@ class Minimum(Op):
     inputs = ("a", "b")
     saved = ("a", "b")
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, a, b):
@@ -249,6 +256,7 @@ class Where(Op):
     inputs = ("cond", "a", "b")
     saved = ("cond",)
     broadcast = True
+    promoted = ("a", "b")
 
     @staticmethod
     def forward(ctx, cond, a, b):
@@ -397,8 +405,13 @@ def where(cond, a, b):
 
 
 def clip(x, min=None, max=None):  # noqa: A002
-    """x limited to [min, max]."""
-    return Clip.apply(x, min=min, max=max)
+    """x limited to [min, max]. Numpy scalar bounds count as Python numbers, as in PyTorch: an
+    np.float64 bound leaves a float16 x float16."""
+    return Clip.apply(x, min=_python_number(min), max=_python_number(max))
+
+
+def _python_number(value):
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def cast(x, dtype):

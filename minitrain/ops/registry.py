@@ -1,5 +1,5 @@
 """The op registry: Op (one class per op, forward and backward side by side), Ctx, and `apply`,
-the one place where an op is checked, run and recorded."""
+the one place where an op is checked, run and recorded and its output dtype decided."""
 
 from __future__ import annotations
 
@@ -15,6 +15,16 @@ from ..tensor import Tensor, as_array
 
 _OPS: dict[str, type[Op]] = {}
 _FLOAT64 = np.dtype(np.float64)
+
+# PyTorch's dtype categories, lowest first, and the dtype a number of each kind stands for.
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_NUMBER_DTYPE = {
+    "b": np.dtype(np.bool_),
+    "u": np.dtype(np.int64),
+    "i": np.dtype(np.int64),
+    "f": np.dtype(np.float32),
+    "c": np.dtype(np.complex64),
+}
 
 
 # Names a ctx uses for itself; attributes and saved values may not take them.
@@ -99,8 +109,12 @@ class Op(metaclass=_OpType):
     - `saved`: names of what forward saves with `ctx.save(...)` for backward;
     - `grad_kernel`: display name of its backward kernel (default: class name + 'Grad');
     - `broadcast`: inputs broadcast against each other, and the engine sums their gradients back;
+    - `promoted`: a pair of input names (a binary elementwise op's operands), cast before
+      forward to one dtype, PyTorch's `result_type` of the two, so that forward and backward
+      compute in it; `ctx.dtypes` keeps the inputs' own, and each gradient comes back in it;
     - `exact_dtype`: the output dtype is what forward chose (cast). Otherwise a float64 output
-      that numpy promoted from ints, Python numbers or float32 becomes float32, as in PyTorch.
+      that numpy made from inputs none of which is float64 (ints divided, an int's exp, ...)
+      becomes float32, PyTorch's default float dtype.
 
     and then `forward(ctx, *arrays) -> array` and `backward(ctx, grad) -> grads`, both on arrays,
     one gradient per input (None where `ctx.needs_grad[i]` is False). Optional `numba_forward` /
@@ -113,6 +127,7 @@ class Op(metaclass=_OpType):
     saved: ClassVar[tuple[str, ...]] = ()
     grad_kernel: ClassVar[str] = ""
     broadcast: ClassVar[bool] = False
+    promoted: ClassVar[tuple[str, ...]] = ()
     variadic: ClassVar[bool] = False
     exact_dtype: ClassVar[bool] = False
     numba_forward: ClassVar = None
@@ -124,6 +139,9 @@ class Op(metaclass=_OpType):
             cls.grad_kernel = cls.__name__ + "Grad"
         cls._saved_names = frozenset(cls.saved)
         cls._attr_names = frozenset(cls.attrs)
+        cls._promoted_indices = tuple(
+            index for index, name in enumerate(cls.inputs) if name in cls.promoted
+        )  # () or the positions of the pair
         if register:
             _validate_header(cls)
             if cls.name in _OPS:
@@ -146,8 +164,9 @@ class Op(metaclass=_OpType):
     def apply(cls, *inputs, **attrs):
         """Run the op on tensors (or numbers and arrays), recording it when a gradient is needed.
 
-        The one place every op passes through: check, run forward, and (when an input requires
-        grad and recording is on) validate the saved list and record a Node.
+        The one place every op passes through, and where its output dtype is decided: check,
+        promote the `promoted` pair, run forward, and (when an input requires grad and recording
+        is on) validate the saved list and record a Node.
         """
         if len(attrs) != len(cls.attrs) or (attrs and attrs.keys() != cls._attr_names):
             raise GraphError(
@@ -165,7 +184,7 @@ class Op(metaclass=_OpType):
         # One pass over the inputs collects what forward needs (arrays) and what recording
         # needs (where each gradient goes, input shapes and dtypes): this is the hot path.
         arrays, parents, needs_grad, shapes, dtypes = [], [], [], [], []
-        any_grad = False
+        any_grad = numpy_number = False
         for value in inputs:
             if isinstance(value, Tensor):
                 array = value.data
@@ -178,6 +197,8 @@ class Op(metaclass=_OpType):
                     needs_grad.append(False)
             else:
                 array = _operand(value, cls, len(arrays))
+                if isinstance(value, np.generic):
+                    numpy_number = True
                 parents.append(None)
                 needs_grad.append(False)
             arrays.append(array)
@@ -187,6 +208,13 @@ class Op(metaclass=_OpType):
             else:
                 shapes.append(())
                 dtypes.append(None)
+        promoted = cls._promoted_indices
+        if promoted:
+            # numpy's own promotion is PyTorch's for arrays of one dtype and Python numbers; a
+            # numpy scalar (a number to PyTorch) or arrays of two dtypes need PyTorch's rule
+            first, second = dtypes[promoted[0]], dtypes[promoted[1]]
+            if numpy_number or (first is not second and first is not None and second is not None):
+                _promote(arrays, promoted)
         xp = np if backend._cupy is None else backend.array_module(*arrays)
         if xp is not np:
             _check_same_device(cls, arrays)
@@ -206,7 +234,7 @@ class Op(metaclass=_OpType):
         if type(out) is not np.ndarray:
             out = xp.asarray(out)
         if out.dtype == _FLOAT64 and not cls.exact_dtype and not _any_float64(dtypes):
-            # numpy made float64 from ints and Python numbers; like PyTorch, the default is float32
+            # numpy made float64 from ints or numbers; PyTorch's default float dtype is float32
             out = out.astype(np.float32)
         if not recording:
             return Tensor._from_op(out, None)
@@ -238,6 +266,12 @@ def _validate_header(cls) -> None:
             raise GraphError(f"{where}: `{field}` must be a tuple of names, got {value!r}")
     if not cls.inputs or (cls.variadic and len(cls.inputs) != 1):
         raise GraphError(f"{where}: needs at least one input (exactly one name when variadic)")
+    if cls.promoted and (
+        not isinstance(cls.promoted, tuple)
+        or len(set(cls.promoted)) != 2
+        or not set(cls.promoted) <= set(cls.inputs)
+    ):
+        raise GraphError(f"{where}: `promoted` must name two of its inputs, got {cls.promoted!r}")
     clash = (set(cls.attrs) & set(cls.saved)) | ((set(cls.attrs) | set(cls.saved)) & _CTX_FIELDS)
     if clash:
         raise GraphError(f"{where}: names {sorted(clash)} clash between attrs, saved and ctx")
@@ -248,6 +282,76 @@ def _validate_header(cls) -> None:
 def registry() -> dict[str, type[Op]]:
     """Every registered op by name; each op class shows its backward kernel's display name."""
     return dict(sorted(_OPS.items()))
+
+
+def result_type(values) -> np.dtype:
+    """The dtype PyTorch gives an elementwise op of `values` (`torch.result_type`): tensors,
+    arrays and numbers (Python's or numpy's alike).
+
+    Dtypes fall in categories, bool < integer < floating. Within its category, a tensor with
+    dimensions outranks a 0-d tensor, which outranks a number; a higher category always wins.
+    So float32 (3,) with a float64 0-d tensor gives float32, int32 (3,) with 2.5 gives float32
+    (a float number stands for float32, an int for int64), and int32 (3,) with a float64 0-d
+    tensor gives float64. Dtypes of one rank combine as `torch.promote_types`: within a
+    category, the wider (uint8 with int8 gives int16); across, the higher's (float16 with int64
+    gives float16, where numpy widens to float64)."""
+    dims = zero_dims = numbers = None
+    for value in values:
+        if isinstance(value, Tensor):
+            value = value.data
+        if value is None:
+            continue
+        if isinstance(value, (bool, int, float, complex, np.generic)):
+            numbers = _promote_types(numbers, _NUMBER_DTYPE[_number_kind(value)])
+        elif value.ndim:
+            dims = _promote_types(dims, value.dtype)
+        else:
+            zero_dims = _promote_types(zero_dims, value.dtype)
+    return _outranking(dims, _outranking(zero_dims, numbers))
+
+
+def _number_kind(number) -> str:
+    if isinstance(number, np.generic):
+        return number.dtype.kind
+    if isinstance(number, bool):
+        return "b"
+    return "i" if isinstance(number, int) else "f" if isinstance(number, float) else "c"
+
+
+def _promote_types(first, second):
+    """`torch.promote_types`; None stands for no dtype yet."""
+    if first is None or first == second:
+        return second
+    if second is None:
+        return first
+    first_category, second_category = _CATEGORY[first.kind], _CATEGORY[second.kind]
+    if first_category != second_category and min(first_category, second_category) <= 1:
+        # bool or an integer meets a higher category: that dtype, unwidened
+        return first if first_category > second_category else second
+    return np.promote_types(first, second)
+
+
+def _outranking(higher, lower):
+    """The dtype of a higher-ranked group of values combined with a lower-ranked one: the
+    higher's, unless the lower's category is higher."""
+    if higher is None:
+        return lower
+    if lower is None or _CATEGORY[higher.kind] >= _CATEGORY[lower.kind]:
+        return higher
+    return _promote_types(higher, lower)
+
+
+def _promote(arrays, indices) -> None:
+    """Bring the inputs at `indices` to their `result_type`, in place in the list `arrays`:
+    arrays and numpy scalars of another dtype are cast; Python numbers stay, as numpy fits them
+    to the arrays' dtype."""
+    target = result_type([arrays[index] for index in indices])
+    for index in indices:
+        value = arrays[index]
+        if isinstance(value, np.generic):
+            arrays[index] = target.type(value)
+        elif hasattr(value, "dtype") and value.dtype != target:
+            arrays[index] = value.astype(target)
 
 
 def _operand(value, op, index):

@@ -133,7 +133,8 @@ class Optimizer:
         return tensors, names
 
     def _check_group(self, group: dict[str, Any]) -> None:
-        """Raise for options the optimizer cannot run with (subclasses extend it)."""
+        """Raise for options a user gives (to the constructor or `add_param_group`) that the
+        optimizer cannot run with (subclasses extend it). Not for loaded state dicts."""
         check_range(type(self).__name__, "lr", group["lr"], 0.0)
 
     # --- the update -----------------------------------------------------------------------
@@ -206,7 +207,13 @@ class Optimizer:
         """Restore what `state_dict()` returned, onto this optimizer's own parameters, matched
         by position. Arrays are copied and cast to each parameter's dtype and device. On any
         error (another number of groups or parameters, a state array of the wrong shape, an
-        option missing), nothing is changed."""
+        option missing), nothing is changed.
+
+        Option values are restored as saved, not checked again as the constructor checks the
+        user's: they are what the groups held, which schedulers and users write after
+        construction (LinearLR decaying to end_factor=0 ends a rounding below 0, as PyTorch's
+        does), so a check could reject the optimizer's own state. PyTorch does not check them
+        either."""
         name = type(self).__name__
         if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= state_dict.keys():
             raise ValueError(
@@ -239,7 +246,6 @@ class Optimizer:
             new_group["params"] = group["params"]
             if "param_names" in group and "param_names" not in saved:
                 new_group["param_names"] = group["param_names"]
-            self._check_group(new_group)
             new_groups.append(new_group)
 
         new_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
