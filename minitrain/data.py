@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import backend
-from .errors import DTypeError, ShapeError
+from .errors import ArgumentError, DTypeError, ShapeError
 from .tensor import Tensor
 
 
@@ -32,7 +32,7 @@ class TensorDataset(Dataset):
 
     def __init__(self, *tensors: Tensor | np.ndarray) -> None:
         if not tensors:
-            raise ValueError("TensorDataset: needs at least one tensor")
+            raise ArgumentError("TensorDataset: needs at least one tensor")
         self.tensors = tuple(t if isinstance(t, Tensor) else Tensor(t) for t in tensors)
         for position, tensor in enumerate(self.tensors):
             if tensor.ndim == 0:
@@ -64,7 +64,7 @@ class Subset(Dataset):
         if positions.size == 0:
             positions = positions.astype(np.int64)
         if positions.ndim != 1 or positions.dtype.kind not in "iu":
-            raise TypeError(
+            raise DTypeError(
                 f"Subset: indices must be a 1-D sequence of ints, got dtype {positions.dtype} "
                 f"and shape {positions.shape}"
             )
@@ -104,11 +104,11 @@ def _split_sizes(lengths: Sequence[int | float], total: int) -> list[int]:
     """Sample counts from random_split's lengths, with PyTorch's rule for telling fractions."""
     lengths = list(lengths)
     if any(isinstance(x, bool) or not isinstance(x, numbers.Real) for x in lengths):
-        raise TypeError(f"random_split: lengths must be numbers, got {lengths!r}")
+        raise DTypeError(f"random_split: lengths must be numbers, got {lengths!r}")
     if math.isclose(sum(lengths), 1) and sum(lengths) <= total:
         for position, fraction in enumerate(lengths):
             if not 0 <= fraction <= 1:
-                raise ValueError(
+                raise ArgumentError(
                     f"random_split: the fraction at index {position} is {fraction}, not in [0, 1]"
                 )
         sizes = [math.floor(total * fraction) for fraction in lengths]
@@ -123,7 +123,7 @@ def _split_sizes(lengths: Sequence[int | float], total: int) -> list[int]:
                 )
         return sizes
     if any(not isinstance(x, numbers.Integral) or x < 0 for x in lengths) or sum(lengths) != total:
-        raise ValueError(
+        raise ArgumentError(
             f"random_split: lengths must be non-negative ints summing to the data set's length "
             f"({total}), or fractions summing to 1; got {lengths} (sum {sum(lengths)})"
         )
@@ -139,14 +139,14 @@ def default_collate(samples: Sequence[Any]) -> Any:
     if isinstance(first, (tuple, list)):
         widths = {len(sample) if isinstance(sample, (tuple, list)) else None for sample in samples}
         if len(widths) > 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"default_collate: the samples of a batch differ in their fields: "
                 f"{sorted(widths, key=str)} fields"
             )
         return tuple(default_collate([sample[i] for sample in samples]) for i in range(len(first)))
     if isinstance(first, dict):
         if any(not isinstance(s, dict) or s.keys() != first.keys() for s in samples):
-            raise ValueError("default_collate: the samples of a batch differ in their keys")
+            raise ArgumentError("default_collate: the samples of a batch differ in their keys")
         return {key: default_collate([sample[key] for sample in samples]) for key in first}
     if isinstance(first, str):
         return list(samples)
@@ -196,11 +196,11 @@ class DataLoader:
         collate_fn: Callable[[list[Any]], Any] | None = None,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-            raise TypeError(f"DataLoader: batch_size must be an int, got {batch_size!r}")
+            raise DTypeError(f"DataLoader: batch_size must be an int, got {batch_size!r}")
         if batch_size < 1:
-            raise ValueError(f"DataLoader: batch_size must be at least 1, got {batch_size}")
+            raise ArgumentError(f"DataLoader: batch_size must be at least 1, got {batch_size}")
         if collate_fn is not None and not callable(collate_fn):
-            raise TypeError(f"DataLoader: collate_fn must be callable, got {collate_fn!r}")
+            raise DTypeError(f"DataLoader: collate_fn must be callable, got {collate_fn!r}")
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)

@@ -1,8 +1,18 @@
-"""The exceptions minitrain raises, each also an instance of the matching builtin."""
+"""The exceptions minitrain raises, each also an instance of the matching builtin.
+
+Every error minitrain raises on purpose is a MinitrainError, except where Python's protocols
+name the builtin: IndexError for an index out of range (getitem, containers, datasets),
+KeyError for a missing or bad name (ModuleDict, History), and RuntimeError from
+clip_grad_norm_ on a non-finite norm, as in PyTorch."""
 
 
 class MinitrainError(Exception):
-    """Base class of every error minitrain raises on purpose."""
+    """Base class of every error minitrain raises on purpose (see the module docstring)."""
+
+
+class ArgumentError(MinitrainError, ValueError):
+    """An argument value an op, layer, optimizer or loader cannot take: a negative stride, a
+    probability outside [0, 1], an unknown mode name."""
 
 
 class ShapeError(MinitrainError, ValueError):

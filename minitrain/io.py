@@ -17,7 +17,7 @@ from typing import IO, Any
 import numpy as np
 
 from . import backend
-from .errors import CheckpointError
+from .errors import ArgumentError, CheckpointError
 from .tensor import Tensor
 
 FORMAT_NAME = "minitrain.checkpoint"
@@ -217,7 +217,7 @@ def _fsync_directory(directory: str) -> None:
 
 
 def _reject_constant(constant: str) -> None:
-    raise ValueError(f"the JSON document holds {constant}, which minitrain never writes")
+    raise ArgumentError(f"the JSON document holds {constant}, which minitrain never writes")
 
 
 def _read_document(archive: Any, name: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .autograd import no_grad
-from .errors import MinitrainError
+from .errors import ArgumentError, DTypeError, MinitrainError
 from .io import _write_atomically
 from .tensor import Tensor
 
@@ -55,7 +55,7 @@ def _resolve_metrics(metrics) -> dict[str, Callable]:
     for metric in metrics:
         if isinstance(metric, str):
             if metric not in _METRICS:
-                raise ValueError(
+                raise ArgumentError(
                     f"fit: unknown metric {metric!r}; known: {sorted(_METRICS)}, or pass a "
                     f"function (output, target) -> float"
                 )
@@ -63,7 +63,7 @@ def _resolve_metrics(metrics) -> dict[str, Callable]:
         elif callable(metric):
             resolved[getattr(metric, "__name__", f"metric{len(resolved)}")] = metric
         else:
-            raise TypeError(f"fit: a metric must be a name or a function, got {metric!r}")
+            raise DTypeError(f"fit: a metric must be a name or a function, got {metric!r}")
     return resolved
 
 
@@ -164,7 +164,7 @@ class EarlyStopping(Callback):
         self, monitor: str = "val_loss", patience: int = 3, min_delta: float = 0.0, mode="min"
     ):
         if mode not in ("min", "max"):
-            raise ValueError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
+            raise ArgumentError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
         self.monitor, self.patience, self.min_delta, self.mode = monitor, patience, min_delta, mode
         self.best, self.waited = None, 0
 
@@ -189,7 +189,7 @@ def _split_batch(batch, where: str):
         got = type(batch).__name__
         if isinstance(batch, (tuple, list)):
             got = f"a {got} of {len(batch)} items"
-        raise ValueError(f"{where}: each batch must be a pair (inputs, targets), got {got}")
+        raise ArgumentError(f"{where}: each batch must be a pair (inputs, targets), got {got}")
     return batch
 
 
@@ -284,9 +284,9 @@ def fit(
     was recorded). A callback may raise StopTraining to end early; fit then returns normally.
     """
     if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"fit: epochs must be a positive int, got {epochs!r}")
+        raise ArgumentError(f"fit: epochs must be a positive int, got {epochs!r}")
     if scheduler_interval not in ("epoch", "step"):
-        raise ValueError(
+        raise ArgumentError(
             f"fit: scheduler_interval must be 'epoch' or 'step', got {scheduler_interval!r}"
         )
     metric_fns = _resolve_metrics(metrics)
@@ -342,7 +342,7 @@ def fit(
                     callback.on_step_end(step, value, history)
                 step += 1
             if seen == 0:
-                raise ValueError("fit: the training loader gave no batches")
+                raise ArgumentError("fit: the training loader gave no batches")
             row = {"epoch": epoch, "loss": loss_sum / seen}
             row.update({name: total / seen for name, total in metric_sums.items()})
             if val_loader is not None:
@@ -393,7 +393,7 @@ def evaluate(model, loader: Iterable, loss_fn: Callable | None = None, metrics=(
         for module, mode in modes:
             object.__setattr__(module, "training", mode)
     if seen == 0:
-        raise ValueError("evaluate: the loader gave no batches")
+        raise ArgumentError("evaluate: the loader gave no batches")
     results = {"loss": loss_sum / seen} if loss_fn is not None else {}
     results.update({name: total / seen for name, total in sums.items()})
     return results

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import backend
 from .autograd import Node, Tape, _unique_buffers, backward
-from .errors import DTypeError, GraphError, MinitrainError
+from .errors import ArgumentError, DTypeError, GraphError, MinitrainError
 from .io import _write_atomically
 from .tensor import Tensor
 
@@ -75,7 +75,7 @@ class Graph(graphviz.Digraph):
         path = os.fspath(path)
         format = format or os.path.splitext(path)[1].lstrip(".").lower()  # noqa: A001
         if not format:
-            raise ValueError(
+            raise ArgumentError(
                 f"Graph.write: give a format or a path with an extension, got {path!r}"
             )
         data = self.pipe(format=format)
@@ -179,7 +179,7 @@ def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawin
     if max_nodes is not None and (
         isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1
     ):
-        raise ValueError(f"{where}: max_nodes must be a positive int or None, got {max_nodes!r}")
+        raise ArgumentError(f"{where}: max_nodes must be a positive int or None, got {max_nodes!r}")
     if model is None and isinstance(params, Module):
         model = params
     if model is not None and not isinstance(model, Module):

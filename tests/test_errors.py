@@ -1,5 +1,7 @@
 """The exception hierarchy, and errors raised at op boundaries with clear messages."""
 
+import pathlib
+import re
 import sys
 
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 import minitrain
 from minitrain import backend, ops
 from minitrain.errors import (
+    ArgumentError,
     DeviceError,
     DTypeError,
     GradcheckError,
@@ -39,6 +42,20 @@ def test_errors_are_catchable_as_builtins():
         minitrain.tensor([1, 2], requires_grad=True)
     with pytest.raises(RuntimeError):
         minitrain.tensor([1.0]).sum().backward()
+
+
+def test_no_bare_value_or_type_error_is_raised_on_purpose():
+    # every deliberate ValueError / TypeError is an ArgumentError / DTypeError (or a more
+    # specific MinitrainError), so `except MinitrainError` catches what minitrain refuses
+    package = pathlib.Path(minitrain.__file__).parent
+    bare = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"raise (ValueError|TypeError)\(", line)
+    ]
+    assert bare == []
+    assert issubclass(ArgumentError, MinitrainError) and issubclass(ArgumentError, ValueError)
 
 
 def _message(exc_type, fn):

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..errors import ArgumentError
 from ..ops.conv import spatial_ints, torch_pads
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
@@ -32,7 +33,7 @@ class _ConvNd(Module):
         super().__init__()
         where = type(self).__name__
         if padding_mode != "zeros":
-            raise ValueError(
+            raise ArgumentError(
                 f"{where}: only padding_mode='zeros' is supported, got {padding_mode!r}"
             )
         in_channels, out_channels = (
@@ -41,7 +42,7 @@ class _ConvNd(Module):
         )
         groups = _count(groups, "groups", where, minimum=1)
         if in_channels % groups or out_channels % groups:
-            raise ValueError(
+            raise ArgumentError(
                 f"{where}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
                 f"both be divisible by groups ({groups})"
             )
@@ -89,7 +90,7 @@ class _ConvNd(Module):
 
 def _count(value, name: str, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{where}: {name} must be an int >= {minimum}, got {value!r}")
+        raise ArgumentError(f"{where}: {name} must be an int >= {minimum}, got {value!r}")
     return int(value)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ops
-from ..errors import DTypeError
+from ..errors import ArgumentError, DTypeError
 from ..ops.conv import conv_nd
 from ..ops.pooling import adaptive_avg_pool_nd, avg_pool_nd, max_pool_nd
 from ..tensor import Tensor
@@ -85,7 +85,7 @@ def _padding_row(padding_idx: int | None, rows: int, where: str) -> int | None:
     if padding_idx is None:
         return None
     if not -rows <= padding_idx < rows:
-        raise ValueError(
+        raise ArgumentError(
             f"{where}: padding_idx {padding_idx} is out of range for num_embeddings={rows} "
             f"(valid: {-rows} to {rows - 1})"
         )

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .. import backend
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 
 _GAINS = {
@@ -32,7 +32,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         slope = 0.01 if param is None else float(param)
         return math.sqrt(2.0 / (1.0 + slope**2))
     if nonlinearity not in _GAINS:
-        raise ValueError(
+        raise ArgumentError(
             f"calculate_gain: unknown nonlinearity {nonlinearity!r}; "
             f"expected one of {sorted([*_GAINS, 'leaky_relu'])}"
         )
@@ -52,7 +52,7 @@ def fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
 
 def _fan(tensor: Tensor, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
+        raise ArgumentError(f"init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan_in, fan_out = fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 

@@ -5,6 +5,7 @@ functional form."""
 from __future__ import annotations
 
 from .. import ops
+from ..errors import ArgumentError
 from ..tensor import Tensor
 from .module import Module
 
@@ -13,7 +14,7 @@ class _Loss(Module):
     def __init__(self, reduction: str = "mean"):
         super().__init__()
         if reduction not in ("none", "mean", "sum"):
-            raise ValueError(
+            raise ArgumentError(
                 f"{type(self).__name__}: reduction must be 'none', 'mean' or 'sum', "
                 f"got {reduction!r}"
             )

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 
 
@@ -49,7 +49,7 @@ def clip_grad_norm_(
 def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float) -> None:
     """Clip every gradient element into [-clip_value, clip_value], in place."""
     if clip_value < 0:
-        raise ValueError(f"clip_grad_value_: clip_value must be >= 0, got {clip_value}")
+        raise ArgumentError(f"clip_grad_value_: clip_value must be >= 0, got {clip_value}")
     for p in _as_list(parameters):
         if p.grad is not None:
             g = p.grad.data

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import backend
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
 from .reduction import normalize_axis
@@ -66,7 +66,7 @@ def _check_real(value, name: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise DTypeError(f"{where}: {name} must be a number, got {type(value).__name__}")
     if not math.isfinite(value):
-        raise ValueError(f"{where}: {name} must be finite, got {value}")
+        raise ArgumentError(f"{where}: {name} must be finite, got {value}")
     return float(value)  # a Python float: float32 arrays stay float32 (numpy's weak scalars)
 
 
@@ -75,7 +75,7 @@ def _check_leaky_alpha(alpha, where: str) -> float:
     if alpha < 0:
         # The backward tells the two sides apart by the sign of the output Y = alpha * X, which a
         # negative slope would flip.
-        raise ValueError(f"{where}: alpha (the negative slope) must be >= 0, got {alpha}")
+        raise ArgumentError(f"{where}: alpha (the negative slope) must be >= 0, got {alpha}")
     return alpha
 
 
@@ -92,7 +92,7 @@ def _floating(x, where: str) -> Tensor:
 
 def _check_approximate(approximate, where: str) -> str:
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"{where}: approximate must be 'none' or 'tanh', got {approximate!r}")
+        raise ArgumentError(f"{where}: approximate must be 'none' or 'tanh', got {approximate!r}")
     return approximate
 
 
@@ -104,7 +104,7 @@ def _softmax_axes(ndim: int, axis, opset, where: str) -> tuple[int, tuple[int, .
     A 0-d tensor is a single element (axis 0 or -1), its softmax spanning no axes.
     """
     if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)) or opset < 1:
-        raise ValueError(f"{where}: opset must be an ONNX opset number >= 1, got {opset!r}")
+        raise ArgumentError(f"{where}: opset must be an ONNX opset number >= 1, got {opset!r}")
     if axis is None:
         axis = -1 if opset >= 13 else 1
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import backend
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
 from .registry import Op, shape_of
@@ -111,7 +111,7 @@ def spatial_ints(value, dims: int, name: str, where: str, minimum: int) -> tuple
             f"{value!r}"
         )
     if any(v < minimum for v in items):
-        raise ValueError(f"{where}: {name} must be >= {minimum}, got {value!r}")
+        raise ArgumentError(f"{where}: {name} must be >= {minimum}, got {value!r}")
     return tuple(int(v) for v in items)
 
 
@@ -158,7 +158,7 @@ def auto_pads(auto_pad: str, spatial, kernel, strides, dilations, where: str) ->
     `max(0, (out - 1) * stride + reach - L)` padding split in two, the odd one at the end (UPPER)
     or at the beginning (LOWER). VALID: no padding."""
     if auto_pad not in AUTO_PADS[1:]:
-        raise ValueError(f"{where}: auto_pad must be one of {AUTO_PADS}, got {auto_pad!r}")
+        raise ArgumentError(f"{where}: auto_pad must be one of {AUTO_PADS}, got {auto_pad!r}")
     dims = len(kernel)
     if auto_pad == "VALID":
         return (0,) * (2 * dims)
@@ -197,7 +197,7 @@ def _conv_window(
             f"X {x_shape}"
         )
     if isinstance(group, bool) or not isinstance(group, (int, np.integer)) or group < 1:
-        raise ValueError(f"{where}: {names['group']} must be a positive int, got {group!r}")
+        raise ArgumentError(f"{where}: {names['group']} must be a positive int, got {group!r}")
     channels, filters = x_shape[1], w_shape[0]
     if channels % group or filters % group:
         raise ShapeError(
@@ -219,7 +219,7 @@ def _conv_window(
     if auto_pad == "NOTSET":
         pads = onnx_pads(pads, dims, where)
     elif pads is not None:
-        raise ValueError(f"{where}: give pads or auto_pad={auto_pad!r}, not both (got {pads!r})")
+        raise ArgumentError(f"{where}: give pads or auto_pad={auto_pad!r}, not both (got {pads!r})")
     else:
         pads = auto_pads(auto_pad, x_shape[2:], kernel, strides, dilations, where)
     return conv_window(x_shape[2:], kernel, strides, pads, dilations, where)
@@ -713,7 +713,7 @@ def _check_need(need) -> tuple[bool, bool, bool]:
     except TypeError:
         flags = ()
     if len(flags) != 3:
-        raise ValueError(f"conv_grad: need must be three flags (dX, dW, dB), got {need!r}")
+        raise ArgumentError(f"conv_grad: need must be three flags (dX, dW, dB), got {need!r}")
     return flags
 
 
@@ -1073,7 +1073,7 @@ def torch_pads(padding, dims: int, where: str, named: bool = True) -> tuple[tupl
     if isinstance(padding, str):
         if not named or padding not in ("valid", "same"):
             allowed = "an int, ints or (begin, end) pairs" + (", 'valid' or 'same'" * named)
-            raise ValueError(f"{where}: padding must be {allowed}, got {padding!r}")
+            raise ArgumentError(f"{where}: padding must be {allowed}, got {padding!r}")
         return None, "VALID" if padding == "valid" else "SAME_UPPER"
     if isinstance(padding, Sequence) and any(isinstance(p, Sequence) for p in padding):
         if len(padding) != dims or not all(

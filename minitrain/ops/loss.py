@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import backend
-from ..errors import DTypeError, GraphError, ShapeError
+from ..errors import ArgumentError, DTypeError, GraphError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
 from .registry import Op
@@ -44,7 +44,7 @@ def _data(value):
 
 def _check_reduction(op: str, reduction) -> None:
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+        raise ArgumentError(f"{op}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
 
 def _check_no_grad(op: str, **tensors) -> None:
@@ -74,7 +74,7 @@ def _check_float(op: str, name: str, array) -> None:
 def _mean_divisor(op: str, total, what: str):
     """The divisor of a 'mean' reduction, refused when it is 0 (PyTorch returns nan)."""
     if total == 0:
-        raise ValueError(
+        raise ArgumentError(
             f"{op}: reduction='mean' over {what} divides by 0 (PyTorch returns nan); use "
             f"reduction='sum', or leave such batches out"
         )
@@ -471,7 +471,7 @@ def _check_xent_inputs(logits, target, weight, ignore_index: int) -> str:
                 f"{logits.shape}"
             )
         if ignore_index != -100:
-            raise ValueError(f"{op}: ignore_index is not supported for probability targets")
+            raise ArgumentError(f"{op}: ignore_index is not supported for probability targets")
         _check_weight(op, weight, logits.shape[1])
         return "probabilities"
     if target.dtype.kind not in "iu":
@@ -537,7 +537,7 @@ def cross_entropy(
     op = "cross_entropy"
     _check_reduction(op, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
+        raise ArgumentError(f"{op}: label_smoothing must be in [0, 1], got {label_smoothing}")
     _check_no_grad(op, weight=weight)
     if not isinstance(target, Tensor) and not backend.is_array(target):
         target = np.asarray(target)
@@ -777,7 +777,7 @@ def smooth_l1_loss(input, target, *, reduction: str = "mean", beta: float = 1.0)
     beta where |d| < beta, else |d| - 0.5 beta (d = input - target; beta >= 0, and beta = 0 is
     l1_loss). Its own op (SmoothL1LossGrad)."""
     if not beta >= 0:  # nan too
-        raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+        raise ArgumentError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
     return _pointwise(SmoothL1Loss, input, target, reduction, beta=float(beta))
 
 
@@ -785,7 +785,7 @@ def huber_loss(input, target, *, reduction: str = "mean", delta: float = 1.0):  
     """Huber loss, as PyTorch's F.huber_loss: 0.5 d^2 where |d| < delta, else
     delta (|d| - 0.5 delta) (d = input - target; delta > 0). Its own op (HuberLossGrad)."""
     if not delta > 0:  # nan too
-        raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
+        raise ArgumentError(f"huber_loss: delta must be > 0, got {delta}")
     return _pointwise(HuberLoss, input, target, reduction, delta=float(delta))
 
 

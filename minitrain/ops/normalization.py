@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import backend
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math, reduction
 from .elementwise import add, div, mul, sqrt
@@ -68,7 +68,7 @@ def _check_eps(where: str, eps) -> float:
     if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
         raise DTypeError(f"{where}: eps must be a number, got {type(eps).__name__}")
     if not (math.isfinite(eps) and eps >= 0):
-        raise ValueError(f"{where}: eps must be finite and >= 0, got {eps}")
+        raise ArgumentError(f"{where}: eps must be finite and >= 0, got {eps}")
     return float(eps)
 
 
@@ -143,7 +143,7 @@ def _check_no_zero(where: str, name: str, scale) -> None:
     """The invertible layer norm divides by scale: refuse a zero (never return inf or nan)."""
     if scale is not None and bool((scale == 0).any()):
         index = tuple(int(i) for i in np.argwhere(backend.to_device(scale == 0, backend.CPU))[0])
-        raise ValueError(
+        raise ArgumentError(
             f"{where}: {name} {tuple(scale.shape)} has a zero at {index}, so x_hat = (Y - bias) / "
             f"{name} cannot be rebuilt from Y; use the standard layer norm, which keeps X"
         )
@@ -949,7 +949,7 @@ def _check_momentum(where: str, momentum) -> float:
     ):
         raise DTypeError(f"{where}: momentum must be a number, got {type(momentum).__name__}")
     if not math.isfinite(momentum):
-        raise ValueError(f"{where}: momentum must be finite, got {momentum}")
+        raise ArgumentError(f"{where}: momentum must be finite, got {momentum}")
     return float(momentum)
 
 
@@ -957,7 +957,7 @@ def _normalized_axis(where: str, shape: tuple, normalized_shape, axis) -> int:
     """The first normalized dim, from PyTorch's normalized_shape (the last dims of x) or an axis
     (default -1); checked, non-negative."""
     if normalized_shape is not None and axis is not None:
-        raise ValueError(f"{where}: give normalized_shape or axis, not both")
+        raise ArgumentError(f"{where}: give normalized_shape or axis, not both")
     if normalized_shape is None:
         return _row_axis(where, shape, -1 if axis is None else axis)
     if isinstance(normalized_shape, (int, np.integer)):
@@ -1000,7 +1000,7 @@ def batch_norm(
     x = _as_tensor(x)
     eps, momentum = _check_eps(where, eps), _check_momentum(where, momentum)
     if (running_mean is None) != (running_var is None):
-        raise ValueError(f"{where}: give both running_mean and running_var, or neither")
+        raise ArgumentError(f"{where}: give both running_mean and running_var, or neither")
     running_mean, running_var = _data(running_mean), _data(running_var)
     if training or running_mean is None:
         return BatchNorm.apply(

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import backend
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
 from .conv import Window, batched, check_rank, onnx_pads, spatial_ints, torch_pads
@@ -95,7 +95,7 @@ def pool_window(
     reach = [d * (k - 1) + 1 for k, d in zip(kernel, dilations, strict=True)]
     for dim in range(dims):
         if max(pads[dim], pads[dims + dim]) > kernel[dim] // 2:
-            raise ValueError(
+            raise ArgumentError(
                 f"{where}: {names['pads']} {pads[dim]}, {pads[dims + dim]} in spatial dim {dim} "
                 f"exceed half the kernel: at most {kernel[dim] // 2} for kernel {kernel[dim]}"
             )
@@ -268,7 +268,7 @@ def max_pool_grad(dY, indices, x_shape):
         raise DTypeError(f"max_pool_grad: indices must be integers, got {indices.dtype}")
     plane = math.prod(x_shape[2:])
     if indices.size and not (-1 <= int(indices.min()) and int(indices.max()) < plane):
-        raise ValueError(
+        raise ArgumentError(
             f"max_pool_grad: indices must lie in [-1, {plane}) (-1, or a position in an x plane "
             f"of {x_shape[2:]}), got values from {int(indices.min())} to {int(indices.max())}"
         )
@@ -521,7 +521,7 @@ def _check_divisor_override(where: str, divisor_override) -> None:
         or not isinstance(divisor_override, (int, np.integer))
         or divisor_override == 0
     ):
-        raise ValueError(
+        raise ArgumentError(
             f"{where}: divisor_override must be a nonzero int or None, got {divisor_override!r}"
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend
-from ..errors import DTypeError
+from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from .registry import Op
 
@@ -42,7 +42,7 @@ class Dropout(Op):
 def check_probability(p, where: str) -> float:
     """p itself, when it is a number in [0, 1]; a ValueError naming `where` otherwise."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"{where}: p must be a probability in [0, 1], got {p!r}")
+        raise ArgumentError(f"{where}: p must be a probability in [0, 1], got {p!r}")
     return p
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import backend
+from ..errors import ArgumentError
 from ..tensor import Tensor
 from .optimizer import Optimizer, ParamsT, check_range
 
@@ -55,7 +56,7 @@ class Adam(Optimizer):
         super()._check_group(group)
         name, betas = type(self).__name__, group["betas"]
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+            raise ArgumentError(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
         check_range(name, "betas[0]", betas[0], 0.0, 1.0)
         check_range(name, "betas[1]", betas[1], 0.0, 1.0)
         check_range(name, "eps", group["eps"], 0.0)

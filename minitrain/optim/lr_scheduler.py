@@ -11,12 +11,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..errors import ArgumentError, DTypeError
 from .optimizer import Optimizer
 
 
 def _positive_int(where: str, name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{where}: {name} must be a positive int, got {value!r}")
+        raise ArgumentError(f"{where}: {name} must be a positive int, got {value!r}")
     return value
 
 
@@ -40,7 +41,7 @@ class LRScheduler:
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         name = type(self).__name__
         if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{name}: expected an Optimizer, got {type(optimizer).__name__}")
+            raise DTypeError(f"{name}: expected an Optimizer, got {type(optimizer).__name__}")
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -107,7 +108,7 @@ class LRScheduler:
         expected = vars(self).keys() - {"optimizer"}
         missing, unknown = expected - state_dict.keys(), state_dict.keys() - expected
         if missing or unknown:
-            raise ValueError(
+            raise ArgumentError(
                 f"{type(self).__name__}.load_state_dict: the state dict does not fit this "
                 f"scheduler (missing: {sorted(missing)}, unknown: {sorted(unknown)}); is it "
                 f"another scheduler's?"
@@ -128,7 +129,7 @@ class LambdaLR(LRScheduler):
         groups = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != groups:
-                raise ValueError(
+                raise ArgumentError(
                     f"LambdaLR: got {len(lr_lambda)} lr_lambdas for {groups} parameter groups"
                 )
             self.lr_lambdas = list(lr_lambda)
@@ -136,7 +137,7 @@ class LambdaLR(LRScheduler):
             self.lr_lambdas = [lr_lambda] * groups
         for fn in self.lr_lambdas:
             if not callable(fn):
-                raise TypeError(f"LambdaLR: lr_lambda must be callable, got {type(fn).__name__}")
+                raise DTypeError(f"LambdaLR: lr_lambda must be callable, got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -162,7 +163,7 @@ class LambdaLR(LRScheduler):
         state = copy.deepcopy(state_dict)
         saved_lambdas = state.pop("lr_lambdas")
         if len(saved_lambdas) != len(self.lr_lambdas):
-            raise ValueError(
+            raise ArgumentError(
                 f"LambdaLR.load_state_dict: the state dict has {len(saved_lambdas)} "
                 f"lr_lambdas, this scheduler has {len(self.lr_lambdas)}"
             )
@@ -203,7 +204,7 @@ class MultiStepLR(LRScheduler):
         milestones = list(milestones)
         for milestone in milestones:
             if isinstance(milestone, bool) or not isinstance(milestone, int):
-                raise ValueError(f"MultiStepLR: milestones must be ints, got {milestone!r}")
+                raise ArgumentError(f"MultiStepLR: milestones must be ints, got {milestone!r}")
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -245,9 +246,9 @@ class LinearLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         if not 0 < start_factor <= 1:
-            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+            raise ArgumentError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
         if not 0 <= end_factor <= 1:
-            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+            raise ArgumentError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = _positive_int("LinearLR", "total_iters", total_iters)

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import backend
 from ..autograd import enable_grad
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
@@ -23,9 +23,9 @@ def check_range(where: str, name: str, value, low: float, high: float | None = N
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise DTypeError(f"{where}: {name} must be a real number, got {type(value).__name__}")
     if high is None and not low <= value:
-        raise ValueError(f"{where}: {name} must be >= {low:g}, got {value}")
+        raise ArgumentError(f"{where}: {name} must be >= {low:g}, got {value}")
     if high is not None and not low <= value < high:
-        raise ValueError(f"{where}: {name} must be in [{low:g}, {high:g}), got {value}")
+        raise ArgumentError(f"{where}: {name} must be in [{low:g}, {high:g}), got {value}")
 
 
 class Optimizer:
@@ -45,12 +45,12 @@ class Optimizer:
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         name = type(self).__name__
         if isinstance(params, Tensor):
-            raise TypeError(
+            raise DTypeError(
                 f"{name}: params must be an iterable of tensors or of dicts, got one Tensor; "
                 f"wrap it in a list: {name}([tensor], ...)"
             )
         if isinstance(params, dict):
-            raise TypeError(
+            raise DTypeError(
                 f"{name}: params must be an iterable of tensors or of dicts, got one dict; "
                 f"wrap it in a list: {name}([group], ...)"
             )
@@ -65,7 +65,7 @@ class Optimizer:
         for group in groups:
             self.add_param_group(group)
         if not any(group["params"] for group in self.param_groups):
-            raise ValueError(
+            raise ArgumentError(
                 f"{name}: got an empty parameter list (was model.parameters(), a generator, "
                 f"already consumed?)"
             )
@@ -77,11 +77,11 @@ class Optimizer:
         `defaults`), e.g. a layer to unfreeze during fine-tuning."""
         name = type(self).__name__
         if not isinstance(param_group, dict):
-            raise TypeError(
+            raise DTypeError(
                 f"{name}: a parameter group must be a dict, got {type(param_group).__name__}"
             )
         if "params" not in param_group:
-            raise ValueError(f"{name}: a parameter group needs a 'params' entry")
+            raise ArgumentError(f"{name}: a parameter group needs a 'params' entry")
         group = dict(param_group)
         params, names = self._unpack_params(group["params"])
         group["params"] = params
@@ -94,14 +94,16 @@ class Optimizer:
         in_group: set[int] = set()
         for index, param in enumerate(params):
             if id(param) in in_group:
-                raise ValueError(f"{name}: params[{index}] appears twice in the same group")
+                raise ArgumentError(f"{name}: params[{index}] appears twice in the same group")
             if id(param) in seen:
-                raise ValueError(f"{name}: params[{index}] is already in another parameter group")
+                raise ArgumentError(
+                    f"{name}: params[{index}] is already in another parameter group"
+                )
             in_group.add(id(param))
         if self.param_groups and ("param_names" in group) != (
             "param_names" in self.param_groups[0]
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"{name}: either every parameter group has names ((name, tensor) pairs) or none"
             )
         self._check_group(group)
@@ -116,17 +118,17 @@ class Optimizer:
         items = list(params)
         named = [isinstance(item, tuple) for item in items]
         if any(named) and not all(named):
-            raise ValueError(f"{name}: give either every parameter a name or none")
+            raise ArgumentError(f"{name}: give either every parameter a name or none")
         names = [item[0] for item in items] if items and all(named) else None
         tensors = [item[1] for item in items] if names is not None else items
         for index, param in enumerate(tensors):
             label = f"params[{index}]" if names is None else f"parameter {names[index]!r}"
             if not isinstance(param, Tensor):
-                raise TypeError(
+                raise DTypeError(
                     f"{name}: can only optimize Tensors, but {label} is a {type(param).__name__}"
                 )
             if not param.is_leaf:
-                raise ValueError(
+                raise ArgumentError(
                     f"{name}: cannot optimize {label}: it is not a leaf (it was computed by an "
                     f"op); optimize the tensors it was computed from"
                 )
@@ -216,13 +218,13 @@ class Optimizer:
         either."""
         name = type(self).__name__
         if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= state_dict.keys():
-            raise ValueError(
+            raise ArgumentError(
                 f"{name}.load_state_dict: expected a dict with 'state' and 'param_groups', as "
                 f"state_dict() returns"
             )
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
-            raise ValueError(
+            raise ArgumentError(
                 f"{name}.load_state_dict: the state dict has {len(saved_groups)} parameter "
                 f"groups, this optimizer has {len(self.param_groups)}"
             )
@@ -230,14 +232,14 @@ class Optimizer:
         new_groups = []
         for index, (group, saved) in enumerate(zip(self.param_groups, saved_groups, strict=True)):
             if len(saved["params"]) != len(group["params"]):
-                raise ValueError(
+                raise ArgumentError(
                     f"{name}.load_state_dict: parameter group {index} has "
                     f"{len(saved['params'])} parameters in the state dict and "
                     f"{len(group['params'])} in this optimizer"
                 )
             missing = [key for key in self.defaults if key not in saved]
             if missing:
-                raise ValueError(
+                raise ArgumentError(
                     f"{name}.load_state_dict: parameter group {index} lacks the option(s) "
                     f"{', '.join(missing)} (is the state dict from another optimizer?)"
                 )
@@ -251,7 +253,7 @@ class Optimizer:
         new_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         for key, values in state_dict["state"].items():
             if key not in param_of:
-                raise ValueError(
+                raise ArgumentError(
                     f"{name}.load_state_dict: the state dict has state for parameter {key!r}, "
                     f"which none of its parameter groups lists"
                 )
@@ -272,7 +274,7 @@ class Optimizer:
 
 def _check_ordered(where: str, params) -> None:
     if isinstance(params, (set, frozenset)):
-        raise TypeError(
+        raise DTypeError(
             f"{where}: params must be an ordered collection, not a set: a set's order changes "
             f"between runs, and the state dict refers to parameters by position"
         )

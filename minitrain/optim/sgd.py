@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from .. import backend
+from ..errors import ArgumentError
 from ..tensor import Tensor
 from .optimizer import Optimizer, ParamsT, check_range
 
@@ -50,7 +51,7 @@ class SGD(Optimizer):
         check_range("SGD", "dampening", group["dampening"], -math.inf)
         check_range("SGD", "weight_decay", group["weight_decay"], 0.0)
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
-            raise ValueError(
+            raise ArgumentError(
                 f"SGD: nesterov=True needs momentum > 0 and dampening = 0, got "
                 f"momentum={group['momentum']}, dampening={group['dampening']}"
             )
