@@ -226,7 +226,8 @@ def _conv_window(
 
 
 def _check_float(where: str, **arrays) -> None:
-    """Floating arrays of one dtype (None entries skipped), as PyTorch's conv requires."""
+    """Floating arrays of one dtype (None entries skipped). PyTorch's conv refuses mixed dtypes
+    too, but on the CPU takes integers; minitrain's is floating point only (BLAS's GEMMs)."""
     dtypes = {name: a.dtype for name, a in arrays.items() if a is not None}
     for name, dtype in dtypes.items():
         if dtype.kind != "f":
