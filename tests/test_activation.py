@@ -613,8 +613,6 @@ NON_INTEGER_ACTIVATIONS = {
     "gelu": ops.gelu,
     "gelu_tanh": lambda x: ops.gelu(x, "tanh"),
     "leaky_relu": ops.leaky_relu,
-    "sigmoid": ops.sigmoid,
-    "tanh": ops.tanh,
     "quick_gelu": ops.quick_gelu,
     "silu": ops.silu,
     "softmax": ops.softmax,
@@ -632,6 +630,17 @@ def test_activations_with_fractional_values_refuse_integer_and_bool_input(name, 
     with backend.use_numba(use_numba), pytest.raises(DTypeError) as info:
         NON_INTEGER_ACTIVATIONS[name](x)
     assert str(info.value) == f"{op_name}: needs a floating-point input, got {np.dtype(dtype)}"
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+def test_sigmoid_and_tanh_of_integers_are_float32_as_in_torch(torch, name, dtype):
+    # (sigmoid of uint8 used to wrap around in -abs(x), tanh of bool to come out float16)
+    values = np.array([-2, 0, 1, 3, 200]).astype(dtype)
+    y = getattr(ops, name)(mt.tensor(values))
+    expected = getattr(torch, name)(torch.from_numpy(values))
+    assert y.dtype == np.float32 and expected.dtype == torch.float32
+    np.testing.assert_allclose(y.data, expected.numpy(), rtol=1e-6)
 
 
 def test_relu_of_integers_stays_exact_as_in_torch():

@@ -886,7 +886,7 @@ ERRORS = [
     (
         "layer_channels_float",
         lambda: mt.nn.Conv1d(3.0, 4, 3),
-        ValueError,
+        DTypeError,
         ["Conv1d", "in_channels", "3.0"],
     ),
     (

@@ -686,6 +686,15 @@ def test_gradient_dtype_of_a_float32_leaf_mixed_with_float64():
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
 
 
+@pytest.mark.parametrize(
+    "other", [np.array(["a", "b", "c"]), np.str_("a")], ids=["string_array", "numpy_string"]
+)
+def test_promotion_leaves_non_numeric_operands_to_numpy(other):
+    # no KeyError from the promotion's dtype categories: numpy's own refusal, as before
+    with pytest.raises(TypeError):
+        minitrain.tensor(np.ones(3, np.float32)) + other
+
+
 def test_numpy_scalars_and_0d_tensors_do_not_widen_the_dtype_like_torch():
     torch = pytest.importorskip("torch")
     x, tx = minitrain.tensor(np.ones(3, np.float32)), torch.ones(3)

@@ -273,8 +273,20 @@ def test_getitem_bool_mask_of_the_wrong_shape_raises_like_numpy(make_index):
         (np.array([0, 3]), np.array([True, False, True])),
         (slice(1, 3), Ellipsis, np.array([False, True, True])),
         np.ones((4, 3), dtype=bool),
+        (True, np.array([True, False, True, True])),  # a Python bool indexes no dim
+        (np.array([True, False, True, False]), True, np.array([True, False, True])),
     ],
-    ids=["rows", "after_ellipsis", "after_none", "after_int", "with_int_array", "slice", "2d"],
+    ids=[
+        "rows",
+        "after_ellipsis",
+        "after_none",
+        "after_int",
+        "with_int_array",
+        "slice",
+        "2d",
+        "after_python_bool",
+        "around_python_bool",
+    ],
 )
 def test_getitem_bool_masks_that_fit_index_like_numpy(index):
     values = np.arange(12.0).reshape(4, 3)

@@ -434,12 +434,21 @@ def _broken_state_dicts(saved):
         del group["betas"]
     unknown_param = copy.deepcopy(saved)
     unknown_param["state"][9] = unknown_param["state"][0]
+    negative_lr = copy.deepcopy(saved)
+    negative_lr["param_groups"][1]["lr"] = -1.0
+    bad_beta = copy.deepcopy(saved)
+    bad_beta["param_groups"][0]["betas"] = (0.9, 1.5)
+    string_lr = copy.deepcopy(saved)
+    string_lr["param_groups"][0]["lr"] = "0.1"
     return [
         (fewer_groups, ValueError, "1 parameter groups, this optimizer has 2"),
         (fewer_params, ValueError, "group 1 has 1 parameters in the state dict and 2"),
         (wrong_shape, ShapeError, r"shape \(7,\).*shape \(\)"),
         (from_sgd, ValueError, "betas"),
         (unknown_param, ValueError, "parameter 9"),
+        (negative_lr, ValueError, "lr must be >= 0"),  # far more than a rounding below 0
+        (bad_beta, ValueError, r"betas\[1\] must be in \[0, 1\)"),
+        (string_lr, TypeError, "lr must be a real number"),
         ({"state": {}}, ValueError, "param_groups"),
     ]
 
@@ -463,9 +472,9 @@ def test_load_state_dict_errors_leave_the_optimizer_untouched():
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
 def test_load_state_dict_restores_option_values_as_saved_like_torch(name):
-    # Schedulers and users write a group's options after construction (LinearLR decaying to 0
-    # ends at -1.5e-18): loading restores them as saved, as torch does, while the constructor
-    # still rejects a negative lr from the user.
+    # A scheduler may leave an lr a rounding below 0 (LinearLR decaying to 0 ends at -1.5e-18):
+    # loading restores it as saved, as torch does, while the constructor still rejects a
+    # negative lr from the user, and loading one that is more than a rounding (above).
     torch = _torch()
     params = _leaves(_initial_arrays())
     optimizer = getattr(optim, name)(params, lr=0.1)

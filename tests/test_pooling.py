@@ -246,6 +246,9 @@ def test_max_pool_grad_kernel_takes_torch_indices(torch):
     out.backward(torch.from_numpy(dy))
     dx = ops.max_pool_grad(dy, indices.numpy(), values.shape)
     np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-14)
+    # indices as nested lists, as any array argument may come
+    dx = ops.max_pool_grad(dy, indices.numpy().tolist(), values.shape)
+    np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-14)
 
 
 @pytest.mark.parametrize("return_unbatched", [False, True], ids=["batched", "unbatched"])

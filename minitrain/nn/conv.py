@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DTypeError
 from ..ops.conv import spatial_ints, torch_pads
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
@@ -89,8 +89,10 @@ class _ConvNd(Module):
 
 
 def _count(value, name: str, where: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ArgumentError(f"{where}: {name} must be an int >= {minimum}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DTypeError(f"{where}: {name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ArgumentError(f"{where}: {name} must be >= {minimum}, got {value!r}")
     return int(value)
 
 

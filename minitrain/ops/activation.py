@@ -693,13 +693,22 @@ def leaky_relu(x, alpha: float = 0.01) -> Tensor:
 
 
 def sigmoid(x) -> Tensor:
-    """1 / (1 + exp(-x)), finite and exactly 0 or 1 in the far tails, with no overflow."""
-    return Sigmoid.apply(_floating(x, "sigmoid"))
+    """1 / (1 + exp(-x)), finite and exactly 0 or 1 in the far tails, with no overflow. Integer
+    and bool input is computed in float32, as PyTorch does."""
+    return Sigmoid.apply(_floating(_ints_as_float32(x), "sigmoid"))
 
 
 def tanh(x) -> Tensor:
-    """tanh(x); the backward reads only the output: 1 - tanh(x)^2."""
-    return Tanh.apply(_floating(x, "tanh"))
+    """tanh(x); the backward reads only the output: 1 - tanh(x)^2. Integer and bool input is
+    computed in float32, as PyTorch does."""
+    return Tanh.apply(_floating(_ints_as_float32(x), "tanh"))
+
+
+def _ints_as_float32(x):
+    """Integer or bool x (which never needs a gradient) as float32; anything else as it is."""
+    data = x.data if isinstance(x, Tensor) else x
+    kind = getattr(data, "dtype", np.asarray(data).dtype).kind
+    return Tensor(backend.array_module(data).asarray(data, np.float32)) if kind in "biu" else x
 
 
 def quick_gelu(x, alpha: float = 1.702) -> Tensor:

@@ -254,6 +254,7 @@ def max_pool_grad(dY, indices, x_shape):
     max_pool's forward and PyTorch's return_indices give them (-1: nowhere). Windows that share
     a max add up; elements that were no window's max get 0."""
     x_shape, dy_shape = tuple(int(n) for n in x_shape), shape_of(dY)
+    indices = indices if backend.is_array(indices) else np.asarray(indices)
     check_rank("max_pool_grad", x_shape, "x_shape")
     if (
         dy_shape != shape_of(indices)

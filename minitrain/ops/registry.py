@@ -345,7 +345,10 @@ def _promote(arrays, indices) -> None:
     """Bring the inputs at `indices` to their `result_type`, in place in the list `arrays`:
     arrays and numpy scalars of another dtype are cast; Python numbers stay, as numpy fits them
     to the arrays' dtype."""
-    target = result_type([arrays[index] for index in indices])
+    values = [arrays[index] for index in indices]
+    if any(getattr(v, "dtype", np.dtype(float)).kind not in _CATEGORY for v in values):
+        return  # strings, objects, times: the op's own numpy code says what it makes of them
+    target = result_type(values)
     for index in indices:
         value = arrays[index]
         if isinstance(value, np.generic):

@@ -281,7 +281,11 @@ def getitem(x, index):
     shape = shape_of(x)
     items = [_index_item(item, xp) for item in (index if isinstance(index, tuple) else (index,))]
     # The dims of x each item indexes: a mask as many as it has, None none, Ellipsis the rest
-    spans = [0 if i is None or i is Ellipsis else i.ndim if _is_mask(i) else 1 for i in items]
+    # (a Python bool is numpy's 0-d mask: it adds a dim and indexes none)
+    spans = [
+        0 if i is None or i is Ellipsis or isinstance(i, bool) else i.ndim if _is_mask(i) else 1
+        for i in items
+    ]
     entries, dim = [], 0
     for item, span in zip(items, spans, strict=True):
         if item is Ellipsis:

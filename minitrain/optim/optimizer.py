@@ -28,6 +28,13 @@ def check_range(where: str, name: str, value, low: float, high: float | None = N
         raise ArgumentError(f"{where}: {name} must be in [{low:g}, {high:g}), got {value}")
 
 
+def _rounded_lr(group: dict[str, Any]) -> dict[str, Any]:
+    """The group as _check_group should see it: a float lr within 1e-12 below 0, a scheduler's
+    rounding error, as 0."""
+    lr = group["lr"]
+    return {**group, "lr": 0.0} if isinstance(lr, float) and -1e-12 < lr < 0 else group
+
+
 class Optimizer:
     """Base class of the optimizers, with PyTorch's interface and state layout.
 
@@ -135,8 +142,7 @@ class Optimizer:
         return tensors, names
 
     def _check_group(self, group: dict[str, Any]) -> None:
-        """Raise for options a user gives (to the constructor or `add_param_group`) that the
-        optimizer cannot run with (subclasses extend it). Not for loaded state dicts."""
+        """Raise for options the optimizer cannot run with (subclasses extend it)."""
         check_range(type(self).__name__, "lr", group["lr"], 0.0)
 
     # --- the update -----------------------------------------------------------------------
@@ -211,11 +217,9 @@ class Optimizer:
         error (another number of groups or parameters, a state array of the wrong shape, an
         option missing), nothing is changed.
 
-        Option values are restored as saved, not checked again as the constructor checks the
-        user's: they are what the groups held, which schedulers and users write after
-        construction (LinearLR decaying to end_factor=0 ends a rounding below 0, as PyTorch's
-        does), so a check could reject the optimizer's own state. PyTorch does not check them
-        either."""
+        Option values are checked as the constructor checks them, except that an lr a
+        rounding below 0 counts as 0: a scheduler may leave one (LinearLR decaying to
+        end_factor=0 ends at -1.5e-18, as PyTorch's does), and it is restored as saved."""
         name = type(self).__name__
         if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= state_dict.keys():
             raise ArgumentError(
@@ -248,6 +252,7 @@ class Optimizer:
             new_group["params"] = group["params"]
             if "param_names" in group and "param_names" not in saved:
                 new_group["param_names"] = group["param_names"]
+            self._check_group(_rounded_lr(new_group))
             new_groups.append(new_group)
 
         new_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
