@@ -79,12 +79,15 @@ def _check_leaky_alpha(alpha, where: str) -> float:
     return alpha
 
 
-def _floating(x, where: str) -> Tensor:
+def _floating(x, where: str, ints_as_float32: bool = False) -> Tensor:
     """x as a Tensor, refused unless floating point. Every activation but relu has fractional
     values, which an integer or bool input would get truncated (gelu), wrapped (sigmoid of
-    unsigned ints) or rounded to float16 (tanh of bools) by numpy's rules; PyTorch raises too
-    for most of them."""
+    unsigned ints) or rounded to float16 (tanh of bools) by numpy's rules; PyTorch raises for
+    most of them, and computes sigmoid and tanh of them in float32 (`ints_as_float32`; such an
+    x never needs a gradient)."""
     x = x if isinstance(x, Tensor) else Tensor(x)
+    if ints_as_float32 and x.dtype.kind in "biu":
+        return Tensor(x.data.astype(np.float32))
     if x.dtype.kind != "f":
         raise DTypeError(f"{where}: needs a floating-point input, got {x.dtype}")
     return x
@@ -695,20 +698,13 @@ def leaky_relu(x, alpha: float = 0.01) -> Tensor:
 def sigmoid(x) -> Tensor:
     """1 / (1 + exp(-x)), finite and exactly 0 or 1 in the far tails, with no overflow. Integer
     and bool input is computed in float32, as PyTorch does."""
-    return Sigmoid.apply(_floating(_ints_as_float32(x), "sigmoid"))
+    return Sigmoid.apply(_floating(x, "sigmoid", ints_as_float32=True))
 
 
 def tanh(x) -> Tensor:
     """tanh(x); the backward reads only the output: 1 - tanh(x)^2. Integer and bool input is
     computed in float32, as PyTorch does."""
-    return Tanh.apply(_floating(_ints_as_float32(x), "tanh"))
-
-
-def _ints_as_float32(x):
-    """Integer or bool x (which never needs a gradient) as float32; anything else as it is."""
-    data = x.data if isinstance(x, Tensor) else x
-    kind = getattr(data, "dtype", np.asarray(data).dtype).kind
-    return Tensor(backend.array_module(data).asarray(data, np.float32)) if kind in "biu" else x
+    return Tanh.apply(_floating(x, "tanh", ints_as_float32=True))
 
 
 def quick_gelu(x, alpha: float = 1.702) -> Tensor:

@@ -757,13 +757,12 @@ def conv_grad(
     xp = backend.array_module(dY, X, W)
     dY = xp.asarray(dY, dtype=X.dtype)
     C, M = x_shape[1], w_shape[0]
-    if not (need_x or need_w):
-        return None, None, _bias_grad(dY).astype(X.dtype) if need_b else None
-
-    if 0 in w_shape[:2]:  # no filters, or no channels: nothing reaches X or W
+    if not (need_x or need_w) or 0 in w_shape[:2]:
+        # no GEMM to run: dB alone, or no filters or no channels, so nothing reaches X or W
         dX = xp.zeros(x_shape, X.dtype) if need_x else None
         dW = xp.zeros(w_shape, X.dtype) if need_w else None
         return dX, dW, _bias_grad(dY).astype(X.dtype) if need_b else None
+
     X = xp.ascontiguousarray(X)
     chunked = _Chunked.of(X, W, window, group)
     columns, w_stacked = chunked.columns, chunked.w_stacked

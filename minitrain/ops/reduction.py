@@ -113,6 +113,17 @@ class Min(_Extreme):
     reduce = "min"
 
 
+def _dof(ctx, shape) -> int:
+    """var / std's degrees of freedom: the values reduced into each output less the correction."""
+    return _count(shape, ctx.axis) - ctx.correction
+
+
+def _centered_variance(ctx, x):
+    """var / std's forward: x - mean(x), and the variance with the reduced dims kept (size 1)."""
+    centered = x - x.mean(axis=ctx.axis, keepdims=True)
+    return centered, (centered * centered).sum(axis=ctx.axis, keepdims=True) / _dof(ctx, x.shape)
+
+
 class Var(Op):
     """Variance: sum((x - mean)^2) / (M - correction); correction=1 is the unbiased estimate."""
 
@@ -123,18 +134,16 @@ class Var(Op):
 
     @staticmethod
     def forward(ctx, x):
-        centered = x - x.mean(axis=ctx.axis, keepdims=True)
+        centered, variance = _centered_variance(ctx, x)
         ctx.save(centered=centered)
-        dof = _count(x.shape, ctx.axis) - ctx.correction
-        return (centered * centered).sum(axis=ctx.axis, keepdims=ctx.keepdims) / dof
+        return variance if ctx.keepdims else variance.squeeze(axis=ctx.axis)
 
     @staticmethod
     def backward(ctx, grad):
         """dx = 2 * grad * (x - mean(x)) / (M - correction), with grad broadcast back over axis.
 
         M: the number of values reduced into each output; x - mean(x) is saved as `centered`."""
-        dof = _count(ctx.shapes[0], ctx.axis) - ctx.correction
-        return _kept(ctx, grad) * (2 / dof) * ctx.centered
+        return _kept(ctx, grad) * (2 / _dof(ctx, ctx.shapes[0])) * ctx.centered
 
 
 class Std(Op):
@@ -147,9 +156,8 @@ class Std(Op):
 
     @staticmethod
     def forward(ctx, x):
-        centered = x - x.mean(axis=ctx.axis, keepdims=True)
-        dof = _count(x.shape, ctx.axis) - ctx.correction
-        std = ctx.xp.sqrt((centered * centered).sum(axis=ctx.axis, keepdims=True) / dof)
+        centered, variance = _centered_variance(ctx, x)
+        std = ctx.xp.sqrt(variance)
         ctx.save(centered=centered, std=std)
         return std if ctx.keepdims else std.squeeze(axis=ctx.axis)
 
@@ -159,9 +167,10 @@ class Std(Op):
 
         There every x in the slice is equal and the derivative 0 / 0: 0 is a subgradient
         (PyTorch's choice too), where sqrt(var)'s chain rule would give inf * 0 = NaN."""
-        dof = _count(ctx.shapes[0], ctx.axis) - ctx.correction
         zero = ctx.std == 0
-        scale = ctx.xp.where(zero, 0, 1 / (dof * ctx.xp.where(zero, 1, ctx.std)))
+        scale = ctx.xp.where(
+            zero, 0, 1 / (_dof(ctx, ctx.shapes[0]) * ctx.xp.where(zero, 1, ctx.std))
+        )
         return _kept(ctx, grad) * scale * ctx.centered
 
 
