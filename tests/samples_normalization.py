@@ -78,6 +78,9 @@ _ROWS = [
     ("last_dim_no_affine", (3, 6), 1, 0, {}),
     ("last_two_dims_weight_only", (2, 3, 4), 2, 1, {}),
     ("eps_0.1", (3, 5), 1, 2, {"eps": 0.1}),
+    # as PyTorch allows: layer norm's x_hat is 0, RMS norm's is x / sqrt(x^2 + eps)
+    ("one_value_per_row", (4, 1), 1, 2, {}),
+    ("one_value_per_row_of_two_dims", (3, 1, 1), 2, 2, {}),
 ]
 
 SAMPLES: dict[str, list[Sample]] = {

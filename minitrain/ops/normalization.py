@@ -113,17 +113,18 @@ def _channel_axes(ndim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 def _row_axis(where: str, shape: tuple, axis, name: str = "x") -> int:
     """The layer-norm family's first normalized dim, checked and made non-negative: the rows
-    it leaves must hold M >= 2 values each."""
+    it leaves must hold at least one value each (with one, layer norm's x_hat is 0 and RMS
+    norm's x / sqrt(x^2 + eps), as in PyTorch)."""
     if not shape:
         raise ShapeError(f"{where}: {name} must have at least one dim, got a 0-d tensor")
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise DTypeError(f"{where}: axis must be one int, got {axis!r}")
     (axis,) = normalize_axis(axis, len(shape), where)
     count = math.prod(shape[axis:])
-    if count < 2:
+    if count == 0:
         raise ShapeError(
-            f"{where}: normalizing over M = {count} value(s) per row ({name} {tuple(shape)}, "
-            f"axis {axis}); M must be at least 2 (with one value, x_hat is always 0)"
+            f"{where}: normalizing over M = 0 values per row ({name} {tuple(shape)}, axis "
+            f"{axis}); the normalized dims must hold at least one value"
         )
     return axis
 
@@ -1067,7 +1068,7 @@ def layer_norm(
     invertible: bool = False,
 ) -> Tensor:
     """Layer normalization over the last dims of x: those of `normalized_shape` (PyTorch's), or
-    every dim from `axis` on (default -1); at least 2 values per row.
+    every dim from `axis` on (default -1); at least one value per row (one gives x_hat = 0).
 
     Per row: Y = weight * (x - mean) / sqrt(var + eps) + bias, var biased. weight and bias have
     the normalized shape and are optional (PyTorch's elementwise_affine=False, bias=False); one
@@ -1090,7 +1091,7 @@ def rms_norm(
     x, normalized_shape=None, weight=None, eps: float | None = None, *, axis: int | None = None
 ) -> Tensor:
     """RMS normalization over the last dims of x (`normalized_shape`, PyTorch's) or every dim from
-    `axis` on (default -1): Y = weight * x / sqrt(mean_row(x^2) + eps), at least 2 values per row;
+    `axis` on (default -1): Y = weight * x / sqrt(mean_row(x^2) + eps), at least one value per row;
     one op (SimplifiedLayerNormalizationGrad). weight is optional. eps=None is PyTorch's default,
     the machine epsilon of the dtype the statistics are computed in: float32's for float16 and
     float32 input, float64's for float64.
