@@ -578,6 +578,12 @@ SAMPLES: dict[str, list[Sample]] = {
             ([0, 2, 0], slice(None, None, -1)),
             ref=lambda x: torch.flip(x, [1])[[0, 2, 0]],
         ),
+        # PyTorch's rule where numpy's differs: an int beside an index array selects first,
+        # so the array's dim stays in place ((3, 2) here; numpy's x[0, :, [0, 2]] is (2, 3))
+        _getitem("int_slice_list", (2, 3, 4), (0, slice(None), [0, 2])),
+        _getitem("int_array_int", (3, 4, 5), (1, np.array([0, 2, 2]), -1)),
+        _getitem("mask_slice_int", (3, 4, 5), (np.array([True, False, True]), slice(None), 1)),
+        _getitem("bool_int_list", (3, 4), (True, 1, [0, 2, 0])),
         Sample(
             "tensor_index_repeated",
             draws(normal(4, 2)),

@@ -1,6 +1,7 @@
 """The autograd engine: backward walk, grad modes, the Tape, hooks, grad(), graph lifetime."""
 
 import gc
+import itertools
 import threading
 import weakref
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import minitrain
-from minitrain.errors import GraphError, ShapeError
+from minitrain.errors import DTypeError, GraphError, ShapeError
 from minitrain.ops import Op
 from minitrain.ops.elementwise import Add
 
@@ -867,6 +868,60 @@ def test_binary_op_dtypes_and_gradient_dtypes_match_torch_result_type(op):
         failures[:30]
     )
     assert cases > 700
+
+
+@pytest.mark.parametrize("join", ["concat", "stack"])
+def test_concat_and_stack_promote_like_torch(join):
+    """Every pair of dtypes: the result's dtype and values are torch.cat's / torch.stack's
+    (int64 with float32 gives float32, where numpy widens to float64), and each floating input's
+    gradient keeps its own dtype."""
+    torch = pytest.importorskip("torch")
+    ours_join, torch_join = (
+        getattr(minitrain.ops, join),
+        getattr(torch, join.replace("concat", "cat")),
+    )
+    failures = []
+    for first, second in itertools.product(_PROMOTION_DTYPES, repeat=2):
+        arrays = [np.array([1, 0, 1], first), np.array([0, 1, 1], second)]
+        tensors = [minitrain.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+        ours, theirs = ours_join(tensors), torch_join([torch.tensor(a) for a in arrays])
+        if str(ours.dtype) != str(theirs.dtype).removeprefix("torch."):
+            failures.append(f"{first.__name__}, {second.__name__}: {ours.dtype}, {theirs.dtype}")
+            continue
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+        if ours.requires_grad:
+            ours.sum().backward()
+            for tensor in tensors:
+                if tensor.requires_grad:
+                    assert tensor.grad.dtype == tensor.dtype
+                    np.testing.assert_array_equal(tensor.grad.numpy(), 1)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    "dtypes",
+    [(np.float32, np.float64), (np.float64, np.float32), (np.float32, np.int64)],
+    ids=lambda dtypes: f"{dtypes[0].__name__}-{dtypes[1].__name__}",
+)
+def test_matmul_and_linear_refuse_mixed_dtypes_as_torch_does(dtypes):
+    """Unlike the elementwise ops, torch's matmul and linear (and conv) do not promote: a
+    float64 input would turn a float32 model float64 without a word. minitrain refuses alike,
+    naming the op and the dtypes, before anything is recorded."""
+    torch = pytest.importorskip("torch")
+    first, second = (np.ones((2, 2), dtype) for dtype in dtypes)
+    with pytest.raises(RuntimeError):
+        torch.tensor(first) @ torch.tensor(second)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.linear(torch.tensor(first), torch.tensor(second))
+    a = minitrain.tensor(first, requires_grad=first.dtype.kind == "f")
+    names = f"{np.dtype(dtypes[0]).name}, b {np.dtype(dtypes[1]).name}"
+    with pytest.raises(DTypeError, match=f"matmul: inputs must share one dtype, got a {names}"):
+        a @ minitrain.tensor(second)
+    with pytest.raises(DTypeError, match="linear: .* got input .*, weight .*"):
+        minitrain.ops.linear(a, minitrain.tensor(second))
+    with pytest.raises(DTypeError, match="linear: .*, bias float16"):
+        minitrain.ops.linear(a, a, minitrain.tensor(np.zeros(2, np.float16)))
+    assert a.grad_fn is None and a.grad is None
 
 
 # --- accumulation without aliasing ----------------------------------------------------------

@@ -29,7 +29,7 @@ from .. import backend
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
-from .registry import Op, shape_of
+from .registry import Op, check_one_dtype, shape_of
 from .shape import reshape
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -228,13 +228,10 @@ def _conv_window(
 def _check_float(where: str, **arrays) -> None:
     """Floating arrays of one dtype (None entries skipped). PyTorch's conv refuses mixed dtypes
     too, but on the CPU takes integers; minitrain's is floating point only (BLAS's GEMMs)."""
-    dtypes = {name: a.dtype for name, a in arrays.items() if a is not None}
-    for name, dtype in dtypes.items():
-        if dtype.kind != "f":
-            raise DTypeError(f"{where}: {name} must be floating point, got {dtype}")
-    if len(set(dtypes.values())) > 1:
-        given = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
-        raise DTypeError(f"{where}: inputs must share one dtype, got {given}")
+    for name, a in arrays.items():
+        if a is not None and a.dtype.kind != "f":
+            raise DTypeError(f"{where}: {name} must be floating point, got {a.dtype}")
+    check_one_dtype(where, **arrays)
 
 
 # --- im2col and col2im --------------------------------------------------------------------------

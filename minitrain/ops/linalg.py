@@ -8,7 +8,7 @@ import numpy as np
 
 from ..autograd import unbroadcast
 from ..errors import ShapeError
-from .registry import Op, shape_of
+from .registry import Op, check_one_dtype, shape_of
 
 
 class MatMul(Op):
@@ -88,7 +88,8 @@ class Linear(Op):
 
 
 def matmul(a, b):
-    """a @ b with numpy's rules (1-D operands, broadcast batch dims)."""
+    """a @ b with numpy's rules (1-D operands, broadcast batch dims); a and b of one dtype, as
+    in PyTorch."""
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got {sa} and {sb}")
@@ -102,12 +103,13 @@ def matmul(a, b):
         np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
         raise ShapeError(f"matmul: batch dims of a {sa} and b {sb} do not broadcast") from None
+    check_one_dtype("matmul", a=a, b=b)
     return MatMul.apply(a, b)
 
 
 def linear(x, weight, bias=None):
     """x @ weight.T + bias: x (..., in_features), weight (out_features, in_features),
-    bias (out_features,) or None."""
+    bias (out_features,) or None, all of one dtype, as in PyTorch."""
     sx, sw = shape_of(x), shape_of(weight)
     if len(sw) != 2 or not sx or sx[-1] != sw[1]:
         raise ShapeError(
@@ -116,4 +118,5 @@ def linear(x, weight, bias=None):
         )
     if bias is not None and shape_of(bias) != (sw[0],):
         raise ShapeError(f"linear: bias must have shape ({sw[0]},), got {shape_of(bias)}")
+    check_one_dtype("linear", input=x, weight=weight, bias=bias)
     return Linear.apply(x, weight, bias)

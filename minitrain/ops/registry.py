@@ -378,6 +378,22 @@ def shape_of(value) -> tuple:
     return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
 
 
+def check_one_dtype(where: str, **values) -> None:
+    """`values` (None entries skipped) must have one dtype, as PyTorch's matmul, linear and conv
+    require: they do not promote, so that a float64 input cannot silently turn a float32 model's
+    activations into float64."""
+    dtypes = {name: _dtype_of(v) for name, v in values.items() if v is not None}
+    if len(set(dtypes.values())) > 1:
+        given = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
+        raise DTypeError(
+            f"{where}: inputs must share one dtype, got {given} (cast one, e.g. with .float())"
+        )
+
+
+def _dtype_of(value) -> np.dtype:
+    return value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+
+
 def _check_broadcast(op, arrays) -> None:
     shapes = [a.shape for a in arrays if hasattr(a, "shape")]
     try:

@@ -12,7 +12,7 @@ from ..autograd import unbroadcast
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .reduction import normalize_axis
-from .registry import Op, shape_of
+from .registry import Op, result_type, shape_of
 
 
 class Reshape(Op):
@@ -138,7 +138,7 @@ class Concat(Op):
 
     @staticmethod
     def forward(ctx, *arrays):
-        return ctx.xp.concatenate(arrays, axis=ctx.axis)
+        return ctx.xp.concatenate(arrays, axis=ctx.axis, dtype=result_type(arrays))
 
     @staticmethod
     def backward(ctx, grad):
@@ -155,7 +155,7 @@ class Stack(Op):
 
     @staticmethod
     def forward(ctx, *arrays):
-        return ctx.xp.stack(arrays, axis=ctx.axis)
+        return ctx.xp.stack(arrays, axis=ctx.axis, dtype=result_type(arrays))
 
     @staticmethod
     def backward(ctx, grad):
@@ -276,7 +276,12 @@ def _is_mask(item) -> bool:
 
 
 def getitem(x, index):
-    """x[index] with numpy's rules: ints, slices, None, Ellipsis, integer and boolean arrays."""
+    """x[index]: ints, slices, None, Ellipsis, integer and boolean arrays, with PyTorch's rules.
+
+    These are numpy's, but for one case: numpy counts an int beside an index array as an index
+    array too, so x[0, :, [0, 2]] of x (2, 3, 4) is (2, 3), the indexed dims first as they are
+    not side by side; PyTorch takes the int first, as a plain index, and gives (3, 2). Here,
+    as there, ints and Python bools index first and the arrays then index what is left."""
     xp = backend.array_module(x.data if isinstance(x, Tensor) else x)
     shape = shape_of(x)
     items = [_index_item(item, xp) for item in (index if isinstance(index, tuple) else (index,))]
@@ -303,7 +308,34 @@ def getitem(x, index):
             entries.append(item)
         dim += span
     accumulate = any(backend.is_array(i) and not _is_mask(i) for i in items)
+    if any(map(_is_int, entries)) and any(map(_is_advanced, entries)):
+        x = GetItem.apply(x, index=tuple(map(_plain_part, entries)), accumulate=False)
+        entries = [_array_part(e, xp) for e in entries if not _is_int(e)]
     return GetItem.apply(x, index=tuple(entries), accumulate=accumulate)
+
+
+def _is_int(entry) -> bool:
+    return isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
+
+
+def _is_advanced(entry) -> bool:
+    """An array, or a bool (numpy's 0-d mask): beside one, numpy reads ints as arrays too."""
+    return backend.is_array(entry) or isinstance(entry, bool)
+
+
+def _plain_part(entry):
+    """PyTorch's first step of an index with arrays: ints select, a bool adds a dim."""
+    if backend.is_array(entry):
+        return slice(None)
+    return None if isinstance(entry, bool) else entry
+
+
+def _array_part(entry, xp):
+    """The second: the arrays index what is left, a bool's new dim with [0] (True) or no
+    index (False), as PyTorch reads a bool beside arrays."""
+    if isinstance(entry, bool):
+        return xp.zeros(int(entry), np.int64)
+    return entry if backend.is_array(entry) or entry is Ellipsis else slice(None)
 
 
 def _check_same(tensors, op: str):
@@ -315,7 +347,8 @@ def _check_same(tensors, op: str):
 
 
 def concat(tensors, axis: int = 0):
-    """Tensors joined along an existing axis; the other dims must match."""
+    """Tensors joined along an existing axis; the other dims must match. The result has their
+    PyTorch result_type (int64 with float32 gives float32, where numpy widens to float64)."""
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("concat: 'tensors' is empty")
@@ -330,7 +363,7 @@ def concat(tensors, axis: int = 0):
 
 
 def stack(tensors, axis: int = 0):
-    """Tensors of one shape joined along a new axis."""
+    """Tensors of one shape joined along a new axis, in their PyTorch result_type (as concat)."""
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: 'tensors' is empty")
