@@ -197,7 +197,7 @@ class Op(metaclass=_OpType):
                     needs_grad.append(False)
             else:
                 array = _operand(value, cls, len(arrays))
-                if isinstance(value, np.generic):
+                if isinstance(array, np.generic):
                     numpy_number = True
                 parents.append(None)
                 needs_grad.append(False)
@@ -358,7 +358,12 @@ def _promote(arrays, indices) -> None:
 
 
 def _operand(value, op, index):
-    """A non-tensor input as an array or a plain number (numbers keep numpy's weak promotion)."""
+    """A non-tensor input as an array or a plain number (numbers keep numpy's weak promotion).
+    A numpy float is a Python float to PyTorch, and becomes one here, so it takes the fast path
+    of numbers; numpy's integers stay as they are, for PyTorch's wrap-around where Python's int
+    would overflow the array's dtype."""
+    if isinstance(value, np.floating):
+        return float(value)
     if (
         value is None
         or isinstance(value, (bool, int, float, np.generic))
