@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -17,7 +18,8 @@ def _check_module(where: str, module) -> Module:
 
 class Sequential(Module):
     """Modules applied one after another: `Sequential(a, b, c)(x) == c(b(a(x)))`. Also takes an
-    OrderedDict of named modules. Indexing gives a module; slicing a new Sequential."""
+    OrderedDict of named modules. Indexing gives a module; slicing a new Sequential. Deleting,
+    inserting or popping renumbers the children 0, 1, 2, ... (names included), as in PyTorch."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -45,9 +47,51 @@ class Sequential(Module):
             return Sequential(OrderedDict(items[index]))
         return items[_index(index, len(items), "Sequential")][1]
 
+    def __setitem__(self, index: int, module: Module) -> None:
+        keys = list(self._modules)
+        key = keys[_index(index, len(keys), "Sequential")]
+        self._modules[key] = _check_module("Sequential", module)
+
+    def __delitem__(self, index) -> None:
+        _delete(self, index, "Sequential")
+
+    def __add__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise DTypeError(f"Sequential +: expected a Sequential, got {type(other).__name__}")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise DTypeError(f"Sequential +=: expected a Sequential, got {type(other).__name__}")
+        return self.extend(other)
+
     def append(self, module: Module) -> Sequential:
         self.add_module(str(len(self)), _check_module("Sequential.append", module))
         return self
+
+    def extend(self, modules: Iterable[Module]) -> Sequential:
+        for module in _check_iterable("Sequential.extend", modules):
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Insert before position `index` (-len..len, as list.insert but range-checked)."""
+        _check_module("Sequential.insert", module)
+        modules = list(self._modules.values())
+        position = _as_int(index, "Sequential.insert")
+        if not -len(modules) <= position <= len(modules):
+            raise IndexError(
+                f"Sequential.insert: index {position} is out of range for inserting into "
+                f"{len(modules)} modules"
+            )
+        modules.insert(position, module)
+        _renumber(self, modules)
+        return self
+
+    def pop(self, index: int) -> Module:
+        module = self[index]
+        del self[index]
+        return module
 
 
 class ModuleList(Module):
@@ -74,21 +118,52 @@ class ModuleList(Module):
         index = _index(index, len(self), "ModuleList")
         self._modules[str(index)] = _check_module("ModuleList", module)
 
+    def __delitem__(self, index) -> None:
+        _delete(self, index, "ModuleList")
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return ModuleList([*self, *_check_iterable("ModuleList +", other)])
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def __repr__(self) -> str:
+        """Runs of modules with the same repr folded into one line, as PyTorch prints them:
+        `(0-11): 12 x Block(...)`."""
+        runs = []  # [first index, last index, repr]
+        for i, module in enumerate(self):
+            text = repr(module)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        if not runs:
+            return f"{type(self).__name__}()"
+        lines = []
+        for first, last, text in runs:
+            label = f"({first})" if first == last else f"({first}-{last}): {last - first + 1} x"
+            head = f"{label}: " if first == last else f"{label} "
+            lines.append(head + text.replace("\n", "\n  "))
+        return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
+
     def append(self, module: Module) -> ModuleList:
         self.add_module(str(len(self)), _check_module("ModuleList.append", module))
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for module in modules:
+        for module in _check_iterable("ModuleList.extend", modules):
             self.append(module)
         return self
 
     def insert(self, index: int, module: Module) -> None:
         modules = list(self._modules.values())
         modules.insert(index, _check_module("ModuleList.insert", module))
-        self._modules.clear()
-        for i, m in enumerate(modules):
-            self._modules[str(i)] = m
+        _renumber(self, modules)
+
+    def pop(self, index: int) -> Module:
+        module = self[index]
+        del self[index]
+        return module
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward: iterate over it in yours")
@@ -129,8 +204,17 @@ class ModuleDict(Module):
     def items(self):
         return self._modules.items()
 
+    def pop(self, key: str) -> Module:
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self) -> None:
+        self._modules.clear()
+
     def update(self, modules) -> None:
-        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        """Add or replace modules from a mapping (a ModuleDict too) or (name, module) pairs."""
+        pairs = modules.items() if isinstance(modules, (Mapping, ModuleDict)) else modules
         for key, module in pairs:
             self[key] = module
 
@@ -138,9 +222,41 @@ class ModuleDict(Module):
         raise NotImplementedError("ModuleDict has no forward: look modules up in yours")
 
 
-def _index(index: int, length: int, where: str) -> int:
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise DTypeError(f"{where}: index must be an int or a slice, got {type(index).__name__}")
+def _delete(container: Module, index, where: str) -> None:
+    """Drop the child at `index` (an int or a slice) and renumber the rest."""
+    modules = list(container._modules.values())
+    if isinstance(index, slice):
+        del modules[index]
+    else:
+        del modules[_index(index, len(modules), where)]
+    _renumber(container, modules)
+
+
+def _renumber(container: Module, modules: list[Module]) -> None:
+    """Re-register `modules` under the names 0, 1, 2, ... in place of the container's children."""
+    container._modules.clear()
+    for i, module in enumerate(modules):
+        container._modules[str(i)] = module
+
+
+def _check_iterable(where: str, modules) -> Iterable:
+    if not isinstance(modules, Iterable):
+        raise DTypeError(f"{where}: expected an iterable of Modules, got {type(modules).__name__}")
+    return modules
+
+
+def _as_int(index, where: str) -> int:
+    """An index as an int: anything with __index__ (numpy integers too), as PyTorch takes."""
+    try:
+        return operator.index(index)
+    except TypeError:
+        raise DTypeError(
+            f"{where}: index must be an int or a slice, got {type(index).__name__}"
+        ) from None
+
+
+def _index(index, length: int, where: str) -> int:
+    index = _as_int(index, where)
     if not -length <= index < length:
         raise IndexError(f"{where}: index {index} is out of range for {length} modules")
     return index % length

@@ -4,13 +4,14 @@ train/eval, devices, hooks."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import backend
 from ..autograd import RemovableHandle, _state, no_grad
-from ..errors import DTypeError, MinitrainError
+from ..errors import ArgumentError, DTypeError, MinitrainError
 from ..tensor import Tensor, _is_dtype_name
 
 
@@ -36,6 +37,22 @@ class StateDictError(MinitrainError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class IncompatibleKeys(NamedTuple):
+    """What load_state_dict returns: the module's keys the state dict lacks, and the state dict's
+    keys the module does not have."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (
+            f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
+            f"unexpected_keys={self.unexpected_keys})"
+        )
 
 
 class Module:
@@ -86,11 +103,13 @@ class Module:
                 f"(call super().__init__() first in {type(self).__name__}.__init__)"
             )
         params, buffers, modules = self._parameters, self._buffers, self._modules
+        # a replaced entry keeps its place in its table (and so in state_dict() and forward
+        # order), as in PyTorch: only the other tables forget the name
         if isinstance(value, Parameter):
-            self._forget(name)
+            self._forget(name, keep=params)
             params[name] = value
         elif isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, keep=modules)
             modules[name] = value
         elif name in params:
             if value is not None:
@@ -116,11 +135,14 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str, keep: dict) -> None:
+        """Drop `name` from the instance dict and from every table but `keep`."""
         self.__dict__.pop(name, None)
         for table in (self._parameters, self._buffers, self._modules):
-            table.pop(name, None)
-        self._non_persistent.discard(name)
+            if table is not keep:
+                table.pop(name, None)
+        if keep is not self._buffers:
+            self._non_persistent.discard(name)
 
     def __getattr__(self, name: str):
         # only called when normal lookup fails: the registered tables
@@ -145,44 +167,49 @@ class Module:
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Register a parameter (or None, a declared but absent one, like a bias=False)."""
-        self._check_new_name(name, "register_parameter")
+        self._check_new_name(name, "register_parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise DTypeError(
                 f"register_parameter: '{name}' must be a Parameter or None, "
                 f"got {type(param).__name__}"
             )
-        self._forget(name)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Register state that is not a parameter (running statistics): saved in the state dict
         when persistent, moved by `to()`, never given to an optimizer."""
-        self._check_new_name(name, "register_buffer")
+        self._check_new_name(name, "register_buffer", self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise DTypeError(
                 f"register_buffer: '{name}' must be a Tensor or None, got {type(tensor).__name__}"
             )
-        self._forget(name)
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Register a child module under `name`."""
-        self._check_new_name(name, "add_module")
+        self._check_new_name(name, "add_module", self._modules)
         if module is not None and not isinstance(module, Module):
             raise DTypeError(
                 f"add_module: '{name}' must be a Module or None, got {type(module).__name__}"
             )
-        self._forget(name)
         self._modules[name] = module
 
     register_module = add_module
 
-    def _check_new_name(self, name: str, where: str) -> None:
-        if not isinstance(name, str) or not name or "." in name:
+    def _check_new_name(self, name: str, where: str, table: dict) -> None:
+        """A name for `table`: a string without '.', not already some other kind of attribute
+        (re-registering within the same table replaces the entry in place, as in PyTorch)."""
+        if not isinstance(name, str):
+            raise DTypeError(f"{where}: name must be a string, got {type(name).__name__}")
+        if not name or "." in name:
             raise KeyError(f"{where}: name must be a non-empty string without '.', got {name!r}")
-        if name in self.__dict__ or (hasattr(type(self), name) and not self._owns(name)):
+        if name in table:
+            return
+        if name in self.__dict__ or hasattr(type(self), name) or self._owns(name):
             raise KeyError(f"{where}: attribute '{name}' already exists")
 
     def _owns(self, name: str) -> bool:
@@ -190,8 +217,12 @@ class Module:
 
     # --- traversal ----------------------------------------------------------------------
 
-    def named_modules(self, prefix: str = "", memo: set | None = None) -> Iterator:
-        """(path, module) for this module and every descendant, each module once."""
+    def named_modules(
+        self, prefix: str = "", memo: set | None = None, remove_duplicate: bool = True
+    ) -> Iterator:
+        """(path, module) for this module and every descendant, depth first, each module once;
+        with remove_duplicate=False a shared module under every path it has (a module that
+        contains itself is still not entered again)."""
         memo = set() if memo is None else memo
         if id(self) in memo:
             return
@@ -199,7 +230,10 @@ class Module:
         yield prefix, self
         for name, child in self._modules.items():
             if child is not None:
-                yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+                path = f"{prefix}.{name}" if prefix else name
+                yield from child.named_modules(path, memo, remove_duplicate)
+        if not remove_duplicate:
+            memo.discard(id(self))  # only the ancestors of the current path stay in memo
 
     def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
@@ -216,27 +250,36 @@ class Module:
         for _, child in self.named_children():
             yield child
 
-    def _named_members(self, table: str, recurse: bool) -> Iterator:
+    def _named_members(self, table: str, recurse: bool, remove_duplicate: bool) -> Iterator:
         seen = set()
-        modules = self.named_modules() if recurse else [("", self)]
+        if recurse:
+            modules = self.named_modules(remove_duplicate=remove_duplicate)
+        else:
+            modules = [("", self)]
         for path, module in modules:
             for name, member in getattr(module, table).items():
                 if member is None or id(member) in seen:
                     continue
-                seen.add(id(member))
+                if remove_duplicate:
+                    seen.add(id(member))
                 yield (f"{path}.{name}" if path else name), member
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator:
-        """(dotted name, Parameter) for every parameter, shared ones once."""
-        for name, param in self._named_members("_parameters", recurse):
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator:
+        """(dotted name, Parameter) for every parameter, shared ones once (every name they have
+        with remove_duplicate=False)."""
+        for name, param in self._named_members("_parameters", recurse, remove_duplicate):
             yield (f"{prefix}.{name}" if prefix else name), param
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator:
-        for name, buffer in self._named_members("_buffers", recurse):
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator:
+        for name, buffer in self._named_members("_buffers", recurse, remove_duplicate):
             yield (f"{prefix}.{name}" if prefix else name), buffer
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
@@ -258,12 +301,13 @@ class Module:
     # --- modes, gradients, devices --------------------------------------------------------
 
     def train(self, mode: bool = True) -> Module:
-        """Training mode for this module and every descendant (dropout active, batch norm
-        updating its running statistics)."""
+        """Training mode for this module and, through their own `train`, every descendant
+        (dropout active, batch norm updating its running statistics)."""
         if not isinstance(mode, bool):
             raise DTypeError(f"train: mode must be a bool, got {type(mode).__name__}")
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
+        object.__setattr__(self, "training", mode)
+        for child in self.children():  # a child's override of train() is honoured, as in PyTorch
+            child.train(mode)
         return self
 
     def eval(self) -> Module:
@@ -292,17 +336,32 @@ class Module:
         fn(self)
         return self
 
-    def to(self, target) -> Module:
-        """Move every parameter and buffer to a device ('cpu', 'cuda'), or cast the floating ones
-        to a dtype, in place: the Parameter objects stay the same, so an optimizer built before
-        keeps working."""
-        if isinstance(target, (str, backend.Device)) and not _is_dtype_name(target):
-            device = backend.device(target)
-            return self._convert(lambda a: backend.to_device(a, device), floating_only=False)
-        dtype = np.dtype(target)
-        if dtype.kind != "f":
-            raise DTypeError(f"Module.to: can only cast to a floating dtype, got {dtype}")
-        return self._convert(lambda a: a.astype(dtype, copy=False), floating_only=True)
+    def to(self, target=None, *, device=None, dtype=None) -> Module:
+        """Move every parameter and buffer to a device ('cpu', 'cuda'), and/or cast the floating
+        ones to a dtype, in place: `to('cuda')`, `to(np.float64)`, or PyTorch's keyword form
+        `to(device=..., dtype=...)`. The Parameter objects stay the same, so an optimizer built
+        before keeps working."""
+        if target is not None:
+            is_device = isinstance(target, (str, backend.Device)) and not _is_dtype_name(target)
+            if (device if is_device else dtype) is not None:
+                raise ArgumentError(
+                    f"Module.to: {'device' if is_device else 'dtype'} given twice, as {target!r} "
+                    f"and as a keyword"
+                )
+            if is_device:
+                device = target
+            else:
+                dtype = target
+        if dtype is not None:
+            dtype = np.dtype(dtype)
+            if dtype.kind != "f":
+                raise DTypeError(f"Module.to: can only cast to a floating dtype, got {dtype}")
+        if device is not None:
+            place = backend.device(device)
+            self._convert(lambda a: backend.to_device(a, place), floating_only=False)
+        if dtype is not None:
+            self._convert(lambda a: a.astype(dtype, copy=False), floating_only=True)
+        return self
 
     def float(self) -> Module:
         return self.to(np.float32)
@@ -342,27 +401,35 @@ class Module:
 
     # --- state dicts ----------------------------------------------------------------------
 
-    def state_dict(self, prefix: str = "") -> OrderedDict:
+    def state_dict(self, prefix: str = "", *, keep_vars: bool = False) -> OrderedDict:
         """Every parameter and persistent buffer by dotted name, as Tensors outside the graph
-        sharing the module's arrays (copy them, or save them, to keep a snapshot)."""
+        sharing the module's arrays (copy them, or save them, to keep a snapshot); keep_vars=True
+        gives the Parameters and buffers themselves. A shared module or parameter is listed under
+        every path it has, as in PyTorch."""
         state = OrderedDict()
-        for path, module in self.named_modules(prefix=prefix.rstrip(".")):
+        for path, module in self.named_modules(prefix.rstrip("."), remove_duplicate=False):
             dot = f"{path}." if path else ""
             for name, param in module._parameters.items():
                 if param is not None:
-                    state[dot + name] = param.detach()
+                    state[dot + name] = param if keep_vars else param.detach()
             for name, buffer in module._buffers.items():
                 if buffer is not None and name not in module._non_persistent:
-                    state[dot + name] = buffer.detach()
+                    state[dot + name] = buffer if keep_vars else buffer.detach()
         return state
 
-    def load_state_dict(self, state_dict, strict: bool = True):
+    def load_state_dict(self, state_dict: Mapping, strict: bool = True) -> IncompatibleKeys:
         """Copy values into this module's parameters and buffers, in place, checked first: with
         strict=True every key must match exactly; shapes must always match. Nothing is changed
-        when the check fails. Returns (missing_keys, unexpected_keys)."""
-        own = self._state_targets()
+        when the check fails. Returns (missing_keys, unexpected_keys), a named pair as PyTorch's.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise DTypeError(
+                f"load_state_dict for {type(self).__name__}: expected a mapping of names to "
+                f"arrays, got {type(state_dict).__name__}"
+            )
+        own = self.state_dict(keep_vars=True)
         missing = [key for key in own if key not in state_dict]
-        unexpected = [key for key in state_dict if key not in own]
+        unexpected = self._in_load_order([key for key in state_dict if key not in own])
         problems = []
         if strict and missing:
             problems.append(f"missing keys: {missing}")
@@ -394,19 +461,25 @@ class Module:
                 target.data[...] = backend.to_device(
                     np.asarray(array) if not backend.is_array(array) else array, target.device
                 )
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
-    def _state_targets(self) -> dict:
-        targets = {}
-        for path, module in self.named_modules():
-            dot = f"{path}." if path else ""
-            for name, param in module._parameters.items():
-                if param is not None:
-                    targets[dot + name] = param
-            for name, buffer in module._buffers.items():
-                if buffer is not None and name not in module._non_persistent:
-                    targets[dot + name] = buffer
-        return targets
+    def _in_load_order(self, keys: list[str]) -> list[str]:
+        """Unexpected keys ordered as PyTorch reports them: by the module their path leads to
+        (in depth-first order, parents first), then in state-dict order."""
+        rank = {path: i for i, (path, _) in enumerate(self.named_modules(remove_duplicate=False))}
+
+        def owner(key) -> int:
+            if not isinstance(key, str):
+                return len(rank)
+            module, path = self, ""
+            for part in key.split(".")[:-1]:
+                module = module._modules.get(part)
+                if module is None:
+                    break
+                path = f"{path}.{part}" if path else part
+            return rank.get(path, len(rank))
+
+        return sorted(keys, key=owner)
 
     # --- repr -----------------------------------------------------------------------------
 
@@ -415,14 +488,18 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [line for line in [self.extra_repr()] if line]
-        for name, child in self._modules.items():
-            body = repr(child).replace("\n", "\n  ")
-            lines.append(f"({name}): {body}")
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [
+            f"({name}): " + repr(child).replace("\n", "\n  ")
+            for name, child in self._modules.items()
+        ]
         name = type(self).__name__
-        if not self._modules:
-            return f"{name}({lines[0] if lines else ''})"
-        return name + "(\n  " + "\n  ".join(lines) + "\n)"
+        if len(extra_lines) == 1 and not child_lines:
+            return f"{name}({extra_lines[0]})"
+        if not extra_lines and not child_lines:
+            return f"{name}()"
+        return name + "(\n  " + "\n  ".join(extra_lines + child_lines) + "\n)"
 
 
 def _add_hook(hooks: list, hook) -> RemovableHandle:

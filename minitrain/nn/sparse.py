@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ShapeError
 from ..tensor import Tensor
 from . import init
 from .functional import _padding_row, embedding
@@ -20,12 +21,34 @@ class Embedding(Module):
         embedding_dim: int,
         padding_idx: int | None = None,
         dtype=np.float32,
+        *,
+        _weight=None,
+        _freeze: bool = False,
     ):
         super().__init__()
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = _padding_row(padding_idx, num_embeddings, "Embedding")
-        self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype))
-        self.reset_parameters()
+        if _weight is None:
+            self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype))
+            self.reset_parameters()
+        else:  # from_pretrained: the given table as it is, sharing its array (as PyTorch)
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(
+        cls, embeddings, freeze: bool = True, padding_idx: int | None = None
+    ) -> Embedding:
+        """An Embedding over an existing (num_embeddings, embedding_dim) table, sharing its
+        array; frozen (weight.requires_grad False) unless freeze=False. The padding row keeps
+        its values and gets no gradient."""
+        table = embeddings if isinstance(embeddings, Tensor) else Tensor(embeddings)
+        if table.ndim != 2:
+            raise ShapeError(
+                f"Embedding.from_pretrained: embeddings must be 2-D (num_embeddings, "
+                f"embedding_dim), got shape {tuple(table.shape)}"
+            )
+        rows, cols = table.shape
+        return cls(rows, cols, padding_idx, table.dtype, _weight=table, _freeze=freeze)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)

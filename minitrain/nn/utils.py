@@ -16,6 +16,23 @@ def _as_list(parameters) -> list[Tensor]:
     return [parameters] if isinstance(parameters, Tensor) else list(parameters)
 
 
+def _vector_norm(array, norm_type: float) -> float:
+    """The norm of order norm_type of an array's elements, in float64, as
+    torch.linalg.vector_norm: inf is max |x|, -inf min |x|, 0 the count of nonzeros; nan
+    propagates. An empty array has norm 0."""
+    if array.size == 0:
+        return 0.0
+    magnitudes = abs(array.astype(np.float64))
+    if norm_type == math.inf:
+        return float(magnitudes.max())
+    if norm_type == -math.inf:
+        return float(magnitudes.min())
+    if norm_type == 0:
+        return float((magnitudes != 0).sum())
+    with np.errstate(divide="ignore"):  # a negative order over zeros: inf, whose inverse is 0
+        return float((magnitudes**norm_type).sum()) ** (1.0 / norm_type)
+
+
 def clip_grad_norm_(
     parameters: Iterable[Tensor] | Tensor,
     max_norm: float,
@@ -23,26 +40,27 @@ def clip_grad_norm_(
     error_if_nonfinite: bool = False,
 ) -> Tensor:
     """Scale every gradient by min(1, max_norm / (total_norm + 1e-6)), where total_norm is the
-    norm of all gradients taken together (as one vector). Returns total_norm, as PyTorch does.
-    With error_if_nonfinite, a nan or inf total norm raises and nothing is changed."""
+    norm of the gradients' norms (for order > 0, the norm of all gradients taken together as one
+    vector). Returns total_norm, as PyTorch does. With error_if_nonfinite, a nan or inf total
+    norm raises and nothing is changed; without, a nan total makes every gradient nan, as in
+    PyTorch."""
     grads = [p.grad.data for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return Tensor(np.float32(0.0))
     norm_type = float(norm_type)
-    if norm_type == math.inf:
-        total = max(float(abs(g).max()) if g.size else 0.0 for g in grads)
-    else:
-        total = sum(float((abs(g.astype(np.float64)) ** norm_type).sum()) for g in grads)
-        total = total ** (1.0 / norm_type)
+    # the norm of the per-gradient norms, as PyTorch: for order 0 that counts the gradients
+    # with a nonzero entry, and nan anywhere makes the total nan whatever the order
+    total = _vector_norm(np.array([_vector_norm(g, norm_type) for g in grads]), norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(
             f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {total}; "
             f"pass error_if_nonfinite=False to clip anyway"
         )
     scale = max_norm / (total + 1e-6)
-    if scale < 1.0:
-        for g in grads:
-            g *= g.dtype.type(scale)
+    if not scale >= 1.0:  # nan scales too, as PyTorch's clamp(coefficient, max=1) does
+        with np.errstate(invalid="ignore"):  # inf * 0 is nan there too
+            for g in grads:
+                g *= g.dtype.type(scale)
     return Tensor(np.asarray(total, dtype=grads[0].dtype))
 
 
