@@ -10,7 +10,7 @@ import numpy as np
 
 from . import backend
 from .autograd import RemovableHandle, _root_grads, backward
-from .errors import DeviceError, DTypeError, GraphError, ShapeError
+from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64 = np.int32, np.int64
@@ -259,11 +259,18 @@ class Tensor:
 
     # --- device and dtype -----------------------------------------------------------------
 
-    def to(self, target) -> Tensor:
-        """Move to a device ('cpu', 'cuda:0', a Device) or cast to a dtype; recorded."""
-        if isinstance(target, (str, backend.Device)) and not _is_dtype_name(target):
-            return ops.to_device(self, backend.device(target))
-        return ops.cast(self, np.dtype(target))
+    def to(self, target=None, *, device=None, dtype=None) -> Tensor:
+        """Move to a device ('cpu', 'cuda:0', a Device) and/or cast to a dtype, recorded:
+        `to('cuda')`, `to(np.float64)`, or PyTorch's keyword form `to(device=..., dtype=...)`."""
+        device, dtype = device_and_dtype("Tensor.to", target, device, dtype)
+        out = self
+        if device is not None:
+            out = ops.to_device(out, device)
+        return out if dtype is None else ops.cast(out, dtype)
+
+    def clone(self) -> Tensor:
+        """A copy of the data that stays in the graph (its gradient flows back to self)."""
+        return ops.cast(self, self.dtype)
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
@@ -442,6 +449,12 @@ class Tensor:
             )
         return MinMax(reduce(self, dim, keepdim, nan_takes_grad=True), arg(self, dim, keepdim))
 
+    def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.all(self, _dims(dim, axis, "all"), _keep(keepdim, keepdims))
+
+    def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.any(self, _dims(dim, axis, "any"), _keep(keepdim, keepdims))
+
     def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.argmax(self, _dims(dim, axis, "argmax"), _keep(keepdim, keepdims))
 
@@ -505,6 +518,26 @@ class Tensor:
         return ops.reshape(
             self, tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1))
         )
+
+
+def device_and_dtype(where: str, target, device, dtype) -> tuple:
+    """`to`'s arguments, positional target (a device or a dtype) or keywords, as (Device or
+    None, np.dtype or None)."""
+    if target is not None:
+        is_device = isinstance(target, (str, backend.Device)) and not _is_dtype_name(target)
+        if (device if is_device else dtype) is not None:
+            raise ArgumentError(
+                f"{where}: {'device' if is_device else 'dtype'} given twice, as {target!r} and as "
+                f"a keyword"
+            )
+        if is_device:
+            device = target
+        else:
+            dtype = target
+    return (
+        None if device is None else backend.device(device),
+        None if dtype is None else np.dtype(dtype),
+    )
 
 
 def _is_dtype_name(target) -> bool:

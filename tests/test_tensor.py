@@ -834,3 +834,41 @@ def test_int_tensor_with_python_float_gives_float32_like_torch():
         assert str(theirs.dtype) == "torch.float32"
         assert ours.dtype == np.float32
         np.testing.assert_allclose(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize(
+    "shape, dim, keepdim",
+    [((2, 3), None, False), ((2, 3), 1, False), ((2, 3), 0, True), ((2, 3, 4), (0, 2), False)]
+    + [((0, 3), None, False), ((0, 3), 0, False), ((3,), -1, True), ((), None, False)],
+)
+def test_all_and_any_match_torch(name, shape, dim, keepdim):
+    torch = _torch()
+    values = np.random.default_rng(0).integers(0, 3, shape).astype(np.float32)
+    kwargs = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+    ours = getattr(minitrain.tensor(values, requires_grad=True), name)(**kwargs)
+    theirs = getattr(torch.tensor(values), name)(**kwargs)
+    assert ours.dtype == np.bool_ and not ours.requires_grad
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_all_of_a_comparison_reads_like_torch():
+    a = minitrain.tensor([1.0, 2.0])
+    assert bool((a == a).all()) and not bool((a == a + 1).any())
+
+
+def test_clone_copies_the_data_and_passes_the_gradient():
+    x = minitrain.tensor([1.0, 2.0], requires_grad=True)
+    y = x.clone()
+    assert y.dtype == x.dtype and not np.shares_memory(y.data, x.data)
+    (y * np.array([3.0, 4.0], np.float32)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
+
+
+def test_to_takes_torchs_keyword_form_and_refuses_a_dtype_given_twice():
+    x = minitrain.tensor([1.0, 2.0], requires_grad=True)
+    assert x.to(dtype="float64").dtype == np.float64
+    assert x.to("cpu", dtype=np.float64).dtype == np.float64
+    assert x.to(device="cpu").dtype == np.float32
+    with pytest.raises(MinitrainError, match="Tensor.to: dtype given twice"):
+        x.to("float64", dtype="float32")

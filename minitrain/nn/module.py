@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import backend
 from ..autograd import RemovableHandle, _state, no_grad
-from ..errors import ArgumentError, DTypeError, MinitrainError
-from ..tensor import Tensor, _is_dtype_name
+from ..errors import DTypeError, MinitrainError
+from ..tensor import Tensor, device_and_dtype
 
 
 class Parameter(Tensor):
@@ -341,24 +341,11 @@ class Module:
         ones to a dtype, in place: `to('cuda')`, `to(np.float64)`, or PyTorch's keyword form
         `to(device=..., dtype=...)`. The Parameter objects stay the same, so an optimizer built
         before keeps working."""
-        if target is not None:
-            is_device = isinstance(target, (str, backend.Device)) and not _is_dtype_name(target)
-            if (device if is_device else dtype) is not None:
-                raise ArgumentError(
-                    f"Module.to: {'device' if is_device else 'dtype'} given twice, as {target!r} "
-                    f"and as a keyword"
-                )
-            if is_device:
-                device = target
-            else:
-                dtype = target
-        if dtype is not None:
-            dtype = np.dtype(dtype)
-            if dtype.kind != "f":
-                raise DTypeError(f"Module.to: can only cast to a floating dtype, got {dtype}")
+        device, dtype = device_and_dtype("Module.to", target, device, dtype)
+        if dtype is not None and dtype.kind != "f":
+            raise DTypeError(f"Module.to: can only cast to a floating dtype, got {dtype}")
         if device is not None:
-            place = backend.device(device)
-            self._convert(lambda a: backend.to_device(a, place), floating_only=False)
+            self._convert(lambda a: backend.to_device(a, device), floating_only=False)
         if dtype is not None:
             self._convert(lambda a: a.astype(dtype, copy=False), floating_only=True)
         return self

@@ -74,7 +74,7 @@ from .pooling import (
     max_pool_grad,
 )
 from .random import dropout, dropout_grad
-from .reduction import argmax, argmin, logsumexp, max, mean, min, std, sum, var
+from .reduction import all, any, argmax, argmin, logsumexp, max, mean, min, std, sum, var
 from .registry import Ctx, Op, registry
 from .shape import (
     broadcast_to,
@@ -93,7 +93,7 @@ __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "abs", "maximum", "minimum",
     "where", "clip", "cast", "to_device",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "sum", "mean", "max", "min", "var", "std", "logsumexp", "argmax", "argmin",
+    "sum", "mean", "max", "min", "var", "std", "logsumexp", "argmax", "argmin", "all", "any",
     "reshape", "flatten", "transpose", "permute", "broadcast_to", "getitem", "concat", "stack",
     "pad",
     "matmul", "linear",

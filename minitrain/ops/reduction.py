@@ -7,6 +7,8 @@ re-insert the reduced dims with `expand_dims`.
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
@@ -19,7 +21,7 @@ def normalize_axis(axis, ndim: int, op: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    # (this module's max/min/sum are the ops: no builtins of those names below)
+    # (this module's max/min/sum/all/any are the ops: builtins of those names only as builtins.*)
     limit = ndim if ndim else 1  # a 0-d tensor accepts axis 0 / -1, as numpy does
     result = []
     for a in axes:
@@ -185,7 +187,7 @@ class LogSumExp(Op):
     @staticmethod
     def forward(ctx, x):
         xp = ctx.xp
-        if any(x.shape[a] == 0 for a in ctx.axis):  # an empty sum of exps: log(0) = -inf
+        if builtins.any(x.shape[a] == 0 for a in ctx.axis):  # an empty sum of exps: log(0) = -inf
             shift = xp.zeros([1 if i in ctx.axis else n for i, n in enumerate(x.shape)], x.dtype)
         else:
             shift = x.max(axis=ctx.axis, keepdims=True)
@@ -210,7 +212,7 @@ def _reduction(op, x, axis, keepdims, **attrs):
 def _require_nonempty(x, axis, op: str) -> None:
     shape = shape_of(x)
     norm = normalize_axis(axis, len(shape), op)
-    if any(shape[a] == 0 for a in norm):
+    if builtins.any(shape[a] == 0 for a in norm):
         raise ShapeError(f"{op}: reducing over an empty dim (input shape {shape}, axis {axis!r})")
 
 
@@ -277,6 +279,24 @@ def _arg(name, x, axis, keepdims):
             raise ShapeError(f"{name}: takes one axis, got {axis!r}")
         axis = axes[0] if axes else None  # a 0-d tensor's axis 0 (or -1): its one element
     return Tensor(getattr(array, name)(axis=axis, keepdims=keepdims))
+
+
+def _truth(name, x, axis, keepdims):
+    array = x.data if isinstance(x, Tensor) else np.asarray(x)
+    axes = normalize_axis(axis, array.ndim, name)
+    return Tensor(getattr(array.astype(bool), name)(axis=axes, keepdims=bool(keepdims)))
+
+
+def all(x, axis=None, keepdims: bool = False):  # noqa: A001 (PyTorch's name)
+    """Whether every element along axis is nonzero (a bool tensor, outside the graph; True over
+    no elements)."""
+    return _truth("all", x, axis, keepdims)
+
+
+def any(x, axis=None, keepdims: bool = False):  # noqa: A001 (PyTorch's name)
+    """Whether some element along axis is nonzero (a bool tensor, outside the graph; False over
+    no elements)."""
+    return _truth("any", x, axis, keepdims)
 
 
 def argmax(x, axis=None, keepdims: bool = False):
