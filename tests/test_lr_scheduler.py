@@ -178,6 +178,34 @@ def test_checkpoint_after_linear_decay_to_zero_loads_and_resumes_like_torch(tmp_
     assert _lr_sequence(fresh, lambda o: [fresh_scheduler], 3) == whole[6:]
 
 
+def test_checkpoint_with_a_negative_lr_from_chained_schedulers_resumes_like_torch():
+    # Chained, ExponentialLR pushes the lr below CosineAnnealingLR's eta_min, and the cosine's
+    # chained formula then takes it below 0 (-0.0016 at epoch 7), in torch too. The optimizer
+    # steps with it, so its state dict must load back, as torch's does.
+    torch = _torch()
+
+    def chained(scheduler_module, optimizer):
+        return [
+            scheduler_module.ExponentialLR(optimizer, gamma=0.5),
+            scheduler_module.CosineAnnealingLR(optimizer, T_max=5, eta_min=0.01),
+        ]
+
+    whole = _lr_sequence(_minitrain_optimizer(), lambda o: chained(lr_scheduler, o), 12)
+    theirs = _lr_sequence(_torch_optimizer(), lambda o: chained(torch.optim.lr_scheduler, o), 12)
+    assert whole == theirs and max(whole[7]) < 0
+
+    optimizer = _minitrain_optimizer()
+    schedulers = chained(lr_scheduler, optimizer)
+    _lr_sequence(optimizer, lambda o: schedulers, 7)
+    fresh = _minitrain_optimizer()
+    fresh_schedulers = chained(lr_scheduler, fresh)
+    fresh.load_state_dict(optimizer.state_dict())
+    for scheduler, source in zip(fresh_schedulers, schedulers, strict=True):
+        scheduler.load_state_dict(source.state_dict())
+    assert [group["lr"] for group in fresh.param_groups] == whole[7]
+    assert _lr_sequence(fresh, lambda o: fresh_schedulers, 5) == whole[7:]
+
+
 def test_lambda_state_dict_saves_callable_objects_but_not_functions():
     optimizer = _minitrain_optimizer()
     scheduler = lr_scheduler.LambdaLR(optimizer, [lambda epoch: 1.0, Halving(4)])
@@ -253,6 +281,65 @@ def test_stepping_the_scheduler_before_the_optimizer_warns_once():
 def test_argument_errors(make, error, message):
     with pytest.raises(error, match=message):
         make(_minitrain_optimizer())
+
+
+def test_numpy_integer_arguments_give_torchs_lr_sequence():
+    # Counts computed with numpy (epochs * len(loader), np.arange milestones) are numpy ints
+    torch = _torch()
+
+    def schedule(scheduler_module, optimizer):
+        return [
+            scheduler_module.LinearLR(optimizer, start_factor=0.5, total_iters=np.int64(4)),
+            scheduler_module.StepLR(optimizer, step_size=np.int64(3), gamma=0.5),
+            scheduler_module.MultiStepLR(optimizer, milestones=np.arange(5, 20, 5), gamma=0.5),
+            scheduler_module.CosineAnnealingLR(optimizer, T_max=np.int32(9)),
+        ]
+
+    ours = _lr_sequence(_minitrain_optimizer(), lambda o: schedule(lr_scheduler, o), 25)
+    theirs = _lr_sequence(_torch_optimizer(), lambda o: schedule(torch.optim.lr_scheduler, o), 25)
+    assert ours == theirs
+    step = lr_scheduler.StepLR(_minitrain_optimizer(), step_size=np.int64(3))
+    assert type(step.state_dict()["step_size"]) is int
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda o: lr_scheduler.StepLR(o, 2, gamma="0.5"), TypeError, "StepLR: gamma must be a"),
+        (lambda o: lr_scheduler.StepLR(o, 2, gamma=-0.5), ValueError, "StepLR: gamma must be"),
+        (lambda o: lr_scheduler.MultiStepLR(o, [2], gamma=None), TypeError, "MultiStepLR: gamma"),
+        (lambda o: lr_scheduler.MultiStepLR(o, 5), TypeError, "MultiStepLR: milestones must"),
+        (
+            lambda o: lr_scheduler.ExponentialLR(o, float("nan")),
+            ValueError,
+            "ExponentialLR: gamma must be",
+        ),
+        (
+            lambda o: lr_scheduler.CosineAnnealingLR(o, 10, eta_min="0"),
+            TypeError,
+            "CosineAnnealingLR: eta_min must be a real number",
+        ),
+        (
+            lambda o: lr_scheduler.CosineAnnealingLR(o, 10, eta_min=-0.1),
+            ValueError,
+            "CosineAnnealingLR: eta_min must be >= 0",
+        ),
+        (lambda o: lr_scheduler.LinearLR(o, start_factor="0.1"), TypeError, "LinearLR: start"),
+        (lambda o: lr_scheduler.LinearLR(o, end_factor=None), TypeError, "LinearLR: end_factor"),
+    ],
+)
+def test_factor_errors_name_the_scheduler_and_come_before_the_optimizer_is_touched(
+    make, error, message
+):
+    # torch takes these and fails with a bare TypeError at a later step (or runs with a negative
+    # or NaN lr); a scheduler must not set 'initial_lr' in the groups before refusing.
+    optimizer = _minitrain_optimizer()
+    with pytest.raises(error, match=message):
+        make(optimizer)
+    assert [sorted(group) for group in optimizer.param_groups] == [
+        sorted(group) for group in _minitrain_optimizer().param_groups
+    ]
+    assert [group["lr"] for group in optimizer.param_groups] == LRS
 
 
 def test_loading_another_schedulers_state_is_an_error():

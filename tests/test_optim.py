@@ -434,8 +434,8 @@ def _broken_state_dicts(saved):
         del group["betas"]
     unknown_param = copy.deepcopy(saved)
     unknown_param["state"][9] = unknown_param["state"][0]
-    negative_lr = copy.deepcopy(saved)
-    negative_lr["param_groups"][1]["lr"] = -1.0
+    nan_lr = copy.deepcopy(saved)
+    nan_lr["param_groups"][1]["lr"] = float("nan")
     bad_beta = copy.deepcopy(saved)
     bad_beta["param_groups"][0]["betas"] = (0.9, 1.5)
     string_lr = copy.deepcopy(saved)
@@ -446,7 +446,7 @@ def _broken_state_dicts(saved):
         (wrong_shape, ShapeError, r"shape \(7,\).*shape \(\)"),
         (from_sgd, ValueError, "betas"),
         (unknown_param, ValueError, "parameter 9"),
-        (negative_lr, ValueError, "lr must be >= 0"),  # far more than a rounding below 0
+        (nan_lr, ValueError, "lr must be >= -inf, got nan"),  # below 0 loads: schedulers
         (bad_beta, ValueError, r"betas\[1\] must be in \[0, 1\)"),
         (string_lr, TypeError, "lr must be a real number"),
         ({"state": {}}, ValueError, "param_groups"),
@@ -470,11 +470,58 @@ def test_load_state_dict_errors_leave_the_optimizer_untouched():
                 np.testing.assert_array_equal(after["state"][index][key], value)
 
 
+def test_load_state_dict_refuses_a_0_d_state_array_for_a_larger_parameter():
+    # A 0-d exp_avg used to pass the shape check; Adam's numba loop then wrote past its end
+    params = _leaves(_initial_arrays())
+    optimizer = optim.Adam(params)
+    _step_with(params, optimizer, range(2))
+    saved = optimizer.state_dict()
+    saved["state"][0]["exp_avg"] = np.zeros(())
+    state = optimizer.state
+    with pytest.raises(ShapeError, match=r"'exp_avg' of parameter 0 has shape \(\)"):
+        optimizer.load_state_dict(saved)
+    assert optimizer.state is state and optimizer.state[params[0]]["exp_avg"].shape == (3, 4)
+
+
+def test_adam_numba_loop_is_not_run_on_state_of_another_shape(monkeypatch):
+    from minitrain.optim import adam
+
+    fused = []
+    monkeypatch.setattr(adam, "_adam_elements", lambda *args: fused.append(1))
+    (param,) = _leaves(_initial_arrays()[:1])
+    optimizer = optim.Adam([param])
+    optimizer.state[param] = {"step": 1, "exp_avg": np.zeros(()), "exp_avg_sq": np.ones(())}
+    param.grad = minitrain.Tensor(np.ones(param.shape))
+    with minitrain.backend.use_numba(True), pytest.raises(ValueError):
+        optimizer.step()
+    assert not fused
+
+
+def test_load_state_dict_casts_integer_state_arrays_to_the_parameters_dtype_like_torch():
+    torch = _torch()
+    ours, ours_opt = _run_minitrain(lambda ps: optim.Adam(ps, lr=0.1), _initial_arrays(), 2)
+    theirs, theirs_opt = _run_torch(lambda ps: torch.optim.Adam(ps, lr=0.1), _initial_arrays(), 2)
+    saved, torch_saved = ours_opt.state_dict(), theirs_opt.state_dict()
+    for index, values in saved["state"].items():
+        values["exp_avg"] = np.asarray(np.round(10 * values["exp_avg"]), dtype=np.int64)
+        torch_saved["state"][index]["exp_avg"] = torch.tensor(values["exp_avg"])
+    ours_opt.load_state_dict(saved)
+    theirs_opt.load_state_dict(torch_saved)
+    assert ours_opt.state[ours[0]]["exp_avg"].dtype == np.float64
+    _step_with(ours, ours_opt, range(2, 4))
+    for step in range(2, 4):
+        arrays_now = [p.detach().numpy() for p in theirs]
+        for p, g in zip(theirs, _gradients(arrays_now, step), strict=True):
+            p.grad = torch.tensor(g)
+        theirs_opt.step()
+    _assert_same_params(ours, theirs)
+
+
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
 def test_load_state_dict_restores_option_values_as_saved_like_torch(name):
-    # A scheduler may leave an lr a rounding below 0 (LinearLR decaying to 0 ends at -1.5e-18):
-    # loading restores it as saved, as torch does, while the constructor still rejects a
-    # negative lr from the user, and loading one that is more than a rounding (above).
+    # A scheduler may leave an lr below 0 (LinearLR decaying to 0 ends at -1.5e-18, chained
+    # schedulers go further, see test_lr_scheduler.py): loading restores it as saved, as torch
+    # does, while the constructor still rejects a negative lr from the user.
     torch = _torch()
     params = _leaves(_initial_arrays())
     optimizer = getattr(optim, name)(params, lr=0.1)

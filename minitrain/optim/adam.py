@@ -105,7 +105,8 @@ def _fused_update(param: Tensor, grad, state: dict[str, Any], group: dict[str, A
     """Adam's update of one parameter (state["step"] already counted) by one numba loop over its
     elements, instead of a dozen numpy passes over the whole array, with the same arithmetic in
     the same order: the same result to the bit. False, with nothing done, where it does not
-    apply: numba off, or arrays not all C-contiguous numpy float32 or float64 of one dtype."""
+    apply: numba off, or arrays not all C-contiguous numpy float32 or float64 of one dtype and
+    shape (the loop indexes them together, unchecked)."""
     data = param.data
     arrays = [data, grad, state["exp_avg"], state["exp_avg_sq"]]
     if group["amsgrad"]:
@@ -114,7 +115,10 @@ def _fused_update(param: Tensor, grad, state: dict[str, Any], group: dict[str, A
         backend.numba_enabled()
         and data.dtype in (np.float32, np.float64)
         and all(
-            isinstance(a, np.ndarray) and a.dtype == data.dtype and a.flags.c_contiguous
+            isinstance(a, np.ndarray)
+            and a.dtype == data.dtype
+            and a.shape == data.shape
+            and a.flags.c_contiguous
             for a in arrays
         )
     ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 import types
 import warnings
 from collections import Counter
@@ -12,13 +13,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import ArgumentError, DTypeError
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_range
 
 
 def _positive_int(where: str, name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    """`value` as a Python int, numpy's included (counts are often computed with numpy)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ArgumentError(f"{where}: {name} must be a positive int, got {value!r}")
-    return value
+    return int(value)
 
 
 class LRScheduler:
@@ -181,6 +183,7 @@ class StepLR(LRScheduler):
         self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1
     ) -> None:
         self.step_size = _positive_int("StepLR", "step_size", step_size)
+        check_range("StepLR", "gamma", gamma, 0.0)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -201,11 +204,17 @@ class MultiStepLR(LRScheduler):
         gamma: float = 0.1,
         last_epoch: int = -1,
     ) -> None:
+        if not isinstance(milestones, Iterable):
+            raise DTypeError(
+                f"MultiStepLR: milestones must be an iterable of ints, got "
+                f"{type(milestones).__name__}"
+            )
         milestones = list(milestones)
         for milestone in milestones:
-            if isinstance(milestone, bool) or not isinstance(milestone, int):
+            if isinstance(milestone, bool) or not isinstance(milestone, numbers.Integral):
                 raise ArgumentError(f"MultiStepLR: milestones must be ints, got {milestone!r}")
-        self.milestones = Counter(milestones)
+        check_range("MultiStepLR", "gamma", gamma, 0.0)
+        self.milestones = Counter(int(milestone) for milestone in milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -220,6 +229,7 @@ class ExponentialLR(LRScheduler):
     """Multiply the lr by gamma every epoch: lr = initial_lr * gamma**epoch."""
 
     def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        check_range("ExponentialLR", "gamma", gamma, 0.0)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -245,6 +255,8 @@ class LinearLR(LRScheduler):
         total_iters: int = 5,
         last_epoch: int = -1,
     ) -> None:
+        check_range("LinearLR", "start_factor", start_factor, 0.0)
+        check_range("LinearLR", "end_factor", end_factor, 0.0)
         if not 0 < start_factor <= 1:
             raise ArgumentError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
         if not 0 <= end_factor <= 1:
@@ -285,6 +297,7 @@ class CosineAnnealingLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         self.T_max = _positive_int("CosineAnnealingLR", "T_max", T_max)
+        check_range("CosineAnnealingLR", "eta_min", eta_min, 0.0)
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 

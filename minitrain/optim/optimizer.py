@@ -4,6 +4,7 @@ of every parameter that has a gradient, and saves and restores that state."""
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -26,13 +27,6 @@ def check_range(where: str, name: str, value, low: float, high: float | None = N
         raise ArgumentError(f"{where}: {name} must be >= {low:g}, got {value}")
     if high is not None and not low <= value < high:
         raise ArgumentError(f"{where}: {name} must be in [{low:g}, {high:g}), got {value}")
-
-
-def _rounded_lr(group: dict[str, Any]) -> dict[str, Any]:
-    """The group as _check_group should see it: a float lr within 1e-12 below 0, a scheduler's
-    rounding error, as 0."""
-    lr = group["lr"]
-    return {**group, "lr": 0.0} if isinstance(lr, float) and -1e-12 < lr < 0 else group
 
 
 class Optimizer:
@@ -217,9 +211,10 @@ class Optimizer:
         error (another number of groups or parameters, a state array of the wrong shape, an
         option missing), nothing is changed.
 
-        Option values are checked as the constructor checks them, except that an lr a
-        rounding below 0 counts as 0: a scheduler may leave one (LinearLR decaying to
-        end_factor=0 ends at -1.5e-18, as PyTorch's does), and it is restored as saved."""
+        Option values are checked as the constructor checks them, except that the lr may be
+        below 0: a scheduler may have set one (LinearLR decaying to end_factor=0 ends at
+        -1.5e-18; ExponentialLR chained with CosineAnnealingLR goes well below 0, as PyTorch's
+        do), the optimizer stepped with it, and it is restored as saved, as PyTorch does."""
         name = type(self).__name__
         if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= state_dict.keys():
             raise ArgumentError(
@@ -252,7 +247,8 @@ class Optimizer:
             new_group["params"] = group["params"]
             if "param_names" in group and "param_names" not in saved:
                 new_group["param_names"] = group["param_names"]
-            self._check_group(_rounded_lr(new_group))
+            check_range(name, "lr", new_group["lr"], -math.inf)
+            self._check_group({**new_group, "lr": 0.0})
             new_groups.append(new_group)
 
         new_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
@@ -293,14 +289,16 @@ def _copy_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _restore(value, param: Tensor, index, key: str, where: str):
-    """A saved state value ready for `param`: arrays copied onto its device and dtype."""
+    """A saved state value ready for `param`: arrays copied onto its device and, but for the
+    step count, cast to its dtype, as PyTorch does. Every array but the step count is one value
+    per element of the parameter, so must have its shape: the update (Adam's numba loop above
+    all) indexes them together."""
     if not backend.is_array(value):
         return copy.deepcopy(value)
-    if value.ndim and value.shape != param.shape:
+    if key != "step" and value.shape != param.shape:
         raise ShapeError(
             f"{where}.load_state_dict: state {key!r} of parameter {index} has shape "
             f"{value.shape}, but the parameter has shape {param.shape}"
         )
     array = backend.to_device(value, param.device)
-    dtype = param.dtype if value.dtype.kind == "f" else value.dtype
-    return array.astype(dtype, copy=True)
+    return array.astype(value.dtype if key == "step" else param.dtype, copy=True)
