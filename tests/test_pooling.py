@@ -412,6 +412,34 @@ def test_numba_max_pool_picks_the_numpy_element_among_ties_and_nans(
 # --- wiring -------------------------------------------------------------------------------------
 
 
+@USE_NUMBA
+@pytest.mark.parametrize(
+    "pool",
+    [
+        lambda x: F.max_pool2d(x, 3, 2, 1),
+        lambda x: F.avg_pool2d(x, 3, 2, 1),
+        lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False),
+    ],
+    ids=["max", "avg", "avg_exclude_pad"],
+)
+def test_float16_pools_in_float32_and_rounds_once(use_numba, pool):
+    """float16 input: the output and the gradient are the float32 computation on the same
+    (exactly widened) values, rounded to float16 once, not float16 sums of the taps."""
+    x = (np.random.default_rng(5).standard_normal((2, 3, 9, 10)) * 100).astype(np.float16)
+    results = []
+    with backend.use_numba(use_numba):
+        for dtype in (np.float16, np.float32):
+            leaf = mt.tensor(x.astype(dtype), requires_grad=True)
+            out = pool(leaf)
+            dy = np.random.default_rng(6).standard_normal(out.shape).astype(np.float16)
+            out.backward(dy.astype(dtype))
+            results.append((out.numpy(), leaf.grad.numpy()))
+    (y16, dx16), (y32, dx32) = results
+    assert y16.dtype == dx16.dtype == np.float16
+    np.testing.assert_array_equal(y16, y32.astype(np.float16))
+    np.testing.assert_array_equal(dx16, dx32.astype(np.float16))
+
+
 @pytest.mark.parametrize(
     "name, display",
     [

@@ -195,6 +195,14 @@ def _numba_applies(*arrays) -> bool:
     )
 
 
+def _half(array) -> bool:
+    """Whether `array` is float16, which pooling computes in float32 and rounds once: every
+    float16 is a float32 exactly, the window sums then run in float32 as PyTorch's do, and the
+    numba kernels, which have no float16 loops, apply (numpy's loop over the taps took 26 s for a
+    600 x 600 max-pool window)."""
+    return array.dtype == np.float16
+
+
 def _planes(array, spatial_dims: int):
     """(N, C, *spatial) as C-contiguous (N*C, D, H, W): leading size-1 dims fill in up to 3."""
     return np.ascontiguousarray(array).reshape(
@@ -216,6 +224,9 @@ def max_pool_forward(x, window: Window):
     where it sits, as a flat index into its (n, c) plane of x (PyTorch's return_indices). The
     first maximal element in window order wins; a NaN counts as a maximum (max pooling
     propagates NaN, as in PyTorch); a window with no input element gives -inf and index -1."""
+    if _half(x):
+        y, indices = max_pool_forward(x.astype(np.float32), window)
+        return y.astype(np.float16), indices
     spatial = x.shape[2:]
     if _numba_applies(x):
         kernel, strides, pads, dilations, out = window.canonical()
@@ -278,6 +289,8 @@ def max_pool_grad(dY, indices, x_shape):
 
 def _max_pool_grad(dY, indices, x_shape):
     """max_pool_grad without the checks, for indices max_pool's forward made."""
+    if _half(dY):
+        return _max_pool_grad(dY.astype(np.float32), indices, x_shape).astype(np.float16)
     planes, plane = math.prod(x_shape[:2]), math.prod(x_shape[2:])
     positions = math.prod(dY.shape[2:])  # (not -1: planes may be 0)
     if _numba_applies(dY):
@@ -388,6 +401,18 @@ def avg_pool_grad(
             f"avg_pool_grad: dY {shape_of(dY)} must be (N, C, *out) = {expected} for "
             f"x_shape {x_shape}"
         )
+    if _half(dY):
+        wide = avg_pool_grad(
+            dY.astype(np.float32),
+            x_shape,
+            kernel_shape,
+            strides=strides,
+            pads=pads,
+            ceil_mode=ceil_mode,
+            count_include_pad=count_include_pad,
+            divisor_override=divisor_override,
+        )
+        return wide.astype(np.float16)
     xp = backend.array_module(dY)
     spatial = x_shape[2:]
     divisor = _avg_divisor(xp, window, spatial, count_include_pad, divisor_override, dY.dtype)
@@ -429,6 +454,8 @@ class AveragePool(Op):
 
     @staticmethod
     def forward(ctx, x):
+        if _half(x):
+            return AveragePool.forward(ctx, x.astype(np.float32)).astype(np.float16)
         window = pool_window(
             "avg_pool", x.shape, ctx.kernel_shape, ctx.strides, ctx.pads, None, ctx.ceil_mode
         )
