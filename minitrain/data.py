@@ -94,7 +94,7 @@ def random_split(
     from minitrain's global generator (`minitrain.manual_seed`) when `seed` is None.
     """
     sizes = _split_sizes(lengths, len(dataset))
-    generator = backend.generator() if seed is None else np.random.default_rng(seed)
+    generator = _generator(seed, "random_split") or backend.generator()
     order = generator.permutation(sum(sizes))
     ends = np.cumsum(sizes)
     return [Subset(dataset, order[end - size : end]) for size, end in zip(sizes, ends, strict=True)]
@@ -130,11 +130,22 @@ def _split_sizes(lengths: Sequence[int | float], total: int) -> list[int]:
     return [int(x) for x in lengths]
 
 
+def _generator(seed: Any, where: str) -> np.random.Generator | None:
+    """A numpy generator seeded with `seed`; None when seed is None."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise DTypeError(f"{where}: seed must be an int or None, got {seed!r}")
+    if seed < 0:
+        raise ArgumentError(f"{where}: seed must be non-negative, got {seed}")
+    return np.random.default_rng(int(seed))
+
+
 def default_collate(samples: Sequence[Any]) -> Any:
-    """Batch a list of samples: tuples and lists field by field (a tuple of batches), dicts key by
-    key, and Tensors, arrays and numbers stacked along a new first axis into a Tensor. Arrays keep
-    their dtype; Python ints become int64, Python floats float32, bools bool. Strings stay a list.
-    A batch is new data, outside any autograd graph."""
+    """Batch a list of samples: tuples and lists field by field (a tuple of batches; a namedtuple
+    of batches for namedtuples), dicts key by key, and Tensors, arrays and numbers stacked along a
+    new first axis into a Tensor. Arrays keep their dtype; Python ints become int64, Python floats
+    float32, bools bool. Strings stay a list. A batch is new data, outside any autograd graph."""
     first = samples[0]
     if isinstance(first, (tuple, list)):
         widths = {len(sample) if isinstance(sample, (tuple, list)) else None for sample in samples}
@@ -143,7 +154,10 @@ def default_collate(samples: Sequence[Any]) -> Any:
                 f"default_collate: the samples of a batch differ in their fields: "
                 f"{sorted(widths, key=str)} fields"
             )
-        return tuple(default_collate([sample[i] for sample in samples]) for i in range(len(first)))
+        fields = [default_collate([sample[i] for sample in samples]) for i in range(len(first))]
+        if isinstance(first, tuple) and hasattr(first, "_fields"):  # a namedtuple, as PyTorch
+            return type(first)(*fields)
+        return tuple(fields)
     if isinstance(first, dict):
         if any(not isinstance(s, dict) or s.keys() != first.keys() for s in samples):
             raise ArgumentError("default_collate: the samples of a batch differ in their keys")
@@ -207,7 +221,7 @@ class DataLoader:
         self.drop_last = bool(drop_last)
         self.seed = seed
         self.collate_fn = collate_fn
-        self._generator = None if seed is None else np.random.default_rng(seed)
+        self._generator = _generator(seed, "DataLoader")
 
     def __len__(self) -> int:
         count = len(self.dataset)

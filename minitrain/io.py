@@ -17,7 +17,7 @@ from typing import IO, Any
 import numpy as np
 
 from . import backend
-from .errors import ArgumentError, CheckpointError
+from .errors import ArgumentError, CheckpointError, DTypeError
 from .tensor import Tensor
 
 FORMAT_NAME = "minitrain.checkpoint"
@@ -52,10 +52,11 @@ def save(state: Any, path: str | os.PathLike) -> None:
     `{"scalar": "a1"}` (a numpy scalar, stored as a 0-d array). An array held in several places
     is stored once. Nothing is pickled, so loading never runs code from the file.
     """
+    name = _file_name(path, "save")
     document, arrays = _Encoder().encode_state(state)
     text = json.dumps(document, allow_nan=False, separators=(",", ":"))
     members = {STRUCTURE_MEMBER: np.frombuffer(text.encode("ascii"), dtype=np.uint8), **arrays}
-    _write_atomically(os.fspath(path), lambda file: np.savez(file, **members))
+    _write_atomically(name, lambda file: np.savez(file, **members))
 
 
 def load(path: str | os.PathLike) -> Any:
@@ -65,8 +66,10 @@ def load(path: str | os.PathLike) -> Any:
 
     Raises FileNotFoundError when there is no file, and CheckpointError (a ValueError) when the
     file is truncated or damaged, is not a minitrain checkpoint, or has a newer format version.
+    Every array is checked against its header and its checksum: a damaged file never loads as
+    shorter or altered arrays.
     """
-    name = os.fspath(path)
+    name = _file_name(path, "load")
     try:
         file = open(name, "rb")
     except FileNotFoundError:
@@ -78,15 +81,34 @@ def load(path: str | os.PathLike) -> Any:
             )
         file.seek(0)
         try:
-            with np.load(file, allow_pickle=False) as archive:
-                document = _read_document(archive, name)
-                return _Decoder(archive, name).decode(document["state"], "state")
+            with zipfile.ZipFile(file) as archive:
+                arrays = _Arrays(archive, name)
+                document = _read_document(arrays, name)
+                return _Decoder(arrays, name).decode(document["state"], "state")
         except CheckpointError:
             raise
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            OSError,
+            ValueError,
+            NotImplementedError,  # zipfile: a compression method it does not know
+        ) as exc:
             raise CheckpointError(
                 f"load: {name!r} is truncated or damaged ({type(exc).__name__}: {exc})"
             ) from exc
+
+
+def _file_name(path: str | bytes | os.PathLike, where: str) -> str:
+    """The file name `path` gives, as a str; anything else (a file object) is refused."""
+    try:
+        return os.fsdecode(path)
+    except TypeError:
+        raise DTypeError(
+            f"{where}: path must be a file name (str, bytes or os.PathLike), got "
+            f"{type(path).__name__}"
+        ) from None
 
 
 # --- saving ---------------------------------------------------------------------------------
@@ -171,6 +193,9 @@ def _write_atomically(path: str, write: Callable[[IO[bytes]], None], where: str 
     directory = os.path.dirname(target)
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, f"{where}: the directory does not exist", directory)
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        # a rename would replace a file that writing it in place may not: leave it as it is
+        raise PermissionError(errno.EACCES, f"{where}: the file is read-only", path)
     temp_path, descriptor = _create_temporary(directory, os.path.basename(target))
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -192,8 +217,10 @@ def _create_temporary(directory: str, name: str) -> tuple[str, int]:
     # os.open with mode 0o666 gives the permissions of an ordinary new file (the umask applies);
     # tempfile.mkstemp would make it private (0o600).
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while len(os.fsencode(name)) > 200:  # file names are limited to 255 bytes, not characters
+        name = name[:-1]
     while True:
-        temp_path = os.path.join(directory, f".{name[:200]}.{secrets.token_hex(6)}.tmp")
+        temp_path = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
         try:
             return temp_path, os.open(temp_path, flags, 0o666)
         except FileExistsError:
@@ -220,14 +247,56 @@ def _reject_constant(constant: str) -> None:
     raise ArgumentError(f"the JSON document holds {constant}, which minitrain never writes")
 
 
-def _read_document(archive: Any, name: str) -> dict[str, Any]:
+class _Arrays:
+    """The arrays of a checkpoint's archive (its .npy members), read without pickle and checked in
+    full. numpy alone reads the bytes an array's header asks for and stops there, so a damaged
+    header (one flipped bit in its shape) would load a shorter array without any error, never
+    reaching the member's end, where zipfile compares the checksum."""
+
+    def __init__(self, archive: zipfile.ZipFile, name: str) -> None:
+        self.archive, self.name = archive, name
+        self.files = [m.removesuffix(".npy") for m in archive.namelist() if m.endswith(".npy")]
+
+    def read(self, member: str, path: str) -> np.ndarray:
+        info = self.archive.getinfo(f"{member}.npy")
+        with self.archive.open(info) as stream:
+            shape, _, dtype = _read_npy_header(stream)
+            data_bytes = info.file_size - stream.tell()
+        if dtype.hasobject:
+            raise CheckpointError(
+                f"load: {self.name!r} is damaged or unsafe: the array {member!r} for {path} holds "
+                f"Python objects ({dtype}), which only pickle can read; minitrain never writes or "
+                f"reads pickled data"
+            )
+        needed = math.prod(shape) * dtype.itemsize
+        if needed != data_bytes:
+            raise CheckpointError(
+                f"load: {self.name!r} is damaged: the array {member!r} for {path} holds "
+                f"{data_bytes} bytes of data, its header (shape {shape}, dtype {dtype}) needs "
+                f"{needed}"
+            )
+        # the sizes agree, so numpy reads the member to its end, where its checksum is checked
+        with self.archive.open(info) as stream:
+            return np.lib.format.read_array(stream, allow_pickle=False)
+
+
+def _read_npy_header(stream: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(stream)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(stream)
+    raise ValueError(f"an array in .npy format version {version}, which minitrain never writes")
+
+
+def _read_document(arrays: _Arrays, name: str) -> dict[str, Any]:
     """The JSON document of a checkpoint, its format name and version checked."""
-    if STRUCTURE_MEMBER not in archive.files:
+    if STRUCTURE_MEMBER not in arrays.files:
         raise CheckpointError(
             f"load: {name!r} is an .npz archive but not a minitrain checkpoint (it has no "
-            f"{STRUCTURE_MEMBER!r} member; its members: {sorted(archive.files)[:8]})"
+            f"{STRUCTURE_MEMBER!r} member; its members: {sorted(arrays.files)[:8]})"
         )
-    raw = archive[STRUCTURE_MEMBER]
+    raw = arrays.read(STRUCTURE_MEMBER, "the structure")
     if raw.dtype != np.uint8 or raw.ndim != 1:
         raise CheckpointError(
             f"load: {name!r} is damaged: {STRUCTURE_MEMBER!r} should be a 1-D uint8 array, "
@@ -259,8 +328,8 @@ def _read_document(archive: Any, name: str) -> dict[str, Any]:
 class _Decoder:
     """Rebuilds the saved state from the JSON document and the archive's arrays."""
 
-    def __init__(self, archive: Any, name: str) -> None:
-        self.archive = archive
+    def __init__(self, arrays: _Arrays, name: str) -> None:
+        self.arrays = arrays
         self.name = name
         self._loaded: dict[str, np.ndarray] = {}  # an array saved once comes back as one object
 
@@ -305,16 +374,10 @@ class _Decoder:
 
     def _array(self, member: str, path: str) -> np.ndarray:
         if member not in self._loaded:
-            if member == STRUCTURE_MEMBER or member not in self.archive.files:
+            if member == STRUCTURE_MEMBER or member not in self.arrays.files:
                 raise CheckpointError(
                     f"load: {self.name!r} is damaged: {path} refers to the array {member!r}, "
                     f"which the archive does not hold"
                 )
-            try:
-                self._loaded[member] = self.archive[member]
-            except ValueError as exc:  # numpy refuses object arrays without allow_pickle
-                raise CheckpointError(
-                    f"load: {self.name!r} is damaged or unsafe: the array {member!r} at {path} "
-                    f"cannot be read ({exc}); minitrain never writes or reads pickled data"
-                ) from exc
+            self._loaded[member] = self.arrays.read(member, path)
         return self._loaded[member]

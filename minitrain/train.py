@@ -6,10 +6,11 @@ import importlib
 import importlib.util
 import io
 import math
+import numbers
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,26 +45,35 @@ def accuracy(output: Tensor, target) -> float:
 
 
 _METRICS: dict[str, Callable] = {"accuracy": accuracy}
+_COLUMNS = ("epoch", "loss", "lr", "seconds", "samples_per_s")  # what no metric may be named
 
 
-def _resolve_metrics(metrics) -> dict[str, Callable]:
+def _resolve_metrics(metrics, where: str) -> dict[str, Callable]:
     if metrics is None:
         return {}
+    if isinstance(metrics, str):
+        metrics = [metrics]
     if isinstance(metrics, Mapping):
-        return dict(metrics)
-    resolved = {}
-    for metric in metrics:
-        if isinstance(metric, str):
-            if metric not in _METRICS:
-                raise ArgumentError(
-                    f"fit: unknown metric {metric!r}; known: {sorted(_METRICS)}, or pass a "
-                    f"function (output, target) -> float"
-                )
-            resolved[metric] = _METRICS[metric]
-        elif callable(metric):
-            resolved[getattr(metric, "__name__", f"metric{len(resolved)}")] = metric
-        else:
-            raise DTypeError(f"fit: a metric must be a name or a function, got {metric!r}")
+        resolved = dict(metrics)
+    else:
+        resolved = {}
+        for metric in metrics:
+            if isinstance(metric, str):
+                if metric not in _METRICS:
+                    raise ArgumentError(
+                        f"{where}: unknown metric {metric!r}; known: {sorted(_METRICS)}, or pass "
+                        f"a function (output, target) -> float"
+                    )
+                resolved[metric] = _METRICS[metric]
+            else:
+                resolved[getattr(metric, "__name__", f"metric{len(resolved)}")] = metric
+    for name, fn in resolved.items():
+        if not callable(fn):
+            raise DTypeError(f"{where}: a metric must be a name or a function, got {fn!r}")
+        if name in _COLUMNS or str(name).startswith("val_"):
+            raise ArgumentError(
+                f"{where}: a metric may not be named {name!r}, a column the history already has"
+            )
     return resolved
 
 
@@ -72,9 +82,10 @@ def _resolve_metrics(metrics) -> dict[str, Callable]:
 
 @dataclass
 class History:
-    """What training recorded: one row per optimizer step (`steps`: step, epoch, loss, lr,
-    seconds since the start) and one per epoch (`epochs`: epoch, loss, the metrics, and with a
-    validation loader val_loss and val_<metric>, lr, seconds, samples_per_s)."""
+    """What training recorded: one row per optimizer step (`steps`: step, epoch, loss, the lr
+    that step used, seconds since the start) and one per epoch (`epochs`: epoch, loss, the
+    metrics, and with a validation loader val_loss and val_<metric>, the lr of its last step,
+    seconds, samples_per_s)."""
 
     steps: list[dict] = field(default_factory=list)
     epochs: list[dict] = field(default_factory=list)
@@ -193,6 +204,32 @@ def _split_batch(batch, where: str):
     return batch
 
 
+def _check_model(model, where: str) -> None:
+    if not callable(model) or not all(hasattr(model, m) for m in ("train", "eval", "modules")):
+        raise DTypeError(f"{where}: model must be a Module, got {type(model).__name__}")
+
+
+def _check_loader(loader, argument: str, passes: int, where: str) -> None:
+    """Refuse, before any training, a loader that cannot give batches `passes` times."""
+    if not isinstance(loader, Iterable):
+        raise DTypeError(
+            f"{where}: {argument} must give (inputs, targets) batches (a DataLoader or a list), "
+            f"got {type(loader).__name__}"
+        )
+    if passes > 1 and isinstance(loader, Iterator):
+        raise ArgumentError(
+            f"{where}: {argument} is an iterator ({type(loader).__name__}): it gives its batches "
+            f"once, but they are needed {passes} times, once per epoch; pass a DataLoader or a list"
+        )
+    if isinstance(loader, Sized) and len(loader) == 0:
+        raise ArgumentError(f"{where}: {argument} has no batches")
+
+
+def _check_callable(value, argument: str, where: str) -> None:
+    if not callable(value):
+        raise DTypeError(f"{where}: {argument} must be callable, got {type(value).__name__}")
+
+
 def _batch_size(inputs) -> int:
     return int(inputs.shape[0]) if hasattr(inputs, "shape") and inputs.shape else 1
 
@@ -282,15 +319,42 @@ def fit(
     A nan or inf loss stops training at once, before its backward and step touch any
     parameter, with a NonFiniteLossError naming the epoch and step (its `.history` keeps what
     was recorded). A callback may raise StopTraining to end early; fit then returns normally.
+    Every argument is checked before training starts (a loader that is an iterator, which gives
+    its batches only once, is refused when it is needed for more than one epoch).
     """
-    if not isinstance(epochs, int) or epochs < 1:
+    if isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral):
+        raise DTypeError(f"fit: epochs must be a positive int, got {epochs!r}")
+    if epochs < 1:
         raise ArgumentError(f"fit: epochs must be a positive int, got {epochs!r}")
+    epochs = int(epochs)
     if scheduler_interval not in ("epoch", "step"):
         raise ArgumentError(
             f"fit: scheduler_interval must be 'epoch' or 'step', got {scheduler_interval!r}"
         )
-    metric_fns = _resolve_metrics(metrics)
+    _check_model(model, "fit")
+    _check_loader(train_loader, "train_loader", epochs, "fit")
+    if val_loader is not None:
+        _check_loader(val_loader, "val_loader", epochs, "fit")
+    _check_callable(loss_fn, "loss_fn", "fit")
+    if not all(callable(getattr(optimizer, m, None)) for m in ("zero_grad", "step")) or not (
+        getattr(optimizer, "param_groups", None)
+    ):
+        raise DTypeError(
+            f"fit: optimizer must be an Optimizer (zero_grad(), step() and param_groups), got "
+            f"{type(optimizer).__name__}"
+        )
+    if scheduler is not None and not callable(getattr(scheduler, "step", None)):
+        raise DTypeError(
+            f"fit: scheduler must have a step() method, got {type(scheduler).__name__}"
+        )
+    metric_fns = _resolve_metrics(metrics, "fit")
     callbacks = list(callbacks)
+    for position, callback in enumerate(callbacks):
+        if not all(callable(getattr(callback, m, None)) for m in ("on_step_end", "on_epoch_end")):
+            raise DTypeError(
+                f"fit: callbacks[{position}] must be a Callback (on_step_end and on_epoch_end), "
+                f"got {type(callback).__name__}"
+            )
     history = History()
     try:
         steps_per_epoch = len(train_loader)
@@ -320,6 +384,7 @@ def fit(
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+                lr = _learning_rate(optimizer)  # the one this step used, before a scheduler step
                 if scheduler is not None and scheduler_interval == "step":
                     scheduler.step()
                 size = _batch_size(inputs)
@@ -333,7 +398,7 @@ def fit(
                         "step": step,
                         "epoch": epoch,
                         "loss": value,
-                        "lr": _learning_rate(optimizer),
+                        "lr": lr,
                         "seconds": time.perf_counter() - start,
                     }
                 )
@@ -351,7 +416,7 @@ def fit(
             seconds = time.perf_counter() - epoch_start
             row.update(
                 {
-                    "lr": _learning_rate(optimizer),
+                    "lr": lr,  # the one the epoch's last step used
                     "seconds": seconds,
                     "samples_per_s": seen / seconds,
                 }
@@ -373,7 +438,11 @@ def fit(
 def evaluate(model, loader: Iterable, loss_fn: Callable | None = None, metrics=("accuracy",)):
     """The mean loss (when loss_fn is given) and metrics of `model` over `loader`, in eval mode
     and without recording; the model's mode is restored afterwards. Returns a dict."""
-    metric_fns = _resolve_metrics(metrics)
+    _check_model(model, "evaluate")
+    _check_loader(loader, "loader", 1, "evaluate")
+    if loss_fn is not None:
+        _check_callable(loss_fn, "loss_fn", "evaluate")
+    metric_fns = _resolve_metrics(metrics, "evaluate")
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
     seen, loss_sum = 0, 0.0

@@ -2,13 +2,14 @@
 collation, and the digits data set."""
 
 import sys
+from collections import namedtuple
 
 import numpy as np
 import pytest
 
 import minitrain
 from minitrain import data
-from minitrain.errors import DTypeError, ShapeError
+from minitrain.errors import ArgumentError, DTypeError, ShapeError
 
 
 def _torch():
@@ -361,6 +362,17 @@ def test_default_collate_batches_tuples_field_by_field():
     assert names == ["name"] * 3
 
 
+def test_default_collate_keeps_namedtuples_as_pytorch_does():
+    torch = _torch()
+    Pair = namedtuple("Pair", "image label")
+    samples = [Pair(np.full(2, i, np.float32), i) for i in range(3)]
+    ours = data.default_collate(samples)
+    theirs = torch.utils.data.default_collate(samples)
+    assert type(ours) is type(theirs) is Pair
+    np.testing.assert_array_equal(ours.image.numpy(), theirs.image.numpy())
+    np.testing.assert_array_equal(ours.label.numpy(), theirs.label.numpy())
+
+
 def test_default_collate_batches_lists_and_dicts():
     batch = data.default_collate([[1, 2.0], [3, 4.0]])
     assert isinstance(batch, tuple) and batch[0].numpy().tolist() == [1, 3]
@@ -414,6 +426,29 @@ def test_a_custom_collate_fn_gets_the_list_of_samples():
 def test_data_loader_refuses_bad_arguments(arguments, error, complaint):
     with pytest.raises(error, match=complaint):
         data.DataLoader(numbered(4), **arguments)
+
+
+@pytest.mark.parametrize(
+    "seed, error, complaint",
+    [
+        ("7", DTypeError, "seed must be an int or None, got '7'"),
+        (1.5, DTypeError, "seed must be an int or None, got 1.5"),
+        (True, DTypeError, "seed must be an int or None, got True"),
+        (-1, ArgumentError, "seed must be non-negative, got -1"),
+    ],
+)
+def test_a_bad_seed_is_refused_naming_the_function(seed, error, complaint):
+    with pytest.raises(error, match=f"DataLoader: {complaint}"):
+        data.DataLoader(numbered(4), shuffle=True, seed=seed)
+    with pytest.raises(error, match=f"random_split: {complaint}"):
+        data.random_split(numbered(4), [2, 2], seed=seed)
+
+
+def test_a_numpy_int_seed_shuffles_as_the_int_does():
+    def labels(seed):
+        return flat(epoch_labels(data.DataLoader(numbered(20), 5, shuffle=True, seed=seed)))
+
+    assert labels(np.int64(3)) == labels(3) == np.random.default_rng(3).permutation(20).tolist()
 
 
 def test_data_loader_matches_pytorch_batches_without_shuffle():

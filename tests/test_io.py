@@ -2,6 +2,7 @@
 
 import builtins
 import enum
+import io as pyio
 import json
 import os
 import pathlib
@@ -17,7 +18,7 @@ import pytest
 
 import minitrain
 from minitrain import backend, io, optim
-from minitrain.errors import CheckpointError, MinitrainError
+from minitrain.errors import CheckpointError, DTypeError, MinitrainError
 
 
 def assert_same(loaded, saved):
@@ -285,6 +286,23 @@ def test_pathlike_paths_are_accepted(tmp_path):
     assert io.load(pathlib.Path(tmp_path, "custom")) == [1]
 
 
+def test_bytes_paths_are_accepted_and_file_objects_refused(tmp_path):
+    path = os.fsencode(tmp_path / "bytes.npz")
+    io.save([1], path)
+    assert listing(tmp_path) == ["bytes.npz"]
+    assert io.load(path) == [1]
+    for where, call in (("save", lambda f: io.save([1], f)), ("load", io.load)):
+        with pytest.raises(DTypeError, match=f"{where}: path must be a file name.*BytesIO"):
+            call(pyio.BytesIO())
+
+
+def test_a_long_non_ascii_file_name_can_be_saved(tmp_path):
+    name = "模型" * 40 + ".npz"  # 244 bytes in UTF-8: a valid name (at most 255 bytes)
+    io.save([1], tmp_path / name)
+    assert listing(tmp_path) == [name]
+    assert io.load(tmp_path / name) == [1]
+
+
 def test_format_is_a_plain_npz_with_a_versioned_json_structure(tmp_path):
     path = tmp_path / "state.npz"
     weight = np.arange(3, dtype=np.float32)
@@ -378,6 +396,19 @@ def test_an_unsupported_value_late_in_the_state_touches_no_file(tmp_path, monkey
     with pytest.raises(CheckpointError, match=r"state\['last'\]\[2\]\['hook'\]"):
         io.save(state, path)
     assert opened == []
+    monkeypatch.undo()
+    assert listing(tmp_path) == ["model.npz"]
+    assert_same(io.load(path), old)
+
+
+def test_a_read_only_file_is_left_as_it_is(tmp_path, monkeypatch):
+    path, old = _old_checkpoint(tmp_path)
+    os.chmod(path, 0o444)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write it: act as a user who may not
+        monkeypatch.setattr(io.os, "access", lambda *args, **kwargs: False)
+    with pytest.raises(PermissionError, match="read-only") as info:
+        io.save({"w": np.zeros(5), "epoch": 2}, path)
+    assert str(path) in str(info.value)
     monkeypatch.undo()
     assert listing(tmp_path) == ["model.npz"]
     assert_same(io.load(path), old)
@@ -502,6 +533,42 @@ def test_corrupted_array_bytes_are_reported(tmp_path):
     raw[middle] = 0xFF
     path.write_bytes(bytes(raw))
     with pytest.raises(CheckpointError, match="damaged"):
+        io.load(path)
+
+
+def _replace_in_file(path, old, new):
+    raw = path.read_bytes()
+    assert raw.count(old) == 1 and len(old) == len(new)
+    path.write_bytes(raw.replace(old, new))
+
+
+def test_a_flipped_bit_in_an_array_header_never_loads_a_shorter_array(tmp_path):
+    path = tmp_path / "flipped.npz"
+    io.save({"w": np.arange(1000.0)}, path)
+    _replace_in_file(path, b"(1000,)", b"(100 ,)")  # '0' -> ' ' is one bit: shape (100,)
+    with pytest.raises(CheckpointError, match=r"damaged.*'a0'.*state\['w'\].*\(100,\)") as info:
+        io.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_damaged_header_asking_for_a_huge_array_is_reported(tmp_path):
+    path = tmp_path / "huge.npz"
+    io.save({"w": np.arange(1000.0)}, path)
+    huge = b"(10000000000000,), }"  # 80 TB of float64, were it allocated
+    _replace_in_file(path, b"(1000,), }".ljust(len(huge)), huge)  # into the header's padding
+    with pytest.raises(CheckpointError, match="damaged.*'a0'"):
+        io.load(path)
+
+
+def test_a_member_that_is_not_an_array_is_never_loaded_as_one(tmp_path):
+    path = tmp_path / "bytes.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        structure = np.frombuffer(json.dumps(_document({"array": "a0"})).encode(), np.uint8)
+        buffer = pyio.BytesIO()
+        np.save(buffer, structure)
+        archive.writestr(f"{io.STRUCTURE_MEMBER}.npy", buffer.getvalue())
+        archive.writestr("a0", b"raw bytes, not an .npy array")
+    with pytest.raises(CheckpointError, match="'a0'.*does not hold"):
         io.load(path)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 import minitrain as mt
 from minitrain import nn, optim
+from minitrain.errors import ArgumentError, DTypeError
 from minitrain.train import EarlyStopping, History, NonFiniteLossError, evaluate, fit
 
 
@@ -64,7 +65,8 @@ def test_fit_steps_the_scheduler_per_epoch_or_per_step():
         progress=False,
         scheduler_interval="step",
     )
-    assert [r["lr"] for r in history.steps] == [0.5, 0.25]
+    assert [r["lr"] for r in history.steps] == [1.0, 0.5]  # the lr each step used
+    assert history["lr"] == [0.5]  # the one the epoch's last step used
 
 
 def test_a_non_finite_loss_stops_before_the_step_changes_anything():
@@ -161,6 +163,90 @@ def test_custom_metrics_and_errors():
         History(epochs=[{"epoch": 0, "loss": 1.0}])["val_loss"]
 
 
+@pytest.mark.parametrize(
+    "arguments, error, complaint",
+    [
+        ({"epochs": True}, DTypeError, "fit: epochs must be a positive int, got True"),
+        ({"epochs": 2.0}, DTypeError, "fit: epochs must be a positive int, got 2.0"),
+        ({"loss_fn": "cross_entropy"}, DTypeError, "fit: loss_fn must be callable, got str"),
+        ({"optimizer": object()}, DTypeError, "fit: optimizer must be an Optimizer.*object"),
+        ({"train_loader": 5}, DTypeError, "fit: train_loader must give .* batches.*int"),
+        ({"val_loader": 5}, DTypeError, "fit: val_loader must give .* batches.*int"),
+        ({"val_loader": []}, ArgumentError, "fit: val_loader has no batches"),
+        ({"train_loader": iter(_blobs(0))}, ArgumentError, "train_loader is an iterator.*2 times"),
+        ({"val_loader": iter(_blobs(1))}, ArgumentError, "val_loader is an iterator.*2 times"),
+        ({"scheduler": object()}, DTypeError, "fit: scheduler must have a step.*object"),
+        ({"callbacks": [EarlyStopping(), object()]}, DTypeError, r"fit: callbacks\[1\].*object"),
+        ({"metrics": {"mean": 3}}, DTypeError, "fit: a metric must be a name or a function, got 3"),
+        (
+            {"metrics": {"loss": lambda output, target: 0.0}},
+            ArgumentError,
+            "fit: a metric may not be named 'loss'",
+        ),
+        ({"model": lambda x: x}, DTypeError, "fit: model must be a Module, got function"),
+    ],
+    ids=[
+        "epochs-bool",
+        "epochs-float",
+        "loss_fn",
+        "optimizer",
+        "train_loader-int",
+        "val_loader-int",
+        "val_loader-empty",
+        "train_loader-iterator",
+        "val_loader-iterator",
+        "scheduler",
+        "callback",
+        "metric-not-callable",
+        "metric-named-loss",
+        "model",
+    ],
+)
+def test_bad_arguments_are_refused_before_any_training(arguments, error, complaint):
+    model = _model()
+    model.eval()
+    before = [p.data.copy() for p in model.parameters()]
+    call = {
+        "model": model,
+        "train_loader": _blobs(0),
+        "loss_fn": nn.CrossEntropyLoss(),
+        "optimizer": optim.SGD(model.parameters(), lr=0.1),
+        "epochs": 2,
+        "progress": False,
+        **arguments,
+    }
+    with pytest.raises(error, match=complaint):
+        fit(**call)
+    assert not model.training  # not even the mode changed
+    for param, saved in zip(model.parameters(), before, strict=True):
+        np.testing.assert_array_equal(param.data, saved)
+
+
+def test_epochs_may_be_a_numpy_int_and_metrics_a_single_name():
+    model = _model()
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    history = fit(
+        model,
+        _blobs(0),
+        nn.CrossEntropyLoss(),
+        optimizer,
+        np.int64(2),
+        metrics="accuracy",
+        progress=False,
+    )
+    assert len(history.epochs) == 2 and "accuracy" in history.epochs[0]
+
+
+def test_evaluate_names_itself_in_its_errors():
+    model = _model()
+    with pytest.raises(ArgumentError, match="evaluate: unknown metric 'f1'"):
+        evaluate(model, _blobs(0), metrics=["f1"])
+    with pytest.raises(DTypeError, match="evaluate: loss_fn must be callable"):
+        evaluate(model, _blobs(0), "cross_entropy")
+    with pytest.raises(DTypeError, match="evaluate: loader must give .* batches"):
+        evaluate(model, None)
+
+
 def test_history_plot_writes_an_image(tmp_path):
     pytest.importorskip("matplotlib")
     model = _model()
@@ -177,3 +263,35 @@ def test_history_plot_writes_an_image(tmp_path):
     assert len(figure.axes[0].lines) == 3  # per step, per epoch, validation
     assert pytest.importorskip("matplotlib").get_backend() == backend  # pyplot left alone
     assert sorted(p.name for p in (tmp_path / "curves").iterdir()) == ["loss.png"]  # no temp
+
+
+def test_training_resumed_from_a_checkpoint_matches_an_uninterrupted_run(tmp_path):
+    def make():
+        mt.manual_seed(0)
+        model = nn.Sequential(nn.Linear(2, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+        optimizer = optim.Adam(model.parameters(), lr=0.01)
+        return model, optimizer, optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+
+    def train(model, optimizer, scheduler, epochs):
+        loss_fn = nn.CrossEntropyLoss()
+        fit(model, _blobs(0), loss_fn, optimizer, epochs, scheduler=scheduler, progress=False)
+
+    model, optimizer, scheduler = make()
+    train(model, optimizer, scheduler, 4)
+    parts = (model, optimizer, scheduler)
+    model, optimizer, scheduler = make()
+    train(model, optimizer, scheduler, 2)
+    path = tmp_path / "epoch2.ckpt"
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    mt.save({**state, "scheduler": scheduler.state_dict(), "epoch": 2}, path)
+    model, optimizer, scheduler = make()  # a fresh start, as a new process would make
+    checkpoint = mt.load(path)
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    scheduler.load_state_dict(checkpoint["scheduler"])
+    train(model, optimizer, scheduler, 4 - checkpoint["epoch"])
+    uninterrupted = parts[0].state_dict()
+    for name, value in model.state_dict().items():
+        assert value.dtype == uninterrupted[name].dtype
+        np.testing.assert_array_equal(value.numpy(), uninterrupted[name].numpy(), err_msg=name)
+    assert optimizer.param_groups[0]["lr"] == parts[1].param_groups[0]["lr"] == 0.01 * 0.5**4
