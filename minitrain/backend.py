@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import numbers
 import os
 
 import numpy as np
 
-from .errors import DeviceError
+from .errors import ArgumentError, DeviceError, DTypeError
 
 _cupy = None  # the cupy module once a CUDA device has been asked for
 
@@ -122,7 +123,16 @@ _generator = np.random.default_rng()
 def manual_seed(seed: int) -> None:
     """Seed the generator behind randn, rand, dropout and parameter initialisation."""
     global _generator
-    _generator = np.random.default_rng(seed)
+    _generator = seeded_generator(seed, "manual_seed")
+
+
+def seeded_generator(seed, where: str) -> np.random.Generator:
+    """A numpy generator seeded with `seed`, a non-negative int (numpy's included)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise DTypeError(f"{where}: seed must be an int, got {seed!r}")
+    if seed < 0:
+        raise ArgumentError(f"{where}: seed must be non-negative, got {seed}")
+    return np.random.default_rng(int(seed))
 
 
 def generator() -> np.random.Generator:

@@ -132,13 +132,7 @@ def _split_sizes(lengths: Sequence[int | float], total: int) -> list[int]:
 
 def _generator(seed: Any, where: str) -> np.random.Generator | None:
     """A numpy generator seeded with `seed`; None when seed is None."""
-    if seed is None:
-        return None
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise DTypeError(f"{where}: seed must be an int or None, got {seed!r}")
-    if seed < 0:
-        raise ArgumentError(f"{where}: seed must be non-negative, got {seed}")
-    return np.random.default_rng(int(seed))
+    return None if seed is None else backend.seeded_generator(seed, where)
 
 
 def default_collate(samples: Sequence[Any]) -> Any:
@@ -198,6 +192,7 @@ class DataLoader:
     `seed`, or from minitrain's global generator (`minitrain.manual_seed`) when `seed` is None.
 
     A TensorDataset, or a Subset of one, is batched with one fancy-index per tensor.
+    `num_workers=0` and `pin_memory` are taken for PyTorch code's sake and change nothing.
     """
 
     def __init__(
@@ -208,7 +203,16 @@ class DataLoader:
         drop_last: bool = False,
         seed: int | None = None,
         collate_fn: Callable[[list[Any]], Any] | None = None,
+        *,
+        num_workers: int = 0,
+        pin_memory: bool = False,
     ) -> None:
+        if num_workers != 0:
+            # PyTorch code often passes these; minitrain loads in the calling process
+            raise ArgumentError(
+                f"DataLoader: num_workers must be 0 (minitrain loads batches in the calling "
+                f"process), got {num_workers!r}"
+            )
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
             raise DTypeError(f"DataLoader: batch_size must be an int, got {batch_size!r}")
         if batch_size < 1:

@@ -431,9 +431,9 @@ def test_data_loader_refuses_bad_arguments(arguments, error, complaint):
 @pytest.mark.parametrize(
     "seed, error, complaint",
     [
-        ("7", DTypeError, "seed must be an int or None, got '7'"),
-        (1.5, DTypeError, "seed must be an int or None, got 1.5"),
-        (True, DTypeError, "seed must be an int or None, got True"),
+        ("7", DTypeError, "seed must be an int, got '7'"),
+        (1.5, DTypeError, "seed must be an int, got 1.5"),
+        (True, DTypeError, "seed must be an int, got True"),
         (-1, ArgumentError, "seed must be non-negative, got -1"),
     ],
 )
@@ -442,6 +442,17 @@ def test_a_bad_seed_is_refused_naming_the_function(seed, error, complaint):
         data.DataLoader(numbered(4), shuffle=True, seed=seed)
     with pytest.raises(error, match=f"random_split: {complaint}"):
         data.random_split(numbered(4), [2, 2], seed=seed)
+    state = minitrain.backend.generator().bit_generator.state
+    with pytest.raises(error, match=f"manual_seed: {complaint}"):
+        minitrain.manual_seed(seed)
+    assert minitrain.backend.generator().bit_generator.state == state  # the old generator stays
+
+
+def test_data_loader_takes_pytorchs_worker_arguments_and_refuses_workers():
+    loader = data.DataLoader(numbered(5), 2, num_workers=0, pin_memory=True)
+    assert flat(epoch_labels(loader)) == list(range(5))
+    with pytest.raises(ArgumentError, match="DataLoader: num_workers must be 0 .* got 2"):
+        data.DataLoader(numbered(5), 2, num_workers=2)
 
 
 def test_a_numpy_int_seed_shuffles_as_the_int_does():
