@@ -922,6 +922,9 @@ def test_matmul_and_linear_refuse_mixed_dtypes_as_torch_does(dtypes):
     with pytest.raises(DTypeError, match="linear: .*, bias float16"):
         minitrain.ops.linear(a, a, minitrain.tensor(np.zeros(2, np.float16)))
     assert a.grad_fn is None and a.grad is None
+    # a list of Python floats is float32, as minitrain.tensor makes it: no mismatch there
+    weight = minitrain.tensor(np.ones((2, 2), np.float32))
+    assert minitrain.ops.linear([[1.0, 2.0]], weight).dtype == np.float32
 
 
 # --- accumulation without aliasing ----------------------------------------------------------

@@ -396,7 +396,8 @@ def check_one_dtype(where: str, **values) -> None:
 
 
 def _dtype_of(value) -> np.dtype:
-    return value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+    """The dtype the op will see: lists of Python floats become float32 (as_array)."""
+    return value.dtype if hasattr(value, "dtype") else as_array(value).dtype
 
 
 def _check_broadcast(op, arrays) -> None:
