@@ -3,10 +3,12 @@ random-direction check for large ones."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .autograd import grad, no_grad
-from .errors import GradcheckError
+from .errors import ArgumentError, DTypeError, GradcheckError
 from .tensor import Tensor
 
 
@@ -33,8 +35,48 @@ def _flat_output(fn, inputs) -> np.ndarray:
 
 
 def _close(analytic, numeric, atol, rtol):
-    excess = np.abs(analytic - numeric) - (atol + rtol * np.abs(numeric))
-    return excess
+    """How far each analytic value lies outside the tolerance around the numeric one (> 0:
+    they disagree); inf where either is nan or inf, which never agrees."""
+    with np.errstate(invalid="ignore"):
+        excess = np.abs(analytic - numeric) - (atol + rtol * np.abs(numeric))
+    return np.where(np.isfinite(analytic) & np.isfinite(numeric), excess, np.inf)
+
+
+def _check_arguments(fn, eps, atol, rtol, mode, directions) -> None:
+    if not callable(fn):
+        raise DTypeError(f"gradcheck: fn must be callable, got {type(fn).__name__}")
+    for name, value, smallest in (
+        ("eps", eps, "> 0"),
+        ("atol", atol, ">= 0"),
+        ("rtol", rtol, ">= 0"),
+    ):
+        number = isinstance(value, (int, float, np.floating, np.integer))
+        if isinstance(value, bool) or not number:
+            raise DTypeError(f"gradcheck: {name} must be a number, got {type(value).__name__}")
+        if not math.isfinite(value) or value < 0 or (name == "eps" and value == 0):
+            raise ArgumentError(f"gradcheck: {name} must be finite and {smallest}, got {value!r}")
+    if mode not in ("auto", "full", "direction"):
+        raise ArgumentError(f"gradcheck: mode must be 'auto', 'full' or 'direction', got {mode!r}")
+    if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)):
+        raise DTypeError(f"gradcheck: directions must be an int, got {type(directions).__name__}")
+    if directions < 1:
+        raise ArgumentError(f"gradcheck: directions must be at least 1, got {directions!r}")
+
+
+def _precision_hint(outputs) -> str:
+    """Why a mismatch may be rounding: a (non-empty) output computed below float64."""
+    low = [
+        (i, o.dtype)
+        for i, o in enumerate(outputs)
+        if o.dtype.kind == "f" and o.dtype.itemsize < 8 and o.data.size
+    ]
+    if not low:
+        return ""
+    i, dtype = low[0]
+    return (
+        f"; output {i} is {dtype}, not float64: fn computes in lower precision even from float64 "
+        f"inputs, so its finite differences are rounding noise"
+    )
 
 
 def gradcheck(
@@ -50,13 +92,16 @@ def gradcheck(
 ) -> bool:
     """Check the gradients of `fn(*inputs)` against central finite differences, in float64.
 
-    Every floating input that requires grad is checked (on a float64 copy). `mode='full'`
-    compares the whole Jacobian, one backward per output element and two forwards per input
-    element; `mode='direction'` compares the derivative along `directions` random directions per
-    input; `'auto'` takes full when inputs and outputs have at most 1000 elements each.
-    Returns True, or raises GradcheckError naming the input and the worst element.
+    `inputs` is a Tensor or a sequence of arguments; every floating input that requires grad is
+    checked (on a float64 copy: the caller's tensors, values and .grad, are never touched), the
+    others are passed as they are. `mode='full'` compares the whole Jacobian, one backward per
+    output element and two forwards per input element; `mode='direction'` compares the
+    derivative along `directions` random directions per input; `'auto'` takes full when inputs
+    and outputs have at most 1000 elements each. A nan or inf on either side is a mismatch.
+    Returns True, or raises GradcheckError naming the input, the worst element and both values.
     """
-    inputs = [_as_float64(x) for x in inputs]
+    _check_arguments(fn, eps, atol, rtol, mode, directions)
+    inputs = [_as_float64(x) for x in ([inputs] if isinstance(inputs, Tensor) else inputs)]
     checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not checked:
         raise GradcheckError("gradcheck: no input requires grad, nothing to check")
@@ -65,8 +110,7 @@ def gradcheck(
     n_in = sum(inputs[i].data.size for i in checked)
     if mode == "auto":
         mode = "full" if n_in <= 1000 and n_out <= 1000 else "direction"
-    if mode not in ("full", "direction"):
-        raise GradcheckError(f"gradcheck: mode must be 'auto', 'full' or 'direction', got {mode!r}")
+    hint = _precision_hint(outputs)
     wrt = [inputs[i] for i in checked]
     graph_outputs = [o for o in outputs if o.requires_grad]
 
@@ -95,13 +139,25 @@ def gradcheck(
         return (plus - minus) / (2 * eps)
 
     if mode == "full":
-        _check_full(inputs, checked, n_out, vjp, numeric, atol, rtol)
+        _check_full(inputs, checked, outputs, vjp, numeric, atol, rtol, hint)
     else:
-        _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directions, seed)
+        _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directions, seed, hint)
     return True
 
 
-def _check_full(inputs, checked, n_out, vjp, numeric, atol, rtol) -> None:
+def _output_element(outputs, flat: int) -> str:
+    """'output element (1, 2)', or 'output 1 element (0,)' when fn has several outputs: where
+    entry `flat` of the outputs, raveled and concatenated, lies."""
+    ends = np.cumsum([o.data.size for o in outputs])
+    i = int(np.searchsorted(ends, flat, side="right"))
+    shape = outputs[i].shape
+    flat -= int(ends[i]) - outputs[i].data.size
+    where = tuple(int(v) for v in np.unravel_index(flat, shape)) if shape else ()
+    return f"output {i} element {where}" if len(outputs) > 1 else f"output element {where}"
+
+
+def _check_full(inputs, checked, outputs, vjp, numeric, atol, rtol, hint) -> None:
+    n_out = sum(o.data.size for o in outputs)
     if n_out == 0:  # an empty Jacobian: backward must still run and give zero-size or zero grads
         for k, g in enumerate(vjp(np.zeros(0))):
             if np.any(g != 0):
@@ -119,20 +175,19 @@ def _check_full(inputs, checked, n_out, vjp, numeric, atol, rtol) -> None:
             direction.flat[e] = 1.0
             numeric_jac[e] = numeric(x, direction)
         excess = _close(analytic, numeric_jac, atol, rtol)
-        if (excess > 0).any() or not np.isfinite(analytic).all():
-            excess = np.where(np.isfinite(analytic), excess, np.inf)
+        if (excess > 0).any():
             e, j = np.unravel_index(np.argmax(excess), excess.shape)
             where = np.unravel_index(e, x.shape) if x.shape else ()
             raise GradcheckError(
                 f"gradcheck: gradient of input {i} (shape {x.shape}) is wrong at element "
-                f"{tuple(int(v) for v in where)} for output element {j}: analytic "
-                f"{analytic[e, j]:.6g}, numeric {numeric_jac[e, j]:.6g} "
+                f"{tuple(int(v) for v in where)} for {_output_element(outputs, int(j))}: "
+                f"analytic {analytic[e, j]:.6g}, numeric {numeric_jac[e, j]:.6g} "
                 f"(atol={atol}, rtol={rtol}; {int((excess > 0).sum())} of {excess.size} "
-                f"Jacobian entries disagree)"
+                f"Jacobian entries disagree){hint}"
             )
 
 
-def _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directions, seed):
+def _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directions, seed, hint):
     rng = np.random.default_rng(seed)
     for _ in range(directions):
         cotangent = rng.standard_normal(n_out)
@@ -142,11 +197,12 @@ def _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directio
             direction = rng.standard_normal(x.shape)
             analytic = float(np.sum(analytic_grads[k] * direction))
             numeric_value = float(cotangent @ numeric(x, direction))
-            if _close(analytic, numeric_value, atol, rtol) > 0 or not np.isfinite(analytic):
+            if _close(analytic, numeric_value, atol, rtol) > 0:
                 worst = np.unravel_index(np.argmax(np.abs(analytic_grads[k])), x.shape)
                 raise GradcheckError(
                     f"gradcheck: gradient of input {i} (shape {x.shape}) is wrong along a random "
                     f"direction: analytic {analytic:.6g}, numeric {numeric_value:.6g} "
                     f"(atol={atol}, rtol={rtol}); largest analytic entry at element "
                     f"{tuple(int(v) for v in worst)}; mode='full' on a smaller input localises it"
+                    f"{hint}"
                 )

@@ -260,7 +260,7 @@ class _Arrays:
     def read(self, member: str, path: str) -> np.ndarray:
         info = self.archive.getinfo(f"{member}.npy")
         with self.archive.open(info) as stream:
-            shape, _, dtype = _read_npy_header(stream)
+            shape, _, dtype = _read_npy_header(stream, self.name, member)
             data_bytes = info.file_size - stream.tell()
         if dtype.hasobject:
             raise CheckpointError(
@@ -280,13 +280,17 @@ class _Arrays:
             return np.lib.format.read_array(stream, allow_pickle=False)
 
 
-def _read_npy_header(stream: IO[bytes]) -> tuple[tuple[int, ...], bool, np.dtype]:
+def _read_npy_header(stream: IO[bytes], name: str, member: str):
+    """(shape, fortran_order, dtype) from a .npy member's header."""
     version = np.lib.format.read_magic(stream)
     if version == (1, 0):
         return np.lib.format.read_array_header_1_0(stream)
     if version == (2, 0):
         return np.lib.format.read_array_header_2_0(stream)
-    raise ValueError(f"an array in .npy format version {version}, which minitrain never writes")
+    raise CheckpointError(
+        f"load: {name!r} is damaged: the array {member!r} is in .npy format version {version}, "
+        f"which minitrain never writes"
+    )
 
 
 def _read_document(arrays: _Arrays, name: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import html
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -38,6 +39,8 @@ INSTALL_GRAPHVIZ = (
 _OP_FILL, _PARAM_FILL, _LEAF_FILL, _OUTPUT_FILL = "#F2F2F2", "#D6E9F8", "#E6E6E6", "#D4EDD4"
 _BAD = "#C62828"  # a gradient with nan or inf
 _DIM = "#666666"
+_TEXT_MAX_INDENT = 60  # text_graph: deeper subtrees continue at the left margin
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class GraphvizNotFoundError(MinitrainError, graphviz.ExecutableNotFound):
@@ -100,6 +103,7 @@ class _Drawing:
     leaves: list  # the drawn leaf tensors, in order of first use
     outputs: list  # the tensors marked as outputs
     omitted: int  # ops left out by max_nodes
+    cut: set  # id() of the ops left out by max_nodes
     names: dict  # id(leaf) -> parameter name
     paths: dict  # id(module) -> module path in the model
     module_types: dict  # module path -> class name
@@ -111,10 +115,14 @@ class _Drawing:
         self.drawn = {id(node) for node in self.nodes}
 
     def name_of(self, leaf) -> str:
-        return self.names.get(id(leaf), "leaf" if leaf.requires_grad else "tensor")
+        return _printable(self.names.get(id(leaf), "leaf" if leaf.requires_grad else "tensor"))
 
     def path_of(self, node) -> str:
         return self.paths.get(id(node.module), "") if node.module is not None else ""
+
+    def not_drawn(self, node) -> str:
+        """Why an input's op has no box: left out by max_nodes, or recorded outside the Tape."""
+        return "omitted" if id(node) in self.cut else "outside"
 
 
 def _roots(root, where: str) -> tuple[list, list]:
@@ -185,9 +193,10 @@ def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawin
     if model is not None and not isinstance(model, Module):
         raise DTypeError(f"{where}: model must be a Module, got {type(model).__name__}")
     outputs, nodes = _roots(root, where)
-    omitted = 0
+    omitted, cut = 0, set()
     if max_nodes is not None and len(nodes) > max_nodes:
         omitted = len(nodes) - max_nodes
+        cut = {id(node) for node in nodes[:omitted]}
         nodes = nodes[omitted:]  # keep the ops nearest the output
     leaves, seen = [], set()
     for tensor in [*(n_p for n in nodes for n_p in n.parents), *outputs]:
@@ -201,7 +210,7 @@ def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawin
                 paths[id(module)] = path
                 module_types[path] = type(module).__name__
     drawing = _Drawing(
-        nodes, leaves, outputs, omitted, _names(params, model, where), paths, module_types
+        nodes, leaves, outputs, omitted, cut, _names(params, model, where), paths, module_types
     )
     for node in nodes:
         for index, parent in enumerate(node.parents):
@@ -233,14 +242,27 @@ def _trace_gradients(drawing: _Drawing) -> None:
         drawing.notes.append(f"gradients not shown: {error}")
         return
     drawing.grads = trace
-    one_element = all(t.data.size == 1 for t in drawing.outputs)
-    of = "the output" if len(drawing.outputs) == 1 else "the sum of the outputs"
-    drawing.notes.append(
-        f"grad: d({of})/d(tensor)" if one_element else f"grad: gradient of sum({of})"
-    )
+    one = len(drawing.outputs) == 1
+    if all(t.data.size == 1 for t in drawing.outputs):
+        of = "the output" if one else "the sum of the outputs"
+    else:
+        of = "the sum of the output's elements" if one else "the sum of all outputs' elements"
+    drawing.notes.append(f"grad: d({of})/d(tensor)")
 
 
 # --- text for one item ------------------------------------------------------------------------
+
+
+def _printable(text: str) -> str:
+    """`text` with control characters written as escapes (a tab as \\t): a name shows as it is
+    spelled, on one line, and Graphviz's parsers accept it."""
+    return _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
+
+
+def _dot_text(text: str) -> str:
+    """`text` for a plain (non-HTML) DOT string attribute, shown literally: Graphviz reads
+    backslash escapes and HTML entities (&amp;) in them."""
+    return graphviz.escape(_printable(text).replace("&", "&amp;"))
 
 
 def _format_bytes(size: int) -> str:
@@ -369,14 +391,18 @@ def _leaf_details(drawing, leaf, show_values) -> tuple[list, bool]:
 # --- graphviz ---------------------------------------------------------------------------------
 
 
+def _html_text(text: str) -> str:
+    return html.escape(_printable(text))
+
+
 def _html_label(title: str, subtitle: str, lines: list[str]) -> str:
-    rows = [f"<TR><TD><B>{html.escape(title)}</B></TD></TR>"]
+    rows = [f"<TR><TD><B>{_html_text(title)}</B></TD></TR>"]
     if subtitle:
         rows.append(
-            f'<TR><TD><FONT POINT-SIZE="9" COLOR="{_DIM}">{html.escape(subtitle)}</FONT></TD></TR>'
+            f'<TR><TD><FONT POINT-SIZE="9" COLOR="{_DIM}">{_html_text(subtitle)}</FONT></TD></TR>'
         )
     rows.extend(
-        f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{html.escape(line)}</FONT></TD></TR>'
+        f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{_html_text(line)}</FONT></TD></TR>'
         for line in lines
     )
     table = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
@@ -413,7 +439,7 @@ def draw_graph(
     graph.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
     graph.attr("edge", fontname="Helvetica", fontsize="8", color="#555555")
     if drawing.notes:
-        graph.attr(label="\n".join(drawing.notes), labelloc="b", fontsize="9")
+        graph.attr(label="\n".join(map(_dot_text, drawing.notes)), labelloc="b", fontsize="9")
 
     members: dict[str, list] = {"": []}  # module path -> (id, attributes) of the nodes in it
     for leaf in drawing.leaves:
@@ -422,7 +448,7 @@ def draw_graph(
         attrs = {
             "label": _html_label(drawing.name_of(leaf), "", lines),
             "fillcolor": _PARAM_FILL if name else _LEAF_FILL,
-            "tooltip": f"{drawing.name_of(leaf)}: {_describe_array(leaf.data)}",
+            "tooltip": _dot_text(f"{drawing.name_of(leaf)}: {_describe_array(leaf.data)}"),
         }
         if not finite:
             attrs.update(color=_BAD, penwidth="2")
@@ -435,23 +461,28 @@ def draw_graph(
         attrs = {
             "label": _html_label(node.name, _node_title(drawing, node), lines),
             "fillcolor": _OP_FILL,
-            "tooltip": f"{node.name}: {kernel_formula(node.op)}",
+            "tooltip": _dot_text(f"{node.name}: {kernel_formula(node.op)}"),
         }
         if not finite:
             attrs.update(color=_BAD, penwidth="2")
         members.setdefault(drawing.path_of(node), []).append((f"n{node.seq}", attrs))
     _emit_clusters(graph, members, drawing.module_types)
 
+    missing: set = set()  # placeholders for the inputs whose ops are not drawn
     for i, tensor in enumerate(drawing.outputs):
         lines = [_describe_array(tensor.data)]
         if show_values:
             lines.append("value " + _stats(tensor.data)[0])
         title = "output" if len(drawing.outputs) == 1 else f"output {i}"
         graph.node(f"out{i}", _html_label(title, "", lines), fillcolor=_OUTPUT_FILL, penwidth="2")
-        source = f"n{tensor.node.seq}" if tensor.node is not None else f"t{id(tensor)}"
-        graph.edge(source, f"out{i}")
+        if tensor.node is None:
+            graph.edge(f"t{id(tensor)}", f"out{i}")
+        elif id(tensor.node) in drawing.drawn:
+            graph.edge(f"n{tensor.node.seq}", f"out{i}")
+        else:
+            missing.add(drawing.not_drawn(tensor.node))
+            graph.edge(drawing.not_drawn(tensor.node), f"out{i}", style="dashed")
 
-    cut = False
     for node in drawing.nodes:
         several = len(node.parents) > 1
         for index, parent in enumerate(node.parents):
@@ -463,15 +494,14 @@ def draw_graph(
             elif id(parent) in drawing.drawn:
                 graph.edge(f"n{parent.seq}", f"n{node.seq}", **label)
             else:
-                cut = True
-                graph.edge("omitted", f"n{node.seq}", style="dashed", **label)
-    if cut:
-        graph.node(
-            "omitted",
-            f"{drawing.omitted} earlier ops not drawn (max_nodes={max_nodes})",
-            style="dashed",
-            fillcolor="white",
-        )
+                missing.add(drawing.not_drawn(parent))
+                graph.edge(drawing.not_drawn(parent), f"n{node.seq}", style="dashed", **label)
+    placeholders = {
+        "omitted": f"{drawing.omitted} earlier ops not drawn (max_nodes={max_nodes})",
+        "outside": "earlier ops, recorded outside the Tape: not drawn",
+    }
+    for name in sorted(missing):
+        graph.node(name, placeholders[name], style="dashed", fillcolor="white")
     return graph
 
 
@@ -485,7 +515,8 @@ def _emit_clusters(graph, members: dict, module_types: dict) -> None:
     children: dict[str, list] = {}
     for path in sorted(boxed):
         children.setdefault(_enclosing(path, module_types), []).append(path)
-    _emit_box(graph, "", members, children, module_types)
+    ids = {path: f"cluster_{number}" for number, path in enumerate(sorted(boxed))}
+    _emit_box(graph, "", members, children, module_types, ids)
 
 
 def _enclosing(path: str, module_types: dict) -> str:
@@ -496,20 +527,26 @@ def _enclosing(path: str, module_types: dict) -> str:
     return path
 
 
-def _emit_box(target, path: str, members: dict, children: dict, module_types: dict) -> None:
+def _emit_box(
+    target, path: str, members: dict, children: dict, module_types: dict, ids: dict
+) -> None:
+    """The nodes of the module at `path`, then a box for each child module; `ids` numbers the
+    boxes (a module's name may hold any character, a DOT identifier may not)."""
     for node_id, attrs in members.get(path, []):
         target.node(node_id, **attrs)
     for child in children.get(path, []):  # recursion as deep as the module nesting, no deeper
-        with target.subgraph(name=f"cluster_{child}") as box:
+        with target.subgraph(name=ids[child]) as box:
+            label = _dot_text(f"{child}: {module_types[child]}")
             box.attr(
-                label=f"{child}: {module_types[child]}",
+                label=label,
+                tooltip=label,
                 style="rounded,dashed",
                 color="#999999",
                 fontsize="9",
                 labeljust="l",
                 labelloc="t",
             )
-            _emit_box(box, child, members, children, module_types)
+            _emit_box(box, child, members, children, module_types, ids)
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -530,7 +567,8 @@ def text_graph(
     The options are draw_graph's; `file` is where to write (default: standard output). Each op
     shows its kernel, op name, sequence number and output shape, then its details after `·`;
     each child line starts with the input it feeds. An op reached a second time is not
-    expanded again ("see above").
+    expanded again ("see above"). Past 20 levels of indentation, an op's inputs continue at the
+    left margin under "<kernel> #<seq>, continued:", so deep graphs print in linear size.
     """
     drawing = _collect(root, params, model, max_nodes, show_values, "text_graph")
     lines: list[str] = []
@@ -553,10 +591,14 @@ def text_graph(
                 lines.append(f"{branch}{label}{drawing.name_of(item)} {'  '.join(details)}")
                 continue
             if id(item) not in drawing.drawn:
-                lines.append(f"{branch}{label}... earlier ops not shown (max_nodes={max_nodes})")
+                if drawing.not_drawn(item) == "omitted":
+                    why = f"earlier ops not shown (max_nodes={max_nodes})"
+                else:
+                    why = "earlier ops, recorded outside the Tape: not shown"
+                lines.append(f"{branch}{label}... {why}")
                 continue
             path = drawing.path_of(item)
-            where = f"  [{path}: {drawing.module_types[path]}]" if path else ""
+            where = f"  [{_printable(path)}: {drawing.module_types[path]}]" if path else ""
             if id(item) in shown:
                 lines.append(f"{branch}{label}{item.name} #{item.seq} (see above)")
                 continue
@@ -570,6 +612,9 @@ def text_graph(
                 if parent is not None
             ]
             children.sort(key=lambda child: type(child[0]) is Node)  # leaves first: short lines
+            if children and len(inner) > _TEXT_MAX_INDENT:  # lines stay short in deep graphs
+                lines.append(f"{item.name} #{item.seq}, continued:")
+                inner = ""
             for position, (child, name) in reversed(list(enumerate(children))):
                 stack.append((child, name, inner, position == len(children) - 1))
     lines.extend(f"({note})" for note in drawing.notes)

@@ -560,15 +560,33 @@ def test_a_damaged_header_asking_for_a_huge_array_is_reported(tmp_path):
         io.load(path)
 
 
+def _npy_bytes(array) -> bytes:
+    buffer = pyio.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _checkpoint_with_member(path, name: str, content: bytes) -> None:
+    """A checkpoint whose state is the one array 'a0', stored as the member `name`."""
+    structure = np.frombuffer(json.dumps(_document({"array": "a0"})).encode(), np.uint8)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{io.STRUCTURE_MEMBER}.npy", _npy_bytes(structure))
+        archive.writestr(name, content)
+
+
 def test_a_member_that_is_not_an_array_is_never_loaded_as_one(tmp_path):
     path = tmp_path / "bytes.npz"
-    with zipfile.ZipFile(path, "w") as archive:
-        structure = np.frombuffer(json.dumps(_document({"array": "a0"})).encode(), np.uint8)
-        buffer = pyio.BytesIO()
-        np.save(buffer, structure)
-        archive.writestr(f"{io.STRUCTURE_MEMBER}.npy", buffer.getvalue())
-        archive.writestr("a0", b"raw bytes, not an .npy array")
+    _checkpoint_with_member(path, "a0", b"raw bytes, not an .npy array")
     with pytest.raises(CheckpointError, match="'a0'.*does not hold"):
+        io.load(path)
+
+
+def test_an_array_in_an_npy_format_version_minitrain_never_writes_is_reported(tmp_path):
+    path = tmp_path / "future.npz"
+    future = bytearray(_npy_bytes(np.arange(3.0)))
+    future[6] = 9  # the major version byte after the magic
+    _checkpoint_with_member(path, "a0.npy", bytes(future))
+    with pytest.raises(CheckpointError, match="'a0' is in .npy format version \\(9, 0\\)"):
         io.load(path)
 
 
