@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..tensor import Tensor
+from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from .module import Module
 
 
@@ -78,15 +79,16 @@ class QuickGELU(Module):
 
 
 class Softmax(Module):
-    """Softmax along `dim`; None means the last dim (PyTorch guesses one from the rank and
-    warns: pass dim)."""
+    """Softmax along `dim`; None is PyTorch's deprecated implicit dim, with its warning (see
+    F.softmax): pass dim."""
 
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        return ops.softmax(x, self.dim)
+        # the warning points at the caller of the layer, as PyTorch's
+        return F.softmax(x, self.dim, _stacklevel=5)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -96,4 +98,4 @@ class LogSoftmax(Softmax):
     """Log-softmax along `dim`."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return ops.log_softmax(x, self.dim)
+        return F.log_softmax(x, self.dim, _stacklevel=5)

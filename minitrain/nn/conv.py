@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d, Conv3d."""
+"""Convolution layers: Conv1d, Conv2d, Conv3d (padding_mode: 'zeros' or one of F.pad's modes)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ import math
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError
-from ..ops.conv import spatial_ints, torch_pads
+from ..ops.conv import auto_pads, spatial_ints, torch_pads
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
+from .linear import layer_dtype
 from .module import Module, Parameter
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 class _ConvNd(Module):
@@ -28,14 +31,16 @@ class _ConvNd(Module):
         groups: int = 1,
         bias: bool = True,
         padding_mode: str = "zeros",
-        dtype=np.float32,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
         where = type(self).__name__
-        if padding_mode != "zeros":
+        if padding_mode not in _PADDING_MODES:
             raise ArgumentError(
-                f"{where}: only padding_mode='zeros' is supported, got {padding_mode!r}"
+                f"{where}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}"
             )
+        dtype = layer_dtype(dtype, where)
         in_channels, out_channels = (
             _count(value, name, where, minimum=0)
             for value, name in ((in_channels, "in_channels"), (out_channels, "out_channels"))
@@ -51,6 +56,7 @@ class _ConvNd(Module):
         self.stride = spatial_ints(stride, self.dims, "stride", where, minimum=1)
         self.dilation = spatial_ints(dilation, self.dims, "dilation", where, minimum=1)
         self.padding = _padding(padding, self.dims, where)
+        self.padding_mode = padding_mode
         shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(np.empty(shape, dtype))
         if bias:
@@ -58,6 +64,8 @@ class _ConvNd(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        if device is not None:
+            self.to(device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # U(-1/sqrt(fan_in), 1/sqrt(fan_in))
@@ -68,9 +76,21 @@ class _ConvNd(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         conv = (F.conv1d, F.conv2d, F.conv3d)[self.dims - 1]
-        return conv(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
+        if self.padding_mode == "zeros":
+            padding = self.padding
+        else:  # as PyTorch: pad the input with F.pad's mode, then convolve without padding
+            x, padding = F.pad(x, self._pad_widths(x.shape), self.padding_mode), 0
+        return conv(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+    def _pad_widths(self, shape) -> tuple[int, ...]:
+        """self.padding as F.pad's widths: (begin, end) per spatial dim, the last dim first."""
+        where = type(self).__name__
+        pads, auto_pad = torch_pads(self.padding, self.dims, where)
+        if pads is None:  # 'same' or 'valid'
+            spatial = shape[-self.dims :]
+            pads = auto_pads(auto_pad, spatial, self.kernel_size, self.stride, self.dilation, where)
+        begins, ends = pads[: self.dims], pads[self.dims :]
+        return tuple(w for b, e in zip(begins[::-1], ends[::-1], strict=True) for w in (b, e))
 
     def extra_repr(self) -> str:
         text = (
@@ -85,6 +105,8 @@ class _ConvNd(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
 

@@ -2,11 +2,54 @@
 
 from __future__ import annotations
 
+import math
+import warnings
+
+import numpy as np
+
 from .. import ops
-from ..errors import ArgumentError, DTypeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops.conv import conv_nd
 from ..ops.pooling import adaptive_avg_pool_nd, avg_pool_nd, max_pool_nd
 from ..tensor import Tensor
+
+# --- PyTorch arguments minitrain does not support -----------------------------------------------
+# Code pasted from PyTorch that spells out such an argument's default keeps working; any other
+# value is refused by name rather than ignored.
+
+
+def _check_default(where: str, name: str, value, default, reason: str) -> None:
+    plain = isinstance(value, (bool, int, float, str))
+    if value is default or (plain and value == default):
+        return
+    shown = repr(value) if plain else f"<{type(value).__name__}>"
+    raise ArgumentError(
+        f"{where}: {name}={shown} is not supported ({reason}); leave it at {default!r}"
+    )
+
+
+def _check_legacy_reduction(where: str, size_average, reduce) -> None:
+    """PyTorch's deprecated size_average / reduce: refused, naming the `reduction` they mean."""
+    if size_average is None and reduce is None:
+        return
+    if reduce is not None and not reduce:
+        reduction = "none"
+    else:
+        reduction = "sum" if size_average is not None and not size_average else "mean"
+    raise ArgumentError(
+        f"{where}: size_average={size_average!r} and reduce={reduce!r} are deprecated in PyTorch "
+        f"and not supported; pass reduction={reduction!r}"
+    )
+
+
+def _check_embedding_options(where: str, max_norm, scale_grad_by_freq, sparse) -> None:
+    """norm_type is not checked: without max_norm, PyTorch ignores it too."""
+    _check_default(where, "max_norm", max_norm, None, "rows are never renormalized")
+    _check_default(
+        where, "scale_grad_by_freq", scale_grad_by_freq, False, "gradients are never rescaled"
+    )
+    _check_default(where, "sparse", sparse, False, "minitrain has no sparse gradients")
+
 
 # --- activations, linear, dropout, embedding -------------------------------------------------
 
@@ -39,12 +82,38 @@ def quick_gelu(input: Tensor, alpha: float = 1.702) -> Tensor:  # noqa: A002
     return ops.quick_gelu(input, alpha)
 
 
-def softmax(input: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
-    return ops.softmax(input, dim)
+def softmax(
+    input: Tensor,  # noqa: A002
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype=None,
+) -> Tensor:
+    """Softmax along dim, of the input cast to dtype first if given. dim=None is PyTorch's
+    deprecated implicit dim, with its warning: 0 for 0-d, 1-d and 3-d input, 1 otherwise."""
+    return ops.softmax(*_softmax_args("softmax", input, dim, _stacklevel, dtype))
 
 
-def log_softmax(input: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
-    return ops.log_softmax(input, dim)
+def log_softmax(
+    input: Tensor,  # noqa: A002
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype=None,
+) -> Tensor:
+    """Log-softmax along dim; dim and dtype as in softmax."""
+    return ops.log_softmax(*_softmax_args("log_softmax", input, dim, _stacklevel, dtype))
+
+
+def _softmax_args(where: str, input, dim, stacklevel: int, dtype) -> tuple:  # noqa: A002
+    if dtype is not None:
+        input = ops.cast(input, dtype)  # noqa: A001
+    if dim is None:
+        warnings.warn(
+            f"Implicit dimension choice for {where} has been deprecated. Change the call to "
+            f"include dim=X as an argument.",
+            stacklevel=stacklevel,
+        )
+        dim = 0 if np.ndim(input.data if isinstance(input, Tensor) else input) in (0, 1, 3) else 1
+    return input, dim
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
@@ -55,9 +124,19 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return ops.dropout(input, p, training)
 
 
-def embedding(input, weight: Tensor, padding_idx: int | None = None) -> Tensor:  # noqa: A002
+def embedding(
+    input,  # noqa: A002
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """weight[input] for integer indices of any shape: the result has shape
-    input.shape + (embedding_dim,). Rows looked up at padding_idx get no gradient."""
+    input.shape + (embedding_dim,). Rows looked up at padding_idx get no gradient. max_norm,
+    scale_grad_by_freq and sparse take PyTorch's defaults only."""
+    _check_embedding_options("embedding", max_norm, scale_grad_by_freq, sparse)
     indices = input.data if isinstance(input, Tensor) else input
     if getattr(indices, "dtype", None) is None or indices.dtype.kind not in "iu":
         raise DTypeError(
@@ -90,6 +169,86 @@ def _padding_row(padding_idx: int | None, rows: int, where: str) -> int | None:
             f"(valid: {-rows} to {rows - 1})"
         )
     return padding_idx % rows
+
+
+# --- padding ----------------------------------------------------------------------------------
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(
+    input: Tensor,  # noqa: A002
+    pad,
+    mode: str = "constant",
+    value: float | None = None,
+) -> Tensor:
+    """input padded on its last len(pad) // 2 dims, the last dim first, as in PyTorch:
+    pad = (left, right), (left, right, top, bottom), ... 'constant' fills with value (0 by
+    default) and crops where a pad is negative; 'reflect' mirrors the input about its edge
+    element, 'replicate' repeats the edge element, 'circular' wraps around."""
+    if mode not in _PAD_MODES:
+        raise ArgumentError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
+    if mode != "constant" and value is not None:
+        raise ArgumentError(f"pad: mode {mode!r} takes no value, got value={value!r}")
+    sides = _pad_sides(input.shape, pad, mode)
+    if mode == "constant":
+        return _pad_constant(input, sides, 0.0 if value is None else value)
+    out = input
+    for dim, before, after in sides:
+        # the border as an index into the input: getitem's backward sums the copies' gradients
+        index = _border_index(mode, input.shape[dim], before, after)
+        out = ops.getitem(out, (slice(None),) * dim + (index,))
+    return out
+
+
+def _pad_sides(shape: tuple, pad, mode: str) -> list[tuple[int, int, int]]:
+    """F.pad's pad as checked (dim, before, after) triples, the last dim first."""
+    widths = tuple(pad)
+    if (
+        not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) for w in widths)
+        or len(widths) % 2
+        or len(widths) // 2 > len(shape)
+    ):
+        raise ShapeError(
+            f"pad: pad must be an even number of ints, two per padded dim of shape {shape} "
+            f"(the last dim first), got {pad!r}"
+        )
+    pairs = zip(widths[0::2], widths[1::2], strict=True)
+    sides = [(len(shape) - 1 - i, int(b), int(a)) for i, (b, a) in enumerate(pairs)]
+    for dim, before, after in sides:
+        size = shape[dim]
+        if mode == "constant":
+            if size + min(before, 0) + min(after, 0) < 0:
+                raise ShapeError(
+                    f"pad: pads ({before}, {after}) crop more than dim {dim} of size {size} holds"
+                )
+            continue
+        most = {"reflect": size - 1, "circular": size, "replicate": math.inf if size else 0}[mode]
+        if min(before, after) < 0 or max(before, after) > most:
+            raise ShapeError(
+                f"pad: mode {mode!r} takes pads from 0 to {most} for dim {dim} of size {size}, "
+                f"got ({before}, {after})"
+            )
+    return sides
+
+
+def _border_index(mode: str, size: int, before: int, after: int):
+    positions = np.arange(-before, size + after)
+    if mode == "reflect":
+        return size - 1 - np.abs(size - 1 - np.abs(positions))
+    if mode == "replicate":
+        return np.clip(positions, 0, size - 1)
+    return positions % size
+
+
+def _pad_constant(input: Tensor, sides, value: float) -> Tensor:  # noqa: A002
+    crop = [slice(None)] * input.ndim
+    widths = [(0, 0)] * input.ndim
+    for dim, before, after in sides:
+        crop[dim] = slice(max(-before, 0), input.shape[dim] - max(-after, 0))
+        widths[dim] = (max(before, 0), max(after, 0))
+    cropped = ops.getitem(input, tuple(crop)) if any(min(b, a) < 0 for _, b, a in sides) else input
+    return ops.pad(cropped, widths, value)
 
 
 # --- convolution ------------------------------------------------------------------------------
@@ -303,16 +462,24 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = N
 
 
 # --- losses ------------------------------------------------------------------------------------
+# size_average and reduce (deprecated in PyTorch) are taken only as None: see
+# _check_legacy_reduction. The pointwise losses' `weight` (PyTorch 2.6+) is refused: weigh the
+# losses of reduction='none' instead.
+
+_NO_WEIGHT = "weigh the losses of reduction='none' instead"
 
 
 def cross_entropy(
     input: Tensor,  # noqa: A002
     target,
     weight=None,
+    size_average=None,
     ignore_index: int = -100,
+    reduce=None,
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
+    _check_legacy_reduction("cross_entropy", size_average, reduce)
     return ops.cross_entropy(
         input,
         target,
@@ -327,25 +494,61 @@ def nll_loss(
     input: Tensor,  # noqa: A002
     target,
     weight=None,
+    size_average=None,
     ignore_index: int = -100,
+    reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
+    _check_legacy_reduction("nll_loss", size_average, reduce)
     return ops.nll_loss(input, target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
-def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
+def mse_loss(
+    input: Tensor,  # noqa: A002
+    target,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    weight=None,
+) -> Tensor:
+    _check_legacy_reduction("mse_loss", size_average, reduce)
+    _check_default("mse_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.mse_loss(input, target, reduction=reduction)
 
 
-def l1_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:  # noqa: A002
+def l1_loss(
+    input: Tensor,  # noqa: A002
+    target,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    weight=None,
+) -> Tensor:
+    _check_legacy_reduction("l1_loss", size_average, reduce)
+    _check_default("l1_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.l1_loss(input, target, reduction=reduction)
 
 
-def smooth_l1_loss(input: Tensor, target, reduction: str = "mean", beta: float = 1.0) -> Tensor:  # noqa: A002
+def smooth_l1_loss(
+    input: Tensor,  # noqa: A002
+    target,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    _check_legacy_reduction("smooth_l1_loss", size_average, reduce)
     return ops.smooth_l1_loss(input, target, reduction=reduction, beta=beta)
 
 
-def huber_loss(input: Tensor, target, reduction: str = "mean", delta: float = 1.0) -> Tensor:  # noqa: A002
+def huber_loss(
+    input: Tensor,  # noqa: A002
+    target,
+    reduction: str = "mean",
+    delta: float = 1.0,
+    weight=None,
+) -> Tensor:
+    _check_default("huber_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.huber_loss(input, target, reduction=reduction, delta=delta)
 
 
@@ -353,9 +556,12 @@ def binary_cross_entropy_with_logits(
     input: Tensor,  # noqa: A002
     target,
     weight=None,
+    size_average=None,
+    reduce=None,
     reduction: str = "mean",
     pos_weight=None,
 ) -> Tensor:
+    _check_legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce)
     return ops.binary_cross_entropy_with_logits(
         input, target, weight, reduction=reduction, pos_weight=pos_weight
     )

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import ops
+from ..errors import DTypeError
 from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter
@@ -22,12 +23,31 @@ class Identity(Module):
         return x
 
 
+def layer_dtype(dtype, where: str) -> np.dtype:
+    """A layer's `dtype=` as PyTorch's factories take it: None is the default, float32; a
+    floating numpy dtype (np.float64, 'float64') otherwise. The layers with parameters take
+    `device=` too: they are built on the CPU, then moved with Module.to."""
+    try:
+        resolved = np.dtype(np.float32 if dtype is None else dtype)
+    except TypeError:
+        resolved = None
+    if resolved is None or resolved.kind != "f":
+        raise DTypeError(
+            f"{where}: dtype must be a floating numpy dtype (np.float32, 'float64', ...), got "
+            f"{dtype if resolved is None else resolved}"
+        )
+    return resolved
+
+
 class Linear(Module):
     """y = x @ weight.T + bias, weight (out_features, in_features). Initialised as PyTorch does:
     weight and bias from U(-1/sqrt(in_features), 1/sqrt(in_features))."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=np.float32):
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None
+    ):
         super().__init__()
+        dtype = layer_dtype(dtype, "Linear")
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(np.empty((out_features, in_features), dtype))
         if bias:
@@ -35,6 +55,8 @@ class Linear(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+        if device is not None:
+            self.to(device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # = U(-1/sqrt(fan_in), 1/sqrt(fan_in))

@@ -1,18 +1,20 @@
 """Loss layers: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss,
 BCEWithLogitsLoss. Each holds its options (and class weights as a buffer) and calls the
-functional form."""
+functional form. size_average and reduce, deprecated in PyTorch, are taken as None only."""
 
 from __future__ import annotations
 
 from .. import ops
 from ..errors import ArgumentError
 from ..tensor import Tensor
+from .functional import _check_legacy_reduction
 from .module import Module
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean"):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
+        _check_legacy_reduction(type(self).__name__, size_average, reduce)
         if reduction not in ("none", "mean", "sum"):
             raise ArgumentError(
                 f"{type(self).__name__}: reduction must be 'none', 'mean' or 'sum', "
@@ -25,8 +27,8 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
-    def __init__(self, weight=None, reduction: str = "mean"):
-        super().__init__(reduction)
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", None if weight is None else _as_tensor(weight))
 
 
@@ -41,11 +43,13 @@ class CrossEntropyLoss(_WeightedLoss):
     def __init__(
         self,
         weight=None,
+        size_average=None,
         ignore_index: int = -100,
+        reduce=None,
         reduction: str = "mean",
         label_smoothing: float = 0.0,
     ):
-        super().__init__(weight, reduction)
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
@@ -62,8 +66,15 @@ class CrossEntropyLoss(_WeightedLoss):
 class NLLLoss(_WeightedLoss):
     """Negative log likelihood of log-probabilities (class axis 1) against class indices."""
 
-    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean"):
-        super().__init__(weight, reduction)
+    def __init__(
+        self,
+        weight=None,
+        size_average=None,
+        ignore_index: int = -100,
+        reduce=None,
+        reduction: str = "mean",
+    ):
+        super().__init__(weight, size_average, reduce, reduction)
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
@@ -83,8 +94,8 @@ class L1Loss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
-    def __init__(self, reduction: str = "mean", beta: float = 1.0):
-        super().__init__(reduction)
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
         self.beta = beta
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
@@ -93,7 +104,7 @@ class SmoothL1Loss(_Loss):
 
 class HuberLoss(_Loss):
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
-        super().__init__(reduction)
+        super().__init__(reduction=reduction)
         self.delta = delta
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
@@ -104,8 +115,10 @@ class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross entropy of sigmoid(input) against targets in [0, 1], computed stably from
     the logits; `pos_weight` weighs the positive term per class."""
 
-    def __init__(self, weight=None, reduction: str = "mean", pos_weight=None):
-        super().__init__(weight, reduction)
+    def __init__(
+        self, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
+    ):
+        super().__init__(weight, size_average, reduce, reduction)
         self.register_buffer("pos_weight", None if pos_weight is None else _as_tensor(pos_weight))
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002

@@ -7,6 +7,7 @@ import numpy as np
 from .. import ops
 from ..errors import ShapeError
 from ..tensor import Tensor
+from .linear import layer_dtype
 from .module import Module, Parameter
 
 
@@ -20,11 +21,13 @@ class _BatchNorm(Module):
         momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
-        dtype=np.float32,
+        device=None,
+        dtype=None,
         *,
         bias: bool = True,
     ):
         super().__init__()
+        dtype = layer_dtype(dtype, type(self).__name__)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.register_parameter(
@@ -41,6 +44,8 @@ class _BatchNorm(Module):
         else:
             for name in ("running_mean", "running_var", "num_batches_tracked"):
                 self.register_buffer(name, None)
+        if device is not None:
+            self.to(device)
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
@@ -119,10 +124,13 @@ class LayerNorm(Module):
         eps: float = 1e-5,
         elementwise_affine: bool = True,
         bias: bool = True,
+        device=None,
+        dtype=None,
+        *,
         invertible: bool = False,
-        dtype=np.float32,
     ):
         super().__init__()
+        dtype = layer_dtype(dtype, "LayerNorm")
         self.normalized_shape = _shape(normalized_shape)
         self.eps, self.elementwise_affine, self.invertible = eps, elementwise_affine, invertible
         if elementwise_affine:
@@ -134,6 +142,8 @@ class LayerNorm(Module):
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
+        if device is not None:
+            self.to(device)
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.layer_norm(
@@ -157,15 +167,19 @@ class RMSNorm(Module):
         normalized_shape,
         eps: float | None = None,
         elementwise_affine: bool = True,
-        dtype=np.float32,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
+        dtype = layer_dtype(dtype, "RMSNorm")
         self.normalized_shape = _shape(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_shape, dtype))
         else:
             self.register_parameter("weight", None)
+        if device is not None:
+            self.to(device)
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.rms_norm(x, self.normalized_shape, self.weight, self.eps)

@@ -7,40 +7,65 @@ import numpy as np
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import init
-from .functional import _padding_row, embedding
+from .functional import _check_embedding_options, _padding_row, embedding
+from .linear import layer_dtype
 from .module import Module, Parameter
 
 
 class Embedding(Module):
     """weight[indices], weight (num_embeddings, embedding_dim) initialised from N(0, 1). The row
-    at `padding_idx` starts at zero and gets no gradient."""
+    at `padding_idx` starts at zero and gets no gradient. max_norm, scale_grad_by_freq and sparse
+    take PyTorch's defaults only (see F.embedding)."""
 
     def __init__(
         self,
         num_embeddings: int,
         embedding_dim: int,
         padding_idx: int | None = None,
-        dtype=np.float32,
-        *,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
         _weight=None,
         _freeze: bool = False,
+        device=None,
+        dtype=None,
     ):
         super().__init__()
+        _check_embedding_options("Embedding", max_norm, scale_grad_by_freq, sparse)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = _padding_row(padding_idx, num_embeddings, "Embedding")
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
+            dtype = layer_dtype(dtype, "Embedding")
             self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype))
             self.reset_parameters()
         else:  # from_pretrained: the given table as it is, sharing its array (as PyTorch)
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ShapeError(
+                    f"Embedding: _weight has shape {tuple(_weight.shape)}, not (num_embeddings, "
+                    f"embedding_dim) = ({num_embeddings}, {embedding_dim})"
+                )
             self.weight = Parameter(_weight, requires_grad=not _freeze)
+        if device is not None:
+            self.to(device)
 
     @classmethod
     def from_pretrained(
-        cls, embeddings, freeze: bool = True, padding_idx: int | None = None
+        cls,
+        embeddings,
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
     ) -> Embedding:
         """An Embedding over an existing (num_embeddings, embedding_dim) table, sharing its
         array; frozen (weight.requires_grad False) unless freeze=False. The padding row keeps
         its values and gets no gradient."""
+        _check_embedding_options("Embedding.from_pretrained", max_norm, scale_grad_by_freq, sparse)
         table = embeddings if isinstance(embeddings, Tensor) else Tensor(embeddings)
         if table.ndim != 2:
             raise ShapeError(
@@ -48,7 +73,7 @@ class Embedding(Module):
                 f"embedding_dim), got shape {tuple(table.shape)}"
             )
         rows, cols = table.shape
-        return cls(rows, cols, padding_idx, table.dtype, _weight=table, _freeze=freeze)
+        return cls(rows, cols, padding_idx, _weight=table, _freeze=freeze)
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
