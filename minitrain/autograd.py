@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import functools
 import heapq
+import inspect
 import itertools
+import operator
 import sys
 import threading
 import weakref
 
 import numpy as np
 
-from .errors import GraphError, ShapeError
+from . import backend
+from .errors import DTypeError, GraphError, ShapeError
 
 _sequence = itertools.count()
 
@@ -39,10 +42,55 @@ def is_grad_enabled() -> bool:
     return _state.enabled
 
 
+def _in_mode(fn, make_mode):
+    """`fn` run inside `make_mode()`; a generator function's body runs in it at every step (its
+    caller's mode holds between steps), as PyTorch's decorators do."""
+    if not inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with make_mode():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    @functools.wraps(fn)
+    def generator_wrapper(*args, **kwargs):
+        generator = fn(*args, **kwargs)
+        try:
+            with make_mode():
+                response = generator.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_mode():
+                        generator.close()
+                    raise
+                except BaseException as error:  # passed on into the generator
+                    with make_mode():
+                        response = generator.throw(error)
+                else:
+                    with make_mode():
+                        response = generator.send(request)
+        except StopIteration as stop:
+            return stop.value
+
+    return generator_wrapper
+
+
 class _GradMode:
-    """Context manager and decorator that sets grad recording for the current thread."""
+    """Context manager and decorator that sets grad recording for the current thread.
+    Decorates with or without the call: `@no_grad()` and `@no_grad` alike, as PyTorch's."""
 
     enabled: bool
+
+    def __new__(cls, fn=None):
+        if fn is None:
+            return super().__new__(cls)
+        if not callable(fn):
+            raise DTypeError(f"{cls.__name__}: takes no arguments, or a function to decorate")
+        return cls()(fn)
 
     def __init__(self):
         self._previous: list[bool] = []
@@ -56,12 +104,7 @@ class _GradMode:
         _state.enabled = self._previous.pop()
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with type(self)():
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _in_mode(fn, type(self))
 
 
 class no_grad(_GradMode):  # noqa: N801 (PyTorch's name)
@@ -81,6 +124,9 @@ class set_grad_enabled(_GradMode):  # noqa: N801
     (`set_grad_enabled(False)`), and as a context manager or decorator restores the previous
     mode afterwards (`with set_grad_enabled(training): ...`)."""
 
+    def __new__(cls, mode: bool):
+        return object.__new__(cls)
+
     def __init__(self, mode: bool):
         super().__init__()
         self.enabled = bool(mode)
@@ -93,13 +139,7 @@ class set_grad_enabled(_GradMode):  # noqa: N801
     def __call__(self, fn):
         _state.enabled = self._previous.pop()  # as a decorator, construction changes nothing
         mode = self.enabled
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _in_mode(fn, lambda: set_grad_enabled(mode))
 
 
 class Node:
@@ -159,24 +199,46 @@ class RemovableHandle:
         self._hook = hook
 
     def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
+        for index, hook in enumerate(self._hooks):
+            if hook is self._hook:  # identity: hooks need not compare sensibly with ==
+                del self._hooks[index]
+                return
 
 
-def _run_hooks(hooks, grad):
+def _run_hooks(hooks, grad, owner):
+    """Pass `grad` through the hooks in registration order; a returned Tensor or array, of the
+    gradient's shape and dtype, replaces it. `owner` (a leaf, or the Node of a non-leaf) is
+    named in errors."""
     from .tensor import Tensor
 
-    for hook in hooks:
+    for hook in tuple(hooks):  # a copy: a hook may remove itself (or another) while running
         result = hook(Tensor(grad))
-        if result is not None:
-            new = result.data if isinstance(result, Tensor) else result
-            if new.shape != grad.shape:
-                raise ShapeError(
-                    f"register_hook: hook {getattr(hook, '__name__', hook)!r} returned a gradient "
-                    f"of shape {new.shape} for a tensor of shape {grad.shape}"
-                )
-            grad = new
+        if result is None:
+            continue
+        new = result.data if isinstance(result, Tensor) else result
+        if not backend.is_array(new) or new.shape != grad.shape or new.dtype != grad.dtype:
+            _refuse_hook_result(hook, result, new, grad, owner)
+        grad = new
     return grad
+
+
+def _refuse_hook_result(hook, result, new, grad, owner):
+    name = getattr(hook, "__name__", hook)
+    where = f"the output of {owner.op.name}" if type(owner) is Node else "a leaf tensor"
+    if not backend.is_array(new):
+        raise DTypeError(
+            f"register_hook: hook {name!r} returned a {type(result).__name__} for {where}; "
+            f"return a Tensor or None"
+        )
+    if new.shape != grad.shape:
+        raise ShapeError(
+            f"register_hook: hook {name!r} returned a gradient of shape {new.shape} for "
+            f"{where} of shape {grad.shape}"
+        )
+    raise DTypeError(
+        f"register_hook: hook {name!r} returned a gradient of dtype {new.dtype} for {where} "
+        f"of dtype {grad.dtype}"
+    )
 
 
 def unbroadcast(grad, shape: tuple):
@@ -225,9 +287,12 @@ def _sole_owner(grad, leaf) -> bool:
 def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=None):
     """Propagate gradients from `roots` (tensors) seeded with `root_grads` (arrays).
 
-    Without `capture`, leaf gradients accumulate into `.grad` (and retained non-leaf ones too).
+    Without `capture`, leaf gradients accumulate into `.grad` (and retained non-leaf ones too),
+    once the whole walk and every leaf's hooks have run: an error leaves every `.grad` as it was.
     With `capture` (a sequence of tensors), nothing's `.grad` is touched: the gradients reaching
-    those tensors are returned, in order, None where none arrived.
+    those tensors are returned, in order, None where none arrived; as PyTorch's, the walk runs
+    only the nodes with a captured tensor below them, so the rest keep their saved values and
+    their hooks do not fire.
     With `trace` (a dict), every gradient the walk computes is stored in it, by Node (the
     gradient of its output) and by id(leaf); a traced walk is a read-only look, so it runs no
     hooks. Pass capture=() with it to leave every `.grad` alone.
@@ -235,12 +300,16 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
     pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
     leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
     heap: list = []
+    retained: list = []  # (non-leaf tensor, its gradient), for .grad once the walk is done
     captured: dict = {}  # position in capture -> gradient
     capture_nodes: dict = {}  # Node -> positions in capture of the tensors it produced
     capture_leaves: dict = {}  # id(leaf) -> positions in capture
     for position, tensor in enumerate(capture or ()):
         where = capture_leaves if tensor.node is None else capture_nodes
         where.setdefault(id(tensor) if tensor.node is None else tensor.node, []).append(position)
+    runs = None  # the nodes whose backward runs: all of them, unless capturing
+    if capture is not None and trace is None:
+        runs = _nodes_above(roots, capture_nodes, capture_leaves)
 
     def send(target, grad):
         if type(target) is Node:
@@ -261,16 +330,13 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
     while heap:
         node = heapq.heappop(heap)[1]
         grad = pending.pop(node)
-        if trace is not None:
-            trace[node] = grad
-        elif node.hooks:
-            grad = _run_hooks(node.hooks, grad)
-        if capture is None:
-            if node.retains_grad and (tensor := node.output()) is not None:
-                tensor._accumulate_grad(grad)
-        elif node in capture_nodes:
-            for position in capture_nodes[node]:
-                captured[position] = grad
+        if runs is not None and node not in runs:
+            if node in capture_nodes:  # a captured tensor with nothing captured below it
+                if node.hooks:
+                    grad = _run_hooks(node.hooks, grad, node)
+                for position in capture_nodes[node]:
+                    captured[position] = grad
+            continue
         ctx, op = node.ctx, node.op
         if ctx.released:
             raise GraphError(
@@ -278,6 +344,16 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
                 f"values were freed after the first backward. Pass retain_graph=True to the "
                 f"first backward (or grad) call if you need to walk the graph again."
             )
+        if trace is not None:
+            trace[node] = grad
+        elif node.hooks:
+            grad = _run_hooks(node.hooks, grad, node)
+        if capture is None:
+            if node.retains_grad and (tensor := node.output()) is not None:
+                retained.append((tensor, grad))
+        elif node in capture_nodes:
+            for position in capture_nodes[node]:
+                captured[position] = grad
         if op.numba_backward is None:
             grads = op.backward(ctx, grad)
         else:
@@ -306,21 +382,69 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
             else:
                 send(parent, g)
 
-    grads = g = grad = None  # drop the walk's references: the flush below counts them
+    # every hook and check runs before the first .grad changes: an error leaves them all as is
+    for key, entry in leaf_grads.items():
+        leaf = entry[0]
+        if trace is not None:
+            trace[key] = entry[1]
+        elif leaf._hooks and (capture is None or key in capture_leaves):
+            entry[1] = _run_hooks(leaf._hooks, entry[1], leaf)
+        if capture is None and leaf._grad is not None:
+            _check_accumulates(leaf)
+    grads = g = grad = entry = None  # drop the walk's references: the flush below counts them
+    if capture is not None:
+        for key, positions in capture_leaves.items():
+            if key in leaf_grads:
+                for position in positions:
+                    captured[position] = leaf_grads[key][1]
+        return [captured.get(i) for i in range(len(capture))]
+    for tensor, _ in retained:
+        if tensor._grad is not None:
+            _check_accumulates(tensor)
+    for tensor, grad in retained:
+        tensor._accumulate_grad(grad)
+    retained = tensor = grad = None
     for key in list(leaf_grads):
         leaf, grad = leaf_grads.pop(key)
-        if trace is not None:
-            trace[key] = grad
-        elif leaf._hooks:
-            grad = _run_hooks(leaf._hooks, grad)
-        if capture is None:
-            owned = _sole_owner(grad, leaf)  # not inside the call below: its argument is a ref
-            leaf._accumulate_grad(grad, owned)
-        for position in capture_leaves.get(id(leaf), ()):
-            captured[position] = grad
-    if capture is None:
-        return None
-    return [captured.get(i) for i in range(len(capture))]
+        owned = _sole_owner(grad, leaf)  # not inside the call below: its argument is a ref
+        leaf._accumulate_grad(grad, owned)
+    return None
+
+
+def _check_accumulates(tensor) -> None:
+    """A `.grad` assigned by hand must have its tensor's shape for backward to add to it."""
+    if tensor._grad.shape != tensor.shape:
+        raise ShapeError(
+            f"backward: cannot accumulate into the .grad of a tensor of shape {tensor.shape}: "
+            f"its .grad (assigned by hand) has shape {tensor._grad.shape}"
+        )
+
+
+def _nodes_above(roots, capture_nodes, capture_leaves) -> set:
+    """The nodes between `roots` and the captured tensors: those whose backward grad() runs,
+    PyTorch's exec_info. A node is in it when a captured node or leaf is among its inputs or
+    below one of them."""
+    stack = [root.node for root in roots if root.node is not None]
+    reachable = set(stack)
+    while stack:
+        for parent in stack.pop().parents:
+            if type(parent) is Node and parent not in reachable:
+                reachable.add(parent)
+                stack.append(parent)
+    runs: set = set()
+    for node in sorted(reachable, key=_by_seq):  # inputs before the nodes that consume them
+        for parent in node.parents:
+            if type(parent) is Node:
+                if parent in runs or parent in capture_nodes:
+                    runs.add(node)
+                    break
+            elif parent is not None and id(parent) in capture_leaves:
+                runs.add(node)
+                break
+    return runs
+
+
+_by_seq = operator.attrgetter("seq")
 
 
 def _root_grads(outputs, grad_outputs, op_name):
@@ -346,6 +470,11 @@ def _root_grads(outputs, grad_outputs, op_name):
             seeds.append(xp.ones_like(out.data))
             continue
         array = grad.data if isinstance(grad, Tensor) else xp.asarray(grad)
+        if array.dtype.kind not in "biuf":  # PyTorch casts other real dtypes, refuses complex
+            raise DTypeError(
+                f"{op_name}: gradient for outputs[{i}] has dtype {array.dtype}, which cannot "
+                f"be cast to the output's {out.dtype}"
+            )
         if array.shape != out.shape:
             raise ShapeError(
                 f"{op_name}: gradient for outputs[{i}] has shape {array.shape}, "
@@ -368,6 +497,8 @@ def grad(
 
     Leaves' `.grad` is left alone. `inputs` may be leaves or intermediate tensors. An input the
     outputs do not depend on raises GraphError unless `allow_unused=True` (then its entry is None).
+    As PyTorch's, only the ops between the outputs and the inputs run their backward: the graph
+    below the inputs keeps its saved values, and hooks there do not fire.
     """
     from .tensor import Tensor
 
@@ -378,6 +509,10 @@ def grad(
     grad_outputs = _as_list(grad_outputs) if isinstance(grad_outputs, Tensor) else grad_outputs
     if len(grad_outputs) != len(outputs):
         raise ShapeError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    if not inputs:
+        raise GraphError(
+            "grad: `inputs` is empty; pass the tensors to differentiate with respect to"
+        )
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor) or not t.requires_grad:
             raise GraphError(f"grad: inputs[{i}] is not a tensor that requires grad")

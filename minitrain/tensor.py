@@ -67,12 +67,12 @@ class Tensor:
     `Tensor(array)` wraps an array without copying; `minitrain.tensor(data)` copies.
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "node", "_hooks", "__weakref__")
+    __slots__ = ("data", "_grad", "_requires_grad", "node", "_hooks", "__weakref__")
     __array_ufunc__ = None  # `ndarray + Tensor` calls Tensor.__radd__ instead of looping in numpy
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
         self.data = as_array(data, dtype, device)
-        self.grad: Tensor | None = None
+        self._grad: Tensor | None = None
         self._requires_grad = False
         self.node = None
         self._hooks = None
@@ -84,7 +84,7 @@ class Tensor:
         """The fast constructor ops use: data is already an array, node is None or its Node."""
         tensor = _new_object(Tensor)
         tensor.data = data
-        tensor.grad = None
+        tensor._grad = None
         tensor._requires_grad = node is not None
         tensor.node = node
         tensor._hooks = None
@@ -112,6 +112,22 @@ class Tensor:
         return self
 
     @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient, a Tensor, or None. Any Tensor may be assigned (an optimizer
+        casts its dtype and checks its shape); backward accumulates only into one of this
+        tensor's shape."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and not isinstance(value, Tensor):
+            raise DTypeError(
+                f"grad: must be a Tensor or None, got {type(value).__name__} "
+                f"(wrap an array as Tensor(array))"
+            )
+        self._grad = value
+
+    @property
     def is_leaf(self) -> bool:
         return self.node is None
 
@@ -124,10 +140,15 @@ class Tensor:
         """The same data, outside any graph."""
         return Tensor._from_op(self.data, None)
 
-    def backward(self, grad=None, retain_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into every leaf's `.grad`. `grad` defaults to 1 for a
-        one-element tensor; saved arrays are freed afterwards unless `retain_graph=True`."""
-        seeds = _root_grads([self], [grad], "backward")
+    def backward(self, gradient=None, retain_graph: bool = False, *, grad=None) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad`. `gradient` (PyTorch's name;
+        `grad` too) defaults to 1 for a one-element tensor; saved arrays are freed afterwards
+        unless `retain_graph=True`."""
+        if grad is not None:
+            if gradient is not None:
+                raise ArgumentError("backward: give `gradient` or `grad`, not both")
+            gradient = grad
+        seeds = _root_grads([self], [gradient], "backward")
         backward([self], seeds, retain_graph=retain_graph)
 
     def register_hook(self, hook) -> RemovableHandle:
@@ -135,6 +156,8 @@ class Tensor:
         the gradient. Returns a handle whose `remove()` takes the hook off."""
         if not self.requires_grad:
             raise GraphError("register_hook: the tensor does not require grad")
+        if not callable(hook):
+            raise DTypeError(f"register_hook: hook must be callable, got {type(hook).__name__}")
         if self.node is None:
             if self._hooks is None:
                 self._hooks = []
@@ -158,15 +181,15 @@ class Tensor:
         return self.node is not None and self.node.retains_grad
 
     def _accumulate_grad(self, grad, owned: bool = False) -> None:
-        if self.grad is None:
+        if self._grad is None:
             # An array nothing else holds (`owned`, the engine checked) becomes .grad as is;
             # any other is copied: it may be shared with other tensors or be a read-only
             # broadcast view, and this .grad must own its memory.
             if not owned:
                 grad = self.xp.array(grad, dtype=self.dtype, copy=True)
-            self.grad = Tensor._from_op(grad, None)
+            self._grad = Tensor._from_op(grad, None)
         else:
-            self.grad.data = self.grad.data + grad
+            self._grad.data = self._grad.data + grad
 
     # --- array facts ----------------------------------------------------------------------
 
