@@ -216,6 +216,8 @@ def _run_hooks(hooks, grad, owner):
         if result is None:
             continue
         new = result.data if isinstance(result, Tensor) else result
+        if isinstance(new, np.generic):  # numpy arithmetic on a 0-d array gives a scalar
+            new = backend.array_module(grad).asarray(new)
         if not backend.is_array(new) or new.shape != grad.shape or new.dtype != grad.dtype:
             _refuse_hook_result(hook, result, new, grad, owner)
         grad = new

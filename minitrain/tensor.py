@@ -311,7 +311,7 @@ class Tensor:
         return ops.cast(self, np.dtype(np.float16))
 
     def astype(self, dtype) -> Tensor:
-        return ops.cast(self, np.dtype(dtype))
+        return ops.cast(self, dtype)
 
     # --- operators ------------------------------------------------------------------------
     # The arithmetic operators call their op class directly: the functional forms (ops.add,
@@ -559,8 +559,19 @@ def device_and_dtype(where: str, target, device, dtype) -> tuple:
             dtype = target
     return (
         None if device is None else backend.device(device),
-        None if dtype is None else np.dtype(dtype),
+        None if dtype is None else as_dtype(dtype, where),
     )
+
+
+def as_dtype(dtype, where: str) -> np.dtype:
+    """`dtype` (np.float32, 'float64', np.dtype(...)) as a numpy dtype, or a DTypeError naming
+    `where` (numpy's own TypeError says nothing of who asked)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        raise DTypeError(
+            f"{where}: dtype must be a numpy dtype (np.float32, 'float64', ...), got {dtype!r}"
+        ) from None
 
 
 def _is_dtype_name(target) -> bool:

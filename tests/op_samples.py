@@ -584,6 +584,7 @@ SAMPLES: dict[str, list[Sample]] = {
         _getitem("int_array_int", (3, 4, 5), (1, np.array([0, 2, 2]), -1)),
         _getitem("mask_slice_int", (3, 4, 5), (np.array([True, False, True]), slice(None), 1)),
         _getitem("bool_int_list", (3, 4), (True, 1, [0, 2, 0])),
+        _getitem("zero_d_index_slice_list", (2, 3, 4), (np.array(1), slice(None), [0, 2])),
         Sample(
             "tensor_index_repeated",
             draws(normal(4, 2)),

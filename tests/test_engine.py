@@ -870,6 +870,13 @@ def test_binary_op_dtypes_and_gradient_dtypes_match_torch_result_type(op):
     assert cases > 700
 
 
+def test_a_numpy_float_alone_keeps_its_dtype_and_beside_a_tensor_is_a_number():
+    # alone it is the data (float64 stays float64); as an operand of a float32 tensor it is a
+    # number to PyTorch, which leaves the tensor's dtype
+    assert minitrain.ops.exp(np.float64(1.0)).dtype == np.float64
+    assert (minitrain.ones(3) * np.float64(2.0)).dtype == np.float32
+
+
 @pytest.mark.parametrize("join", ["concat", "stack"])
 def test_concat_and_stack_promote_like_torch(join):
     """Every pair of dtypes: the result's dtype and values are torch.cat's / torch.stack's
@@ -917,7 +924,7 @@ def test_matmul_and_linear_refuse_mixed_dtypes_as_torch_does(dtypes):
     names = f"{np.dtype(dtypes[0]).name}, b {np.dtype(dtypes[1]).name}"
     with pytest.raises(DTypeError, match=f"matmul: inputs must share one dtype, got a {names}"):
         a @ minitrain.tensor(second)
-    with pytest.raises(DTypeError, match="linear: .* got input .*, weight .*"):
+    with pytest.raises(DTypeError, match="linear: .* got x .*, weight .*"):
         minitrain.ops.linear(a, minitrain.tensor(second))
     with pytest.raises(DTypeError, match="linear: .*, bias float16"):
         minitrain.ops.linear(a, a, minitrain.tensor(np.zeros(2, np.float16)))

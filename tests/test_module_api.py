@@ -437,3 +437,24 @@ def test_from_pretrained_does_not_draw_from_the_global_generator():
 @pytest.mark.parametrize("name", ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"])
 def test_calculate_gain_of_transposed_convolutions_like_torch(name):
     assert init.calculate_gain(name) == torch.nn.init.calculate_gain(name)
+
+
+def test_a_state_dict_with_one_path_of_a_shared_module_loads_strictly():
+    """State dicts saved before every path of a shared module was listed hold only its first
+    path; each shared parameter is there once, so they load without a missing key."""
+    shared = nn.Linear(2, 2)
+    model = nn.Sequential(shared, nn.ReLU(), shared)
+    saved = {key: value.numpy() + 1.0 for key, value in model.state_dict().items()}
+    first_path = {key: value for key, value in saved.items() if key.startswith("0.")}
+    assert model.load_state_dict(first_path) == ([], [])
+    np.testing.assert_array_equal(model[2].weight.numpy(), saved["0.weight"])
+
+
+def test_module_list_insert_is_range_checked_like_sequential():
+    for container in (nn.ModuleList([nn.ReLU()]), nn.Sequential(nn.ReLU())):
+        with pytest.raises(IndexError, match="index 3 is out of range for inserting into 1"):
+            container.insert(3, nn.Tanh())
+        container.insert(-1, nn.Tanh())
+        assert [type(m).__name__ for m in container] == ["Tanh", "ReLU"]
+    with pytest.raises(DTypeError, match="ModuleDict.update: expected an iterable"):
+        nn.ModuleDict().update(5)

@@ -872,3 +872,17 @@ def test_to_takes_torchs_keyword_form_and_refuses_a_dtype_given_twice():
     assert x.to(device="cpu").dtype == np.float32
     with pytest.raises(MinitrainError, match="Tensor.to: dtype given twice"):
         x.to("float64", dtype="float32")
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda x: x.to(dtype=5), "Tensor.to: dtype must be a numpy dtype"),
+        (lambda x: x.astype("bogus"), "cast: dtype must be a numpy dtype"),
+        (lambda x: x.sum(dim=1.5), "sum: axis must be an int or a tuple of ints"),
+        (lambda x: x.all(dim=1.5), "all: axis must be an int or a tuple of ints"),
+    ],
+)
+def test_a_dtype_or_dim_that_is_none_is_a_dtype_error_naming_the_method(call, words):
+    with pytest.raises(DTypeError, match=words):
+        call(minitrain.ones(2, 3))

@@ -255,6 +255,7 @@ def test_pad_matches_torch(pad, mode, value):
         (lambda t: F.pad(t, (1, 1), "zeros"), ArgumentError, "pad: mode must be one of"),
         (lambda t: F.pad(t, (1, 1), "reflect", 0.0), ArgumentError, "'reflect' takes no value"),
         (lambda t: F.pad(t, (1, 0, 1)), ShapeError, "an even number of ints"),
+        (lambda t: F.pad(t, 1), ShapeError, "an even number of ints.* got 1$"),
         (lambda t: F.pad(t, (1,) * 8), ShapeError, "two per padded dim of shape"),
         (lambda t: F.pad(t, (3, 0), "reflect"), ShapeError, r"pads from 0 to 2 for dim 2"),
         (lambda t: F.pad(t, (0, -1), "circular"), ShapeError, r"pads from 0 to 3 for dim 2"),

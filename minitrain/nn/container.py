@@ -76,16 +76,7 @@ class Sequential(Module):
 
     def insert(self, index: int, module: Module) -> Sequential:
         """Insert before position `index` (-len..len, as list.insert but range-checked)."""
-        _check_module("Sequential.insert", module)
-        modules = list(self._modules.values())
-        position = _as_int(index, "Sequential.insert")
-        if not -len(modules) <= position <= len(modules):
-            raise IndexError(
-                f"Sequential.insert: index {position} is out of range for inserting into "
-                f"{len(modules)} modules"
-            )
-        modules.insert(position, module)
-        _renumber(self, modules)
+        _insert(self, index, module, "Sequential.insert")
         return self
 
     def pop(self, index: int) -> Module:
@@ -156,9 +147,8 @@ class ModuleList(Module):
         return self
 
     def insert(self, index: int, module: Module) -> None:
-        modules = list(self._modules.values())
-        modules.insert(index, _check_module("ModuleList.insert", module))
-        _renumber(self, modules)
+        """Insert before position `index` (-len..len, as list.insert but range-checked)."""
+        _insert(self, index, module, "ModuleList.insert")
 
     def pop(self, index: int) -> Module:
         module = self[index]
@@ -214,12 +204,27 @@ class ModuleDict(Module):
 
     def update(self, modules) -> None:
         """Add or replace modules from a mapping (a ModuleDict too) or (name, module) pairs."""
-        pairs = modules.items() if isinstance(modules, (Mapping, ModuleDict)) else modules
+        if isinstance(modules, (Mapping, ModuleDict)):
+            pairs = modules.items()
+        else:
+            pairs = _check_iterable("ModuleDict.update", modules)
         for key, module in pairs:
             self[key] = module
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict has no forward: look modules up in yours")
+
+
+def _insert(container: Module, index, module, where: str) -> None:
+    _check_module(where, module)
+    modules = list(container._modules.values())
+    position = _as_int(index, where)
+    if not -len(modules) <= position <= len(modules):
+        raise IndexError(
+            f"{where}: index {position} is out of range for inserting into {len(modules)} modules"
+        )
+    modules.insert(position, module)
+    _renumber(container, modules)
 
 
 def _delete(container: Module, index, where: str) -> None:

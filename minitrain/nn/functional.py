@@ -203,9 +203,10 @@ def pad(
 
 def _pad_sides(shape: tuple, pad, mode: str) -> list[tuple[int, int, int]]:
     """F.pad's pad as checked (dim, before, after) triples, the last dim first."""
-    widths = tuple(pad)
+    widths = tuple(pad) if isinstance(pad, (tuple, list, np.ndarray)) else None
     if (
-        not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) for w in widths)
+        widths is None
+        or not all(isinstance(w, (int, np.integer)) and not isinstance(w, bool) for w in widths)
         or len(widths) % 2
         or len(widths) // 2 > len(shape)
     ):

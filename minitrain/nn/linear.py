@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ops
 from ..errors import DTypeError
-from ..tensor import Tensor
+from ..tensor import Tensor, as_dtype
 from . import init
 from .module import Module, Parameter
 
@@ -27,14 +27,11 @@ def layer_dtype(dtype, where: str) -> np.dtype:
     """A layer's `dtype=` as PyTorch's factories take it: None is the default, float32; a
     floating numpy dtype (np.float64, 'float64') otherwise. The layers with parameters take
     `device=` too: they are built on the CPU, then moved with Module.to."""
-    try:
-        resolved = np.dtype(np.float32 if dtype is None else dtype)
-    except TypeError:
-        resolved = None
-    if resolved is None or resolved.kind != "f":
+    resolved = as_dtype(np.float32 if dtype is None else dtype, where)
+    if resolved.kind != "f":
         raise DTypeError(
             f"{where}: dtype must be a floating numpy dtype (np.float32, 'float64', ...), got "
-            f"{dtype if resolved is None else resolved}"
+            f"{resolved}"
         )
     return resolved
 

@@ -408,6 +408,7 @@ class Module:
         """Copy values into this module's parameters and buffers, in place, checked first: with
         strict=True every key must match exactly; shapes must always match. Nothing is changed
         when the check fails. Returns (missing_keys, unexpected_keys), a named pair as PyTorch's.
+        A parameter shared by several modules counts as present when any one of its paths is.
         """
         if not isinstance(state_dict, Mapping):
             raise DTypeError(
@@ -415,7 +416,10 @@ class Module:
                 f"arrays, got {type(state_dict).__name__}"
             )
         own = self.state_dict(keep_vars=True)
-        missing = [key for key in own if key not in state_dict]
+        # a shared parameter or buffer is listed under each of its paths; one of them loads it
+        # (state dicts saved before minitrain listed every path have just the first)
+        loaded = {id(target) for key, target in own.items() if key in state_dict}
+        missing = [key for key, target in own.items() if id(target) not in loaded]
         unexpected = self._in_load_order([key for key in state_dict if key not in own])
         problems = []
         if strict and missing:

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import DTypeError, ShapeError
-from ..tensor import Tensor
+from ..tensor import Tensor, as_dtype
 from .registry import Op
 
 
@@ -416,7 +416,7 @@ def _python_number(value):
 
 def cast(x, dtype):
     """x as another dtype (recorded: the gradient comes back in x's dtype)."""
-    return Cast.apply(x, dtype=np.dtype(dtype))
+    return Cast.apply(x, dtype=as_dtype(dtype, "cast"))
 
 
 def to_device(x, device):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..autograd import unbroadcast
 from ..errors import ShapeError
-from .registry import Op, check_one_dtype, shape_of
+from .registry import Op, shape_of
 
 
 class MatMul(Op):
@@ -19,6 +19,7 @@ class MatMul(Op):
     inputs = ("a", "b")
     saved = ("a", "b")
     grad_kernel = "MatMulGrad"
+    same_dtype = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -63,6 +64,7 @@ class Linear(Op):
     name = "linear"
     inputs = ("x", "weight", "bias")
     saved = ("x", "weight")
+    same_dtype = True
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -103,7 +105,6 @@ def matmul(a, b):
         np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
         raise ShapeError(f"matmul: batch dims of a {sa} and b {sb} do not broadcast") from None
-    check_one_dtype("matmul", a=a, b=b)
     return MatMul.apply(a, b)
 
 
@@ -118,5 +119,4 @@ def linear(x, weight, bias=None):
         )
     if bias is not None and shape_of(bias) != (sw[0],):
         raise ShapeError(f"linear: bias must have shape ({sw[0]},), got {shape_of(bias)}")
-    check_one_dtype("linear", input=x, weight=weight, bias=bias)
     return Linear.apply(x, weight, bias)

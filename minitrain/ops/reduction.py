@@ -20,7 +20,10 @@ def normalize_axis(axis, ndim: int, op: str) -> tuple[int, ...]:
     """axis (None, int or sequence) as a sorted tuple of distinct non-negative dims."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    try:
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    except TypeError:  # not iterable: a float, say
+        raise DTypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}") from None
     # (this module's max/min/sum/all/any are the ops: builtins of those names only as builtins.*)
     limit = ndim if ndim else 1  # a 0-d tensor accepts axis 0 / -1, as numpy does
     result = []

@@ -112,6 +112,8 @@ class Op(metaclass=_OpType):
     - `promoted`: a pair of input names (a binary elementwise op's operands), cast before
       forward to one dtype, PyTorch's `result_type` of the two, so that forward and backward
       compute in it; `ctx.dtypes` keeps the inputs' own, and each gradient comes back in it;
+    - `same_dtype`: the inputs must share one dtype (None inputs and numbers aside), as
+      PyTorch's matmul and linear require: they do not promote;
     - `exact_dtype`: the output dtype is what forward chose (cast). Otherwise a float64 output
       that numpy made from inputs none of which is float64 (ints divided, an int's exp, ...)
       becomes float32, PyTorch's default float dtype.
@@ -130,6 +132,7 @@ class Op(metaclass=_OpType):
     promoted: ClassVar[tuple[str, ...]] = ()
     variadic: ClassVar[bool] = False
     exact_dtype: ClassVar[bool] = False
+    same_dtype: ClassVar[bool] = False
     numba_forward: ClassVar = None
     numba_backward: ClassVar = None
 
@@ -208,6 +211,8 @@ class Op(metaclass=_OpType):
             else:
                 shapes.append(())
                 dtypes.append(None)
+        if cls.same_dtype and _mixed(dtypes):
+            check_one_dtype(cls.name, **{cls.input_name(i): a for i, a in enumerate(arrays)})
         promoted = cls._promoted_indices
         if promoted:
             # numpy's own promotion is PyTorch's for arrays of one dtype and Python numbers; a
@@ -359,10 +364,10 @@ def _promote(arrays, indices) -> None:
 
 def _operand(value, op, index):
     """A non-tensor input as an array or a plain number (numbers keep numpy's weak promotion).
-    A numpy float is a Python float to PyTorch, and becomes one here, so it takes the fast path
-    of numbers; numpy's integers stay as they are, for PyTorch's wrap-around where Python's int
-    would overflow the array's dtype."""
-    if isinstance(value, np.floating):
+    A numpy float operand of a promoted (binary elementwise) op is a Python float to PyTorch,
+    and becomes one here, so it takes the fast path of numbers; numpy's integers stay as they
+    are, for PyTorch's wrap-around where Python's int would overflow the array's dtype."""
+    if op._promoted_indices and isinstance(value, np.floating):
         return float(value)
     if (
         value is None
@@ -393,6 +398,19 @@ def check_one_dtype(where: str, **values) -> None:
         raise DTypeError(
             f"{where}: inputs must share one dtype, got {given} (cast one, e.g. with .float())"
         )
+
+
+def _mixed(dtypes) -> bool:
+    """Whether the (non-None) dtypes are not all one: same_dtype's check, on the hot path."""
+    first = None
+    for dtype in dtypes:
+        if dtype is None or dtype is first:
+            continue
+        if first is None:
+            first = dtype
+        elif dtype != first:
+            return True
+    return False
 
 
 def _dtype_of(value) -> np.dtype:

@@ -265,7 +265,8 @@ def _index_item(item, xp):
         item = xp.asarray(item)
         if item.dtype != np.bool_ and item.dtype.kind not in "iu":
             raise DTypeError(f"getitem: index arrays must be integer or boolean, got {item.dtype}")
-        return item
+        # a 0-d integer index (labels[0]) is an int to PyTorch: it selects before the arrays
+        return int(item) if item.ndim == 0 and item.dtype != np.bool_ else item
     if item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)):
         return item
     raise DTypeError(f"getitem: cannot index with {type(item).__name__} ({item!r})")
