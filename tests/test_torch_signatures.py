@@ -240,6 +240,8 @@ def test_softmax_dtype_casts_the_input_first(name):
         ((4, 4, 3, 3), "reflect", None),
         ((2, 1, 0, 3), "replicate", None),
         ((7, 6, 5, 0), "replicate", None),
+        ((-2, 3, 1, -1), "reflect", None),  # negative pads crop, as in constant mode
+        ((-3, -1, 2, -2), "replicate", None),
         ((2, 1, 0, 3), "circular", None),
         ((5, 5, 4, 1), "circular", None),
     ],
@@ -257,7 +259,8 @@ def test_pad_matches_torch(pad, mode, value):
         (lambda t: F.pad(t, (1, 0, 1)), ShapeError, "an even number of ints"),
         (lambda t: F.pad(t, 1), ShapeError, "an even number of ints.* got 1$"),
         (lambda t: F.pad(t, (1,) * 8), ShapeError, "two per padded dim of shape"),
-        (lambda t: F.pad(t, (3, 0), "reflect"), ShapeError, r"pads from 0 to 2 for dim 2"),
+        (lambda t: F.pad(t, (3, 0), "reflect"), ShapeError, r"pads from -3 to 2 for dim 2"),
+        (lambda t: F.pad(t, (-2, -1), "reflect"), ShapeError, r"at least one element"),
         (lambda t: F.pad(t, (0, -1), "circular"), ShapeError, r"pads from 0 to 3 for dim 2"),
         (lambda t: F.pad(t, (-2, -2)), ShapeError, r"crop more than dim 2 of size 3"),
     ],

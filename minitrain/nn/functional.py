@@ -184,8 +184,8 @@ def pad(
 ) -> Tensor:
     """input padded on its last len(pad) // 2 dims, the last dim first, as in PyTorch:
     pad = (left, right), (left, right, top, bottom), ... 'constant' fills with value (0 by
-    default) and crops where a pad is negative; 'reflect' mirrors the input about its edge
-    element, 'replicate' repeats the edge element, 'circular' wraps around."""
+    default); 'reflect' mirrors the input about its edge element, 'replicate' repeats the edge
+    element, 'circular' wraps around. A negative pad crops (but for 'circular')."""
     if mode not in _PAD_MODES:
         raise ArgumentError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if mode != "constant" and value is not None:
@@ -225,10 +225,13 @@ def _pad_sides(shape: tuple, pad, mode: str) -> list[tuple[int, int, int]]:
                 )
             continue
         most = {"reflect": size - 1, "circular": size, "replicate": math.inf if size else 0}[mode]
-        if min(before, after) < 0 or max(before, after) > most:
+        # negative pads crop, as in PyTorch (but for circular, whose cropping PyTorch wraps
+        # in its own way)
+        least = 0 if mode == "circular" else -size
+        if min(before, after) < least or max(before, after) > most or size + before + after < 1:
             raise ShapeError(
-                f"pad: mode {mode!r} takes pads from 0 to {most} for dim {dim} of size {size}, "
-                f"got ({before}, {after})"
+                f"pad: mode {mode!r} takes pads from {least} to {most} for dim {dim} of size "
+                f"{size}, leaving at least one element; got ({before}, {after})"
             )
     return sides
 
