@@ -9,6 +9,7 @@ from .ops import concat, matmul, maximum, minimum, stack, where
 from .tensor import (
     Tensor,
     arange,
+    eye,
     float16,
     float32,
     float64,
@@ -16,12 +17,15 @@ from .tensor import (
     full_like,
     int32,
     int64,
+    linspace,
     ones,
     ones_like,
     rand,
     rand_like,
+    randint,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -33,6 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange",
+    "eye", "linspace", "randint", "randperm",
     "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
     "float16", "float32", "float64", "int32", "int64",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",

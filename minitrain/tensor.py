@@ -219,6 +219,8 @@ class Tensor:
     def numel(self) -> int:
         return int(self.data.size)
 
+    nelement = numel
+
     def dim(self) -> int:
         return self.data.ndim
 
@@ -312,6 +314,26 @@ class Tensor:
 
     def astype(self, dtype) -> Tensor:
         return ops.cast(self, dtype)
+
+    def long(self) -> Tensor:
+        """As int64, outside the graph (an integer has no gradient, as in PyTorch)."""
+        return self._converted(np.int64)
+
+    def int(self) -> Tensor:
+        """As int32, outside the graph."""
+        return self._converted(np.int32)
+
+    def bool(self) -> Tensor:
+        """As bool (nonzero is True), outside the graph."""
+        return self._converted(np.bool_)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """Cast to other's dtype: recorded to a floating dtype, outside the graph otherwise."""
+        return self._converted(other.dtype)
+
+    def _converted(self, dtype) -> Tensor:
+        dtype = np.dtype(dtype)
+        return ops.cast(self if dtype.kind == "f" else self.detach(), dtype)
 
     # --- operators ------------------------------------------------------------------------
     # The arithmetic operators call their op class directly: the functional forms (ops.add,
@@ -417,6 +439,66 @@ class Tensor:
 
     clamp = clip
 
+    def clamp_min(self, min):  # noqa: A002
+        return ops.clip(self, min, None)
+
+    def clamp_max(self, max):  # noqa: A002
+        return ops.clip(self, None, max)
+
+    def square(self):
+        """self ** 2 (a bool tensor gives int64, as in PyTorch)."""
+        return ops.pow(self, 2)
+
+    def rsqrt(self):
+        """1 / sqrt(self), as self ** -0.5."""
+        return ops.pow(self, -0.5)
+
+    def reciprocal(self):
+        """1 / self (an integer tensor gives float32, as in PyTorch)."""
+        return ops.div(1, self)
+
+    def sin(self):
+        return ops.sin(self)
+
+    def cos(self):
+        return ops.cos(self)
+
+    def sign(self):
+        """-1, 0 or 1; the gradient is zero."""
+        return ops.sign(self)
+
+    def floor(self):
+        """Rounded down; the gradient is zero."""
+        return ops.floor(self)
+
+    def ceil(self):
+        """Rounded up; the gradient is zero."""
+        return ops.ceil(self)
+
+    def trunc(self):
+        """Rounded toward zero; the gradient is zero."""
+        return ops.trunc(self)
+
+    def round(self, *, decimals: int = 0):
+        """Rounded to `decimals` places, halves to even; the gradient is zero."""
+        return ops.round(self, decimals)
+
+    def masked_fill(self, mask, value):
+        """`value` where the boolean mask is True, self elsewhere, in self's dtype."""
+        return ops.masked_fill(self, mask, value)
+
+    def where(self, condition, other):
+        """self where condition is True, other elsewhere: where(condition, self, other)."""
+        return ops.where(condition, self, other)
+
+    def tril(self, diagonal: int = 0):
+        """The lower triangle of the last two dims (j <= i + diagonal), zeros above."""
+        return ops.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0):
+        """The upper triangle of the last two dims (j >= i + diagonal), zeros below."""
+        return ops.triu(self, diagonal)
+
     def relu(self):
         return ops.relu(self)
 
@@ -444,6 +526,22 @@ class Tensor:
 
     def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.mean(self, _dims(dim, axis, "mean"), _keep(keepdim, keepdims))
+
+    def prod(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.prod(self, _dims(dim, axis, "prod"), _keep(keepdim, keepdims))
+
+    def cumsum(self, dim=None, *, axis=None):
+        """The running sum along one dim; the shape stays."""
+        return ops.cumsum(self, _dims(dim, axis, "cumsum"))
+
+    def norm(self, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The p-norm over dim (all elements by default): 'fro' (the default) and 2 are the
+        Euclidean norm, p > 0 (sum |x|^p)^(1/p), inf / -inf the max / min of |x|."""
+        if isinstance(p, str):
+            if p != "fro":
+                raise ArgumentError(f"norm: p={p!r} is not supported; use 'fro', a number or inf")
+            p = 2
+        return ops.norm(self, p, _dims(dim, axis, "norm"), _keep(keepdim, keepdims))
 
     def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.max(self, _dims(dim, axis, "amax"), _keep(keepdim, keepdims))
@@ -498,7 +596,23 @@ class Tensor:
     def reshape(self, *shape):
         return ops.reshape(self, _shape_args(shape))
 
-    view = reshape
+    def view(self, *shape):
+        """reshape, under PyTorch's other name. PyTorch's view never copies, so it refuses a
+        tensor whose memory the new shape does not fit (a transposed one, say, where reshape is
+        needed); minitrain has no in-place ops, so a view and a copy cannot be told apart, and
+        view takes every shape reshape takes. Use reshape in code that must run on both.
+        view(dtype), reinterpreting the bytes, is not supported."""
+        shape = _shape_args(shape)
+        if not all(isinstance(n, (int, np.integer)) for n in shape):
+            raise DTypeError(f"view: takes ints (view(dtype) is not supported), got {shape}")
+        return ops.reshape(self, shape)
+
+    def view_as(self, other: Tensor):
+        """Reshaped to other's shape (see view)."""
+        return ops.reshape(self, other.shape)
+
+    def reshape_as(self, other: Tensor):
+        return ops.reshape(self, other.shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
         return ops.flatten(self, start_dim, end_dim)
@@ -514,6 +628,14 @@ class Tensor:
         """All dims reversed, as numpy's `.T`."""
         return ops.permute(self, tuple(reversed(range(self.ndim))))
 
+    def t(self):
+        """A 2-D tensor transposed; a 0-D or 1-D one as it is (PyTorch's t)."""
+        if self.ndim > 2:
+            raise ShapeError(
+                f"t: takes a tensor of at most 2 dims, got shape {self.shape}; use transpose"
+            )
+        return self.T
+
     def broadcast_to(self, *shape):
         return ops.broadcast_to(self, _shape_args(shape))
 
@@ -526,6 +648,45 @@ class Tensor:
         return ops.broadcast_to(
             self, tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
         )
+
+    def expand_as(self, other: Tensor):
+        """Broadcast to other's shape."""
+        return ops.broadcast_to(self, other.shape)
+
+    def repeat(self, *sizes):
+        """Tiled sizes[d] times along each dim d, with a size for every dim (more sizes add
+        leading dims): PyTorch's repeat, numpy's tile. The gradient sums over the copies."""
+        sizes = _shape_args(sizes)
+        if len(sizes) < self.ndim:
+            raise ShapeError(
+                f"repeat: needs a size for each of the {self.ndim} dims of shape {self.shape}, "
+                f"got {sizes}"
+            )
+        return ops.tile(self, sizes)
+
+    def tile(self, *dims):
+        """Like repeat, but fewer sizes than dims repeat the last dims (PyTorch's tile)."""
+        return ops.tile(self, _shape_args(dims))
+
+    def flip(self, *dims):
+        """The elements in reverse order along the given dims: flip(0), flip(0, 1), flip([0])."""
+        return ops.flip(self, _shape_args(dims))
+
+    def split(self, split_size, dim: int = 0):
+        """Pieces of split_size along dim (the last smaller), or of the sizes listed."""
+        return ops.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0):
+        """`chunks` pieces along dim of ceil(size / chunks) elements each, the last smaller."""
+        return ops.chunk(self, chunks, dim)
+
+    def unbind(self, dim: int = 0):
+        """The slices along dim, that dim removed."""
+        return ops.unbind(self, dim)
+
+    def gather(self, dim: int, index):
+        """Elements picked along dim by an integer index of self's rank (PyTorch's gather)."""
+        return ops.gather(self, dim, index)
 
     def unsqueeze(self, dim: int):
         """A new dim of size 1 at `dim` (from -ndim-1 to ndim)."""
@@ -644,6 +805,54 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, dev
     return Tensor(
         np.arange(start, end, step, dtype=dtype), requires_grad=requires_grad, device=device
     )
+
+
+def eye(n: int, m: int | None = None, *, dtype=float32, requires_grad=False, device=None):
+    """The n x m identity matrix (m defaults to n)."""
+    for name, size in (("n", n), ("m", n if m is None else m)):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise DTypeError(f"eye: {name} must be an int, got {size!r}")
+        if size < 0:
+            raise ArgumentError(f"eye: {name} must be non-negative, got {size}")
+    array = np.eye(n, m, dtype=as_dtype(dtype, "eye"))
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, device=None):
+    """`steps` evenly spaced values from start to end, both included."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise DTypeError(f"linspace: steps must be an int, got {steps!r}")
+    if steps < 0:
+        raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
+    array = np.linspace(start, end, steps).astype(as_dtype(dtype, "linspace"))
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def randint(low, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
+    """Integers drawn uniformly from [low, high), from the generator seeded by `manual_seed`;
+    randint(high, size) draws from [0, high), as in PyTorch."""
+    if size is None:
+        low, high, size = 0, low, high
+    if size is None:
+        raise ArgumentError("randint: size is required, as in randint(10, (2, 3))")
+    for name, bound in (("low", low), ("high", high)):
+        if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
+            raise DTypeError(f"randint: {name} must be an int, got {bound!r}")
+    if low >= high:
+        raise ArgumentError(f"randint: low must be less than high, got low={low}, high={high}")
+    size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+    array = backend.generator().integers(low, high, size).astype(as_dtype(dtype, "randint"))
+    return Tensor(array, device=device)
+
+
+def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
+    """A random permutation of 0..n-1, from the generator seeded by `manual_seed`."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise DTypeError(f"randperm: n must be an int, got {n!r}")
+    if n < 0:
+        raise ArgumentError(f"randperm: n must be non-negative, got {n}")
+    array = backend.generator().permutation(n).astype(as_dtype(dtype, "randperm"))
+    return Tensor(array, device=device)
 
 
 def _like(t: Tensor, dtype, device):

@@ -148,6 +148,22 @@ def distinct(*shape: int, offset: float = 0.0) -> Draw:
     )
 
 
+def with_zeros(*shape: int, at: tuple[int, ...]) -> Draw:
+    """Normal values with exact zeros at the flat positions `at` (prod's and norm's edge cases)."""
+
+    def draw(rng):
+        values = np.asarray(rng.standard_normal(shape), dtype=np.float64)
+        values.flat[list(at)] = 0.0
+        return values
+
+    return Draw(draw)
+
+
+def indices(high: int, *shape: int) -> Draw:
+    """Integers in [0, high) (int64), repeats likely: gather's index."""
+    return Draw(lambda rng: rng.integers(0, high, shape))
+
+
 def mask(*shape: int) -> Draw:
     return Draw(lambda rng: rng.random(shape) < 0.5)
 
@@ -190,6 +206,16 @@ def _torch_index(index):
     items = index if isinstance(index, tuple) else (index,)
     converted = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in items)
     return converted if isinstance(index, tuple) else converted[0]
+
+
+def _torch_prod(x, axis, keepdims):
+    """torch.prod takes one dim: several are reduced one at a time, the reduced dims kept, then
+    squeezed unless keepdims."""
+    dims = tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    dims = tuple(d % x.ndim for d in dims) if x.ndim else ()
+    for d in dims:
+        x = torch.prod(x, d, keepdim=True)
+    return x if keepdims or not dims else x.squeeze(dims)
 
 
 def _torch_pad(pad_width):
@@ -284,6 +310,12 @@ def _getitem(name, shape, index, ref=None) -> Sample:
     )
 
 
+def _steps(step: float):
+    """Values for a step function with its jumps at multiples of `step` (floor, ceil, trunc,
+    sign's 0) or halfway between them (round): `off_grid` or `on_grid` at that step."""
+    return lambda draw: lambda *shape: draw(*shape, step=step)
+
+
 def _pad(name, shape, pad_width, value=0.0) -> Sample:
     return Sample(
         name,
@@ -328,6 +360,23 @@ SAMPLES: dict[str, list[Sample]] = {
     "log": _unary(ops.log, lambda x: torch.log(x), values=positive),
     "sqrt": _unary(ops.sqrt, lambda x: torch.sqrt(x), values=positive),
     "abs": _unary(ops.abs, lambda x: torch.abs(x), values=nonzero),
+    "sin": _unary(ops.sin, lambda x: torch.sin(x)),
+    "cos": _unary(ops.cos, lambda x: torch.cos(x)),
+    # step functions: values away from their jumps, where the finite differences are 0 too
+    "sign": _unary(ops.sign, lambda x: torch.sign(x), values=nonzero),
+    "floor": _unary(ops.floor, lambda x: torch.floor(x), values=_steps(1.0)(off_grid)),
+    "ceil": _unary(ops.ceil, lambda x: torch.ceil(x), values=_steps(1.0)(off_grid)),
+    "trunc": _unary(ops.trunc, lambda x: torch.trunc(x), values=_steps(1.0)(off_grid)),
+    "round": _unary(ops.round, lambda x: torch.round(x), values=_steps(1.0)(on_grid))
+    + [
+        Sample(
+            f"decimals{decimals}",
+            draws(on_grid(3, 4, step=10.0**-decimals)),
+            lambda x, d=decimals: ops.round(x, d),
+            lambda x, d=decimals: torch.round(x, decimals=d),
+        )
+        for decimals in (1, 2, -1)
+    ],
     "maximum": _binary(
         ops.maximum, lambda a, b: torch.maximum(*_as_torch(a, b)), off_grid, on_grid, 0.6
     ),
@@ -461,6 +510,26 @@ SAMPLES: dict[str, list[Sample]] = {
         ),
     ],
     "mean": _reduction(ops.mean, lambda x, a, k: torch.mean(x, _dims(x, a), keepdim=k)),
+    # prod's gradient with zeros: one zero in a slice gets the product of the rest, the others
+    # nothing; two or more zeros give the whole slice no gradient
+    "prod": _reduction(ops.prod, _torch_prod)
+    + [
+        Sample(
+            name,
+            draws(with_zeros(*shape, at=at)),
+            lambda x, a=axis, k=keepdims: ops.prod(x, a, k),
+            lambda x, a=axis, k=keepdims: _torch_prod(x, a, k),
+        )
+        for name, shape, at, axis, keepdims in [
+            ("one_zero", (2, 3), (4,), None, False),
+            ("two_zeros", (2, 3), (1, 4), None, False),
+            ("rows_with_0_1_2_3_zeros", (4, 3), (3, 6, 8, 9, 10, 11), 1, False),
+            ("columns_with_1_2_zeros_keep", (3, 4), (0, 5, 9), 0, True),
+            ("3d_two_axes_one_zero", (2, 3, 4), (5,), (0, 2), False),
+            ("zero_d_zero", (), (0,), None, False),
+            ("empty_axis", (2, 0), (), 1, False),
+        ]
+    ],
     "max": _reduction(
         ops.max, lambda x, a, k: torch.amax(x, _dims(x, a), keepdim=k), values=distinct
     ),
@@ -485,6 +554,48 @@ SAMPLES: dict[str, list[Sample]] = {
             lambda x: ops.logsumexp(x, axis=1),
             lambda x: torch.logsumexp(x, 1),
         ),
+    ],
+    "cumsum": [
+        Sample(
+            name,
+            draws(normal(*shape)),
+            lambda x, a=axis: ops.cumsum(x, a),
+            lambda x, a=axis: torch.cumsum(x, a),
+        )
+        for name, shape, axis in [
+            ("3d_axis0", (2, 3, 4), 0),
+            ("3d_axis1", (2, 3, 4), 1),
+            ("3d_axis2", (2, 3, 4), 2),
+            ("3d_axis_minus1", (2, 3, 4), -1),
+            ("vector", (5,), 0),
+            ("zero_d", (), 0),
+            ("empty_axis", (3, 0), 1),
+            ("empty_other_dim", (0, 3), 1),
+        ]
+    ],
+    # p-norms for finite p; inf and -inf are abs then max / min (test_tensor_methods.py).
+    # A slice of zeros has no derivative: 0 is taken, as the central differences give.
+    "norm": [
+        Sample(
+            name,
+            draws(values),
+            lambda x, p=p, a=axis, k=keepdims: ops.norm(x, p, a, k),
+            lambda x, p=p, a=axis, k=keepdims: torch.linalg.vector_norm(x, p, a, k),
+        )
+        for name, values, p, axis, keepdims in [
+            ("p2_all", normal(3, 4), 2, None, False),
+            ("p2_axis1", normal(3, 4), 2, 1, False),
+            ("p2_axes_keep", normal(2, 3, 4), 2, (0, 2), True),
+            ("p2_zero_row", with_zeros(3, 4, at=(4, 5, 6, 7, 8)), 2, 1, False),
+            ("p2_zero_d", normal(), 2, None, False),
+            ("p1_axis0", nonzero(3, 4), 1, 0, False),
+            ("p1_zero_row", with_zeros(3, 4, at=(0, 1, 2, 3)), 1, -1, True),
+            ("p3_axis_minus1", normal(3, 4), 3, -1, False),
+            ("p1.5_zero_row", with_zeros(3, 4, at=(4, 5, 6, 7)), 1.5, 1, False),
+            ("p0.5_all", nonzero(2, 3), 0.5, None, False),
+            ("p0.5_zero_row", with_zeros(3, 4, at=(8, 9, 10, 11)), 0.5, 1, False),
+            ("empty_axis", normal(2, 0), 2, 1, False),
+        ]
     ],
     # --- shape ------------------------------------------------------------------------------
     "reshape": [
@@ -591,6 +702,23 @@ SAMPLES: dict[str, list[Sample]] = {
             lambda x: ops.getitem(x, mt.tensor(np.array([3, 1, 3]))),
             lambda x: x[torch.tensor([3, 1, 3])],
         ),
+    ],
+    # gather: repeated indices add their gradients; index may be smaller than x outside axis
+    "gather": [
+        Sample(
+            name,
+            draws(normal(*shape), index),
+            lambda x, i, a=axis: ops.gather(x, a, i),
+            lambda x, i, a=axis: torch.gather(x, a, i),
+        )
+        for name, shape, axis, index in [
+            ("axis0", (3, 4), 0, indices(3, 5, 4)),
+            ("axis1_repeated", (3, 4), 1, Draw(lambda rng: np.array([[0, 0, 3], [1, 1, 1]]))),
+            ("axis_minus1_smaller", (3, 5), -1, indices(5, 2, 3)),
+            ("3d_axis1", (2, 3, 4), 1, indices(3, 2, 6, 3)),
+            ("vector", (5,), 0, Draw(lambda rng: np.array([4, 0, 4, 4]))),
+            ("empty_index", (3, 4), 1, indices(4, 3, 0)),
+        ]
     ],
     "concat": [
         _joined("axis0", [(2, 3), (4, 3)], ops.concat, lambda xs: torch.cat(xs, 0)),

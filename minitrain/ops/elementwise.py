@@ -1,5 +1,6 @@
-"""Elementwise ops: arithmetic, exp/log/sqrt/abs, maximum/minimum, where, clip, cast, device
-moves; and the comparisons, which have no gradient."""
+"""Elementwise ops: arithmetic, exp/log/sqrt/abs, sin/cos, maximum/minimum, where, clip, the
+step functions sign/floor/ceil/trunc/round (zero gradient), cast, device moves; masked_fill and
+tril/triu as compositions over where; and the comparisons, which have no gradient."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 from .. import backend
 from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor, as_dtype
-from .registry import Op
+from .registry import Op, shape_of
 
 
 class Add(Op):
@@ -202,6 +203,106 @@ class Abs(Op):
         return grad * ctx.xp.sign(ctx.x)
 
 
+class Sin(Op):
+    name = "sin"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.sin(_floating(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * cos(x)."""
+        return grad * ctx.xp.cos(ctx.x)
+
+
+class Cos(Op):
+    name = "cos"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.cos(_floating(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = -grad * sin(x)."""
+        return -grad * ctx.xp.sin(ctx.x)
+
+
+def _floating(x):
+    """x itself if floating; integers and bools as float32, PyTorch's default float dtype (numpy
+    would pick float16 for bool and int8, float64 for int64)."""
+    return x if x.dtype.kind == "f" else x.astype(np.float32)
+
+
+class _Step(Op, register=False):
+    """A piecewise-constant function of x (sign, floor, ceil, trunc, round): flat wherever it has
+    a derivative, so its gradient is zero; at the jumps PyTorch takes zero too."""
+
+    inputs = ("x",)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = 0: the function is flat between its jumps (and 0 is taken at them)."""
+        return ctx.xp.zeros_like(grad)
+
+
+class Sign(_Step):
+    """-1, 0 or 1 as x is negative, zero or positive (an integer x keeps its dtype, and a bool x
+    is its own sign, as in PyTorch: numpy has no sign of bools)."""
+
+    name = "sign"
+
+    @staticmethod
+    def forward(ctx, x):
+        return x if x.dtype == np.bool_ else ctx.xp.sign(x)
+
+
+class _Rounding(_Step, register=False):
+    """x rounded to a whole number by `function`; an integer x is whole already and comes back
+    as it is, in its own dtype (numpy would make floats of it; PyTorch keeps it)."""
+
+    function = ""
+
+    @classmethod
+    def forward(cls, ctx, x):
+        return x if x.dtype.kind in "biu" else getattr(ctx.xp, cls.function)(x)
+
+
+class Floor(_Rounding):
+    name = "floor"
+    function = "floor"
+
+
+class Ceil(_Rounding):
+    name = "ceil"
+    function = "ceil"
+
+
+class Trunc(_Rounding):
+    """x rounded toward zero."""
+
+    name = "trunc"
+    function = "trunc"
+
+
+class Round(_Step):
+    """x rounded to `decimals` places, halves to even (PyTorch's and numpy's rule)."""
+
+    name = "round"
+    attrs = ("decimals",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.round(x, ctx.decimals)
+
+
 def _pick_grads(ctx, grad, a_wins):
     """Gradients of maximum/minimum: to the winner, split evenly on ties (a subgradient)."""
     xp, a, b = ctx.xp, ctx.a, ctx.b
@@ -389,6 +490,42 @@ def abs(x):  # noqa: A001
     return Abs.apply(x)
 
 
+def sin(x):
+    return Sin.apply(x)
+
+
+def cos(x):
+    return Cos.apply(x)
+
+
+def sign(x):
+    """-1, 0 or 1 by the sign of x; the gradient is zero."""
+    return Sign.apply(x)
+
+
+def floor(x):
+    """The largest whole number <= x; the gradient is zero."""
+    return Floor.apply(x)
+
+
+def ceil(x):
+    """The smallest whole number >= x; the gradient is zero."""
+    return Ceil.apply(x)
+
+
+def trunc(x):
+    """x rounded toward zero; the gradient is zero."""
+    return Trunc.apply(x)
+
+
+def round(x, decimals: int = 0):  # noqa: A001 (the op's name)
+    """x rounded to `decimals` places (negative: to tens, hundreds...), halves to even; the
+    gradient is zero."""
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise DTypeError(f"round: decimals must be an int, got {decimals!r}")
+    return Round.apply(x, decimals=int(decimals))
+
+
 def maximum(a, b):
     """Elementwise max; tied elements share the gradient equally."""
     return Maximum.apply(a, b)
@@ -402,6 +539,63 @@ def minimum(a, b):
 def where(cond, a, b):
     """Elements of a where cond is True, of b elsewhere."""
     return Where.apply(cond, a, b)
+
+
+def masked_fill(x, mask, value):
+    """x with `value` where the boolean mask is True (PyTorch's masked_fill): where(mask, value,
+    x). mask broadcasts against x; value is a number or a 0-d tensor (which gets the gradient of
+    the places it fills), and the result keeps x's dtype (a float fills an int x truncated)."""
+    x_shape, mask_shape, value_shape = shape_of(x), shape_of(mask), shape_of(value)
+    if getattr(mask, "dtype", None) != np.bool_:
+        raise DTypeError(
+            f"masked_fill: mask must be boolean, got {getattr(mask, 'dtype', type(mask).__name__)}"
+        )
+    number = isinstance(value, (bool, int, float, np.generic))
+    if not (number or isinstance(value, Tensor) or backend.is_array(value)):
+        raise DTypeError(
+            f"masked_fill: value must be a number or a 0-d tensor, got {type(value).__name__}"
+        )
+    if value_shape != ():
+        raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got {value_shape}")
+    try:
+        np.broadcast_shapes(x_shape, mask_shape)
+    except ValueError:
+        raise ShapeError(
+            f"masked_fill: mask of shape {mask_shape} does not broadcast with x of shape {x_shape}"
+        ) from None
+    dtype = x.dtype
+    if isinstance(value, Tensor):
+        value = value if value.dtype == dtype else Cast.apply(value, dtype=dtype)
+    else:
+        value = dtype.type(value)  # a numpy number of x's dtype: it cannot change the result's
+    return Where.apply(mask, value, x)
+
+
+def tril(x, diagonal: int = 0):
+    """The lower triangle of the last two dims, zeros above: elements (i, j) with
+    j <= i + diagonal kept (where over a constant mask; the gradient passes where kept)."""
+    return _triangle(x, diagonal, "tril")
+
+
+def triu(x, diagonal: int = 0):
+    """The upper triangle of the last two dims, zeros below: elements (i, j) with
+    j >= i + diagonal kept (where over a constant mask; the gradient passes where kept)."""
+    return _triangle(x, diagonal, "triu")
+
+
+def _triangle(x, diagonal, name):
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise ShapeError(f"{name}: needs a tensor with at least 2 dims, got shape {shape}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise DTypeError(f"{name}: diagonal must be an int, got {diagonal!r}")
+    xp = backend.array_module(x.data if isinstance(x, Tensor) else x)
+    rows, columns = shape[-2:]
+    if name == "tril":  # tri(k)[i, j] is j <= i + k
+        keep = xp.tri(rows, columns, int(diagonal), dtype=bool)
+    else:
+        keep = ~xp.tri(rows, columns, int(diagonal) - 1, dtype=bool)
+    return Where.apply(keep, x, x.dtype.type(0))
 
 
 def clip(x, min=None, max=None):  # noqa: A002

@@ -1,18 +1,21 @@
-"""Reductions over axes: sum, mean, max, min, var, std, logsumexp; argmax/argmin (no gradient).
+"""Reductions over axes: sum, mean, prod, max, min, var, std, logsumexp, norm; argmax/argmin
+(no gradient); and the running sum, cumsum.
 
 Every reduction takes `axis` (None for all, an int, or a tuple of ints; negatives allowed) and
 `keepdims`. The functional forms normalise `axis` to a sorted tuple, so backward rules can always
-re-insert the reduced dims with `expand_dims`.
+re-insert the reduced dims with `expand_dims`. cumsum takes one axis and keeps the shape.
 """
 
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
+from . import elementwise
 from .registry import Op, shape_of
 
 
@@ -38,6 +41,14 @@ def normalize_axis(axis, ndim: int, op: str) -> tuple[int, ...]:
     if len(set(result)) != len(result):
         raise ShapeError(f"{op}: axis {axis!r} repeats a dim")
     return tuple(sorted(result))
+
+
+def normalize_one_axis(axis, ndim: int, op: str) -> int | None:
+    """One int axis as a non-negative dim; None for a 0-d tensor's axis 0 or -1."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise DTypeError(f"{op}: takes one int axis, got {axis!r}")
+    axes = normalize_axis(axis, ndim, op)
+    return axes[0] if axes else None
 
 
 def _kept(ctx, grad):
@@ -78,6 +89,92 @@ class Mean(Op):
         """dx = grad / M broadcast back over the reduced axes, M the count of values averaged."""
         shape = ctx.shapes[0]
         return ctx.xp.broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
+
+
+class Prod(Op):
+    name = "prod"
+    inputs = ("x",)
+    attrs = ("axis", "keepdims")
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return x.prod(axis=ctx.axis, keepdims=ctx.keepdims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx_i = grad * (the product of the other elements of x_i's slice over axis).
+
+        Not grad * out / x_i, which is 0 / 0 at a zero: with one zero in a slice, only that
+        element gets a gradient (the product of the rest); with two or more, none does."""
+        return _kept(ctx, grad) * _product_of_the_others(ctx.xp, ctx.x, ctx.axis)
+
+
+def _product_of_the_others(xp, x, axis):
+    """For each element of x, the product of the other elements of its slice over `axis`,
+    without division: the product of those before it times the product of those after it."""
+    if x.size == 0:
+        return xp.zeros_like(x)
+    kept = [d for d in range(x.ndim) if d not in axis]
+    order = kept + list(axis)  # the reduced dims last, then merged into one of n elements
+    moved = xp.transpose(x, order)
+    rows = moved.reshape(moved.shape[: len(kept)] + (-1,))
+    one = xp.ones_like(rows[..., :1])
+    before = xp.cumprod(xp.concatenate([one, rows[..., :-1]], axis=-1), axis=-1)
+    after = xp.cumprod(xp.concatenate([one, rows[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return xp.transpose((before * after).reshape(moved.shape), tuple(np.argsort(order)))
+
+
+class CumSum(Op):
+    """The running sum along one axis: out[..., i, ...] = sum of x[..., j, ...] for j <= i."""
+
+    name = "cumsum"
+    inputs = ("x",)
+    attrs = ("axis",)
+
+    @staticmethod
+    def forward(ctx, x):
+        # axis is None only for a 0-d x: numpy then sums its one element into shape (1,)
+        return ctx.xp.cumsum(x, axis=ctx.axis).reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx_i = sum of grad_j for j >= i along axis: the running sum of grad taken backwards."""
+        xp, axis = ctx.xp, ctx.axis
+        return xp.flip(xp.cumsum(xp.flip(grad, axis), axis=axis), axis).reshape(grad.shape)
+
+
+class Norm(Op):
+    """The p-norm over axis, (sum |x|^p)^(1/p), for a finite p > 0 (p = 2: Euclidean)."""
+
+    name = "norm"
+    inputs = ("x",)
+    attrs = ("p", "axis", "keepdims")
+    saved = ("x", "out")
+
+    @staticmethod
+    def forward(ctx, x):
+        xp, p = ctx.xp, ctx.p
+        if p == 2:
+            out = xp.sqrt((x * x).sum(axis=ctx.axis, keepdims=True))
+        else:
+            out = (xp.abs(x) ** p).sum(axis=ctx.axis, keepdims=True) ** (1 / p)
+        ctx.save(x=x, out=out)
+        return out if ctx.keepdims else out.squeeze(ctx.axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * sign(x) |x|^(p-1) / out^(p-1) (p = 2: grad * x / out), 0 where out = 0.
+
+        A slice whose norm is 0 is all zeros, where the norm has no derivative: 0 is taken, as
+        PyTorch does (and so is 0 at x = 0 for p < 1, where |x|^(p-1) is infinite)."""
+        xp, x, out, p = ctx.xp, ctx.x, ctx.out, ctx.p
+        with np.errstate(divide="ignore", invalid="ignore"):  # discarded by the where()s
+            scale = xp.where(out == 0, 0, _kept(ctx, grad) / out ** (p - 1))
+            if p == 2:
+                return scale * x
+            return scale * xp.where(x == 0, 0, xp.sign(x) * xp.abs(x) ** (p - 1))
 
 
 class _Extreme(Op, register=False):
@@ -228,6 +325,32 @@ def mean(x, axis=None, keepdims: bool = False):
     """Mean over axis; an empty axis is an error, not nan."""
     _require_nonempty(x, axis, "mean")
     return _reduction(Mean, x, axis, keepdims)
+
+
+def prod(x, axis=None, keepdims: bool = False):
+    """Product over axis (1 over no elements); exact gradients where x holds zeros."""
+    return _reduction(Prod, x, axis, keepdims)
+
+
+def cumsum(x, axis: int):
+    """The running sum along one axis; the shape stays."""
+    return CumSum.apply(x, axis=normalize_one_axis(axis, len(shape_of(x)), "cumsum"))
+
+
+def norm(x, p=2, axis=None, keepdims: bool = False):
+    """The p-norm over axis: (sum |x|^p)^(1/p) for p > 0, max |x| for p = inf, min |x| for
+    p = -inf (as abs then max / min: tied extremes share the gradient). Where a slice is all
+    zeros the gradient is 0, as in PyTorch. Floating x only."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind != "f":
+        raise DTypeError(f"norm: x must be a floating-point tensor, got dtype {dtype}")
+    number = isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)
+    if not number or not (p > 0 or p == -math.inf):
+        raise ArgumentError(f"norm: p must be a number > 0, inf or -inf, got {p!r}")
+    if math.isinf(p):
+        reduce = max if p > 0 else min
+        return reduce(elementwise.abs(x), axis, keepdims, nan_takes_grad=True)
+    return _reduction(Norm, x, axis, keepdims, p=float(p))
 
 
 def max(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001

@@ -1,5 +1,6 @@
 """Ops that move elements without arithmetic: reshape, flatten, transpose, permute,
-broadcast_to, getitem, concat, stack, pad."""
+broadcast_to, getitem, gather, concat, stack, pad; and split, chunk, unbind, flip and tile
+composed of them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import numpy as np
 
 from .. import backend
 from ..autograd import unbroadcast
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
-from .reduction import normalize_axis
+from .reduction import normalize_axis, normalize_one_axis
 from .registry import Op, result_type, shape_of
 
 
@@ -128,6 +129,39 @@ class GetItem(Op):
         else:
             grad_x[ctx.index] = grad
         return grad_x
+
+
+class Gather(Op):
+    """Elements of x picked along one axis by an integer index of x's rank: out has index's
+    shape, out[i, j] = x[index[i, j], j] along axis 0 and x[i, index[i, j]] along axis 1."""
+
+    name = "gather"
+    inputs = ("x", "index")
+    attrs = ("axis",)
+    saved = ("index",)
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.save(index=index)
+        return x[_along(ctx.xp, index, ctx.axis)]
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = zeros of x's shape with dx[.., index, ..] += grad (a repeated index gets both)."""
+        xp = ctx.xp
+        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
+        backend.scatter_add(xp, grad_x, _along(xp, ctx.index, ctx.axis), grad)
+        return grad_x, None
+
+
+def _along(xp, index, axis) -> tuple:
+    """The full index that reads x at index[p] along `axis` for every position p of index: index
+    itself there, and in each other dim d the position's own coordinate (an arange along d)."""
+    ndim = index.ndim
+    return tuple(
+        index if d == axis else xp.arange(n).reshape((n,) + (1,) * (ndim - 1 - d))
+        for d, n in enumerate(index.shape)
+    )
 
 
 class Concat(Op):
@@ -393,3 +427,144 @@ def pad(x, pad_width, value: float = 0.0):
             f"got {pad_width!r}"
         )
     return Pad.apply(x, pad_width=pairs, value=value)
+
+
+def gather(x, axis: int, index):
+    """x's elements picked along `axis` by `index` (PyTorch's gather): an integer tensor with
+    x's number of dims, no larger than x outside `axis`; the result has index's shape, and an
+    element picked several times receives the sum of its gradients."""
+    shape = shape_of(x)
+    array = index.data if isinstance(index, Tensor) else index
+    if not backend.is_array(array):
+        array = np.asarray(array)
+    if array.dtype.kind not in "iu":
+        raise DTypeError(f"gather: index must be an integer tensor, got dtype {array.dtype}")
+    if not shape or array.ndim != len(shape):
+        raise ShapeError(
+            f"gather: index must have as many dims as x, at least one: x has shape {shape}, "
+            f"index {array.shape}"
+        )
+    axis = normalize_one_axis(axis, len(shape), "gather")
+    for dim, (size, limit) in enumerate(zip(array.shape, shape, strict=True)):
+        if dim != axis and size > limit:
+            raise ShapeError(
+                f"gather: index of shape {array.shape} is larger than x of shape {shape} in "
+                f"dim {dim} (only axis {axis} may differ)"
+            )
+    if array.size:
+        low, high = int(array.min()), int(array.max())
+        if low < 0 or high >= shape[axis]:
+            raise IndexError(
+                f"gather: index {low if low < 0 else high} is out of range for axis {axis} of "
+                f"size {shape[axis]} (x shape {shape})"
+            )
+    return Gather.apply(x, array, axis=axis)
+
+
+def split(x, split_size_or_sections, axis: int = 0) -> tuple:
+    """x cut along `axis` into pieces of split_size_or_sections elements (the last one smaller
+    when it does not divide the dim), or of the listed sizes, which must sum to the dim
+    (PyTorch's split). Each piece is a getitem: its gradient is written into zeros of x's shape,
+    so backward costs one x-sized array per piece used."""
+    shape = shape_of(x)
+    if not shape:
+        raise ShapeError("split: cannot split a 0-d tensor")
+    axis = normalize_one_axis(axis, len(shape), "split")
+    size = shape[axis]
+    if isinstance(split_size_or_sections, (int, np.integer)) and not isinstance(
+        split_size_or_sections, bool
+    ):
+        step = int(split_size_or_sections)
+        if step <= 0 and size:
+            raise ArgumentError(f"split: split_size must be positive, got {step}")
+        sizes = [min(step, size - start) for start in range(0, size, step)] if size else [0]
+    else:
+        try:
+            sizes = [_whole(n) for n in split_size_or_sections]
+        except TypeError:
+            raise DTypeError(
+                f"split: split_size_or_sections must be an int or a list of ints, got "
+                f"{split_size_or_sections!r}"
+            ) from None
+        if any(n < 0 for n in sizes) or sum(sizes) != size:
+            raise ShapeError(
+                f"split: sections {sizes} must be non-negative and sum to {size}, the size of "
+                f"dim {axis} of shape {shape}"
+            )
+    return _pieces(x, axis, sizes)
+
+
+def _whole(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError
+    return int(value)
+
+
+def _pieces(x, axis, sizes) -> tuple:
+    """x cut along axis into consecutive slices of the given sizes."""
+    lead, ends = (slice(None),) * axis, np.cumsum([0, *sizes]).tolist()
+    return tuple(
+        GetItem.apply(x, index=lead + (slice(start, end),), accumulate=False)
+        for start, end in zip(ends[:-1], ends[1:], strict=True)
+    )
+
+
+def chunk(x, chunks: int, axis: int = 0) -> tuple:
+    """x cut along `axis` into `chunks` pieces of ceil(size / chunks) elements, the last one
+    smaller; fewer pieces when the dim runs out first (PyTorch's chunk). Backward as split's."""
+    if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)):
+        raise DTypeError(f"chunk: chunks must be an int, got {chunks!r}")
+    if chunks <= 0:
+        raise ArgumentError(f"chunk: chunks must be positive, got {chunks}")
+    shape = shape_of(x)
+    if not shape:
+        raise ShapeError("chunk: cannot chunk a 0-d tensor")
+    axis = normalize_one_axis(axis, len(shape), "chunk")
+    size = shape[axis]
+    if size == 0:  # as PyTorch: `chunks` empty pieces
+        return _pieces(x, axis, [0] * int(chunks))
+    return split(x, -(-size // int(chunks)), axis)
+
+
+def unbind(x, axis: int = 0) -> tuple:
+    """The slices of x along `axis`, that dim removed (PyTorch's unbind). Each is a getitem, with
+    split's backward cost: one x-sized array per slice used."""
+    shape = shape_of(x)
+    if not shape:
+        raise ShapeError("unbind: cannot unbind a 0-d tensor")
+    axis = normalize_one_axis(axis, len(shape), "unbind")
+    lead = (slice(None),) * axis
+    return tuple(GetItem.apply(x, index=lead + (i,), accumulate=False) for i in range(shape[axis]))
+
+
+def flip(x, axis):
+    """x with the order of its elements reversed along `axis` (an int or a tuple): a getitem
+    with a negative step."""
+    ndim = len(shape_of(x))
+    axes = normalize_axis(axis, ndim, "flip")
+    reverse = slice(None, None, -1)
+    return GetItem.apply(
+        x, index=tuple(reverse if d in axes else slice(None) for d in range(ndim)), accumulate=False
+    )
+
+
+def tile(x, reps):
+    """x repeated reps[d] times along each dim d (numpy's tile; PyTorch's tile, and its repeat
+    when reps has a number per dim): x gains leading dims of size 1 when reps is longer, reps
+    leading 1s when shorter. Composed of reshape, broadcast_to, reshape: each element's gradient
+    is the sum over its copies."""
+    shape = shape_of(x)
+    try:
+        reps = (_whole(reps),) if isinstance(reps, (int, np.integer)) else tuple(map(_whole, reps))
+    except TypeError:
+        raise DTypeError(f"tile: reps must be ints, got {reps!r}") from None
+    if any(r < 0 for r in reps):
+        raise ArgumentError(f"tile: reps must be non-negative, got {reps}")
+    ndim = max(len(reps), len(shape))
+    reps = (1,) * (ndim - len(reps)) + reps
+    shape = (1,) * (ndim - len(shape)) + shape
+    # (n0, n1) -> (1, n0, 1, n1) -> (r0, n0, r1, n1) -> (r0 * n0, r1 * n1)
+    pairs = list(zip(reps, shape, strict=True))
+    spread = Reshape.apply(x, shape=tuple(v for _, n in pairs for v in (1, n)))
+    copies = BroadcastTo.apply(spread, shape=tuple(v for pair in pairs for v in pair))
+    return Reshape.apply(copies, shape=tuple(r * n for r, n in pairs))
