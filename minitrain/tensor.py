@@ -317,23 +317,19 @@ class Tensor:
 
     def long(self) -> Tensor:
         """As int64, outside the graph (an integer has no gradient, as in PyTorch)."""
-        return self._converted(np.int64)
+        return ops.cast(self, np.int64)
 
     def int(self) -> Tensor:
         """As int32, outside the graph."""
-        return self._converted(np.int32)
+        return ops.cast(self, np.int32)
 
     def bool(self) -> Tensor:
         """As bool (nonzero is True), outside the graph."""
-        return self._converted(np.bool_)
+        return ops.cast(self, np.bool_)
 
     def type_as(self, other: Tensor) -> Tensor:
         """Cast to other's dtype: recorded to a floating dtype, outside the graph otherwise."""
-        return self._converted(other.dtype)
-
-    def _converted(self, dtype) -> Tensor:
-        dtype = np.dtype(dtype)
-        return ops.cast(self if dtype.kind == "f" else self.detach(), dtype)
+        return ops.cast(self, other.dtype)
 
     # --- operators ------------------------------------------------------------------------
     # The arithmetic operators call their op class directly: the functional forms (ops.add,

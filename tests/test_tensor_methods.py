@@ -469,3 +469,12 @@ def test_bad_arguments_raise_named_errors_before_recording(subject, call, error,
 def test_creation_errors_name_the_function_and_argument(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "cast", [lambda t: t.astype(int), lambda t: t.to("int64"), lambda t: t.to(dtype=np.bool_)]
+)
+def test_every_cast_to_an_integer_or_bool_leaves_the_graph_like_torch(cast):
+    ours = cast(mt.tensor([1.5, -2.0], requires_grad=True))
+    assert ours.dtype.kind in "ib" and not ours.requires_grad and ours.grad_fn is None
+    assert not torch.tensor([1.5, -2.0], requires_grad=True).to(torch.int64).requires_grad

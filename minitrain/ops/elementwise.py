@@ -609,8 +609,12 @@ def _python_number(value):
 
 
 def cast(x, dtype):
-    """x as another dtype (recorded: the gradient comes back in x's dtype)."""
-    return Cast.apply(x, dtype=as_dtype(dtype, "cast"))
+    """x as another dtype: recorded to a floating dtype (the gradient comes back in x's),
+    outside the graph to an integer or bool one, which has no gradient, as in PyTorch."""
+    dtype = as_dtype(dtype, "cast")
+    if dtype.kind != "f" and isinstance(x, Tensor):
+        x = x.detach()
+    return Cast.apply(x, dtype=dtype)
 
 
 def to_device(x, device):
