@@ -658,15 +658,20 @@ class Tensor:
                 f"repeat: needs a size for each of the {self.ndim} dims of shape {self.shape}, "
                 f"got {sizes}"
             )
-        return ops.tile(self, sizes)
+        return ops.tile(self, sizes, "repeat")
 
-    def tile(self, *dims):
-        """Like repeat, but fewer sizes than dims repeat the last dims (PyTorch's tile)."""
-        return ops.tile(self, _shape_args(dims))
+    def tile(self, *dims, **keywords):
+        """Like repeat, but fewer sizes than dims repeat the last dims (PyTorch's tile);
+        tile(dims=...) too."""
+        return ops.tile(self, _dims_args("tile", dims, keywords))
 
-    def flip(self, *dims):
-        """The elements in reverse order along the given dims: flip(0), flip(0, 1), flip([0])."""
-        return ops.flip(self, _shape_args(dims))
+    def flip(self, *dims, **keywords):
+        """The elements in reverse order along the given dims: flip(0), flip(0, 1), flip([0]),
+        flip(dims=...)."""
+        dims = _dims_args("flip", dims, keywords)
+        if not dims:
+            raise ArgumentError("flip: needs the dims to reverse, got none")
+        return ops.flip(self, dims)
 
     def split(self, split_size, dim: int = 0):
         """Pieces of split_size along dim (the last smaller), or of the sizes listed."""
@@ -739,6 +744,17 @@ def _is_dtype_name(target) -> bool:
     except TypeError:
         return False
     return True
+
+
+def _dims_args(where: str, args, keywords) -> tuple:
+    """The dims given positionally or as PyTorch's `dims=` keyword (not both)."""
+    if set(keywords) - {"dims"}:
+        raise ArgumentError(f"{where}: unexpected keywords {sorted(set(keywords) - {'dims'})}")
+    if "dims" in keywords:
+        if args:
+            raise ArgumentError(f"{where}: dims given both positionally and as a keyword")
+        args = (keywords["dims"],)
+    return _shape_args(args)
 
 
 def _shape_args(args) -> tuple:
@@ -824,11 +840,13 @@ def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, devi
     return Tensor(array, requires_grad=requires_grad, device=device)
 
 
-def randint(low, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
+def randint(low=0, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
     """Integers drawn uniformly from [low, high), from the generator seeded by `manual_seed`;
-    randint(high, size) draws from [0, high), as in PyTorch."""
-    if size is None:
-        low, high, size = 0, low, high
+    randint(high, size) and randint(high, size=size) draw from [0, high), as in PyTorch."""
+    if size is None and high is not None and not isinstance(high, (int, np.integer)):
+        low, high, size = 0, low, high  # randint(high, size)
+    elif high is None:
+        low, high = 0, low  # randint(high, size=size)
     if size is None:
         raise ArgumentError("randint: size is required, as in randint(10, (2, 3))")
     for name, bound in (("low", low), ("high", high)):
@@ -836,9 +854,9 @@ def randint(low, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
             raise DTypeError(f"randint: {name} must be an int, got {bound!r}")
     if low >= high:
         raise ArgumentError(f"randint: low must be less than high, got low={low}, high={high}")
-    size = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-    array = backend.generator().integers(low, high, size).astype(as_dtype(dtype, "randint"))
-    return Tensor(array, device=device)
+    size = _size("randint", size)
+    dtype = _integer_range("randint", dtype, low, high - 1)
+    return Tensor(backend.generator().integers(low, high, size).astype(dtype), device=device)
 
 
 def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
@@ -847,8 +865,38 @@ def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
         raise DTypeError(f"randperm: n must be an int, got {n!r}")
     if n < 0:
         raise ArgumentError(f"randperm: n must be non-negative, got {n}")
-    array = backend.generator().permutation(n).astype(as_dtype(dtype, "randperm"))
-    return Tensor(array, device=device)
+    dtype = _integer_range("randperm", dtype, 0, max(n - 1, 0))
+    return Tensor(backend.generator().permutation(n).astype(dtype), device=device)
+
+
+def _size(where: str, size) -> tuple:
+    """A shape: an int or a sequence of non-negative ints."""
+    dims = (size,) if isinstance(size, (int, np.integer)) else size
+    if not isinstance(dims, (tuple, list)) or not all(
+        isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in dims
+    ):
+        raise DTypeError(f"{where}: size must be a tuple of ints, got {size!r}")
+    if any(n < 0 for n in dims):
+        raise ArgumentError(f"{where}: size must not be negative, got {tuple(dims)}")
+    return tuple(int(n) for n in dims)
+
+
+def _integer_range(where: str, dtype, low: int, high: int) -> np.dtype:
+    """`dtype`, checked to be a real dtype that holds every value from low to high (checked
+    before anything is drawn, so a refused call leaves the generator as it was); a floating one
+    takes the integers as they round, as PyTorch's does."""
+    dtype = as_dtype(dtype, where)
+    if dtype.kind not in "iuf":
+        raise DTypeError(f"{where}: dtype must be an integer or floating dtype, got {dtype}")
+    if dtype.kind == "f":
+        return dtype
+    limits = np.iinfo(dtype)
+    if low < limits.min or high > limits.max:
+        raise ArgumentError(
+            f"{where}: {dtype} holds {limits.min} to {limits.max}, not every value from {low} "
+            f"to {high}"
+        )
+    return dtype
 
 
 def _like(t: Tensor, dtype, device):

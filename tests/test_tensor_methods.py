@@ -426,7 +426,7 @@ ERRORS = [
     ("x", lambda x: x.repeat(2), ShapeError,
      r"repeat: needs a size for each of the 2 dims of shape \(3, 4\), got \(2,\)"),
     ("x", lambda x: x.repeat(2, -1), ArgumentError,
-     r"tile: reps must be non-negative, got \(2, -1\)"),
+     r"repeat: reps must be non-negative, got \(2, -1\)"),
     ("x", lambda x: x.cumsum(), DTypeError, r"cumsum: takes one int axis, got None"),
     ("x", lambda x: x.cumsum((0, 1)), DTypeError, r"cumsum: takes one int axis, got \(0, 1\)"),
     ("x", lambda x: x.prod(3), ShapeError, r"prod: axis 3 is out of range"),
@@ -478,3 +478,73 @@ def test_every_cast_to_an_integer_or_bool_leaves_the_graph_like_torch(cast):
     ours = cast(mt.tensor([1.5, -2.0], requires_grad=True))
     assert ours.dtype.kind in "ib" and not ours.requires_grad and ours.grad_fn is None
     assert not torch.tensor([1.5, -2.0], requires_grad=True).to(torch.int64).requires_grad
+
+
+# --- from the review of the methods above ----------------------------------------------------
+
+
+def test_masked_fill_of_an_integer_tensor_leaves_the_graph():
+    # torch refuses a value that requires grad here; minitrain's cast to int leaves the graph
+    value = mt.tensor(np.array(2.5), requires_grad=True)
+    out = mt.tensor([1, 2, 3]).masked_fill(mt.tensor([True, False, True]), value)
+    assert out.dtype == np.int64 and not out.requires_grad
+    np.testing.assert_array_equal(out.numpy(), [2, 2, 2])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: t.norm(),
+        lambda t: t.norm(p=3),
+        lambda t: t.cumsum(0),
+        lambda t: t.round(decimals=2),
+    ],
+    ids=["norm", "norm_p3", "cumsum", "round_decimals"],
+)
+def test_float16_accumulates_in_float32_like_torch(fn):
+    # squares of 300 overflow float16, a running sum of 0.1s stops at 256, 1234.5 * 100 overflows
+    values = np.concatenate([[300.0, 400.0, 1234.5678], np.full(3000, 0.1)]).astype(np.float16)
+    ours, theirs = fn(mt.tensor(values)), fn(torch.tensor(values))
+    assert ours.dtype == np.float16
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=2e-3)
+
+
+def test_sign_of_nan_is_zero_like_torch():
+    values = np.array([np.nan, -2.0, 0.0, 3.0])
+    np.testing.assert_array_equal(
+        mt.tensor(values).sign().numpy(), torch.tensor(values).sign().numpy()
+    )
+
+
+def test_randint_takes_torchs_call_forms_and_checks_before_drawing():
+    for call in (
+        lambda lib: lib.randint(10, (3,)),
+        lambda lib: lib.randint(10, size=(3,)),
+        lambda lib: lib.randint(high=10, size=(3,)),
+        lambda lib: lib.randint(2, 5, (3,)),
+    ):
+        assert tuple(call(mt).shape) == tuple(call(torch).shape) == (3,)
+    state = mt.backend.generator().bit_generator.state
+    for call, error, words in (
+        (lambda: mt.randint(10, (-1,)), ArgumentError, "size must not be negative"),
+        (lambda: mt.randint(10, (2.0,)), DTypeError, "size must be a tuple of ints"),
+        (lambda: mt.randint(0, 300, (8,), dtype=np.uint8), ArgumentError, "uint8 holds 0 to 255"),
+        (lambda: mt.randperm(300, dtype=np.uint8), ArgumentError, "uint8 holds 0 to 255"),
+        (lambda: mt.randint(10, (3,), dtype="foo"), DTypeError, "randint: dtype must be"),
+    ):
+        with pytest.raises(error, match=words):
+            call()
+    assert mt.backend.generator().bit_generator.state == state  # nothing drawn
+
+
+def test_repeat_tile_and_flip_take_torchs_dims_keyword_and_name_themselves():
+    x = mt.tensor(np.arange(6.0).reshape(2, 3))
+    t = torch.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(x.flip(dims=(0,)).numpy(), t.flip(dims=(0,)).numpy())
+    np.testing.assert_array_equal(x.tile(dims=(2,)).numpy(), t.tile(dims=(2,)).numpy())
+    with pytest.raises(ArgumentError, match="repeat: reps must be non-negative"):
+        x.repeat(2, -1)
+    with pytest.raises(ArgumentError, match="flip: needs the dims"):
+        x.flip()
+    with pytest.raises(ArgumentError, match="tile: needs at least one"):
+        x.tile()

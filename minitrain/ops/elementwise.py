@@ -254,14 +254,19 @@ class _Step(Op, register=False):
 
 
 class Sign(_Step):
-    """-1, 0 or 1 as x is negative, zero or positive (an integer x keeps its dtype, and a bool x
-    is its own sign, as in PyTorch: numpy has no sign of bools)."""
+    """-1, 0 or 1 as x is negative, zero or positive, 0 for NaN (an integer x keeps its dtype,
+    and a bool x is its own sign, as in PyTorch: numpy has no sign of bools)."""
 
     name = "sign"
 
     @staticmethod
     def forward(ctx, x):
-        return x if x.dtype == np.bool_ else ctx.xp.sign(x)
+        if x.dtype == np.bool_:
+            return x
+        sign = ctx.xp.sign(x)
+        if x.dtype.kind != "f":
+            return sign
+        return ctx.xp.where(ctx.xp.isnan(x), 0, sign).astype(x.dtype)
 
 
 class _Rounding(_Step, register=False):
@@ -300,6 +305,8 @@ class Round(_Step):
 
     @staticmethod
     def forward(ctx, x):
+        if x.dtype == np.float16:  # x * 10**decimals would overflow float16, as PyTorch's doesn't
+            return ctx.xp.round(x.astype(np.float32), ctx.decimals).astype(np.float16)
         return ctx.xp.round(x, ctx.decimals)
 
 
@@ -565,7 +572,7 @@ def masked_fill(x, mask, value):
         ) from None
     dtype = x.dtype
     if isinstance(value, Tensor):
-        value = value if value.dtype == dtype else Cast.apply(value, dtype=dtype)
+        value = value if value.dtype == dtype else cast(value, dtype)
     else:
         value = dtype.type(value)  # a numpy number of x's dtype: it cannot change the result's
     return Where.apply(mask, value, x)

@@ -548,7 +548,7 @@ def flip(x, axis):
     )
 
 
-def tile(x, reps):
+def tile(x, reps, where: str = "tile"):
     """x repeated reps[d] times along each dim d (numpy's tile; PyTorch's tile, and its repeat
     when reps has a number per dim): x gains leading dims of size 1 when reps is longer, reps
     leading 1s when shorter. Composed of reshape, broadcast_to, reshape: each element's gradient
@@ -557,9 +557,11 @@ def tile(x, reps):
     try:
         reps = (_whole(reps),) if isinstance(reps, (int, np.integer)) else tuple(map(_whole, reps))
     except TypeError:
-        raise DTypeError(f"tile: reps must be ints, got {reps!r}") from None
+        raise DTypeError(f"{where}: reps must be ints, got {reps!r}") from None
+    if not reps:
+        raise ArgumentError(f"{where}: needs at least one repetition count, got none")
     if any(r < 0 for r in reps):
-        raise ArgumentError(f"tile: reps must be non-negative, got {reps}")
+        raise ArgumentError(f"{where}: reps must be non-negative, got {reps}")
     ndim = max(len(reps), len(shape))
     reps = (1,) * (ndim - len(reps)) + reps
     shape = (1,) * (ndim - len(shape)) + shape
