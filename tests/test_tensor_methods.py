@@ -548,3 +548,8 @@ def test_repeat_tile_and_flip_take_torchs_dims_keyword_and_name_themselves():
         x.flip()
     with pytest.raises(ArgumentError, match="tile: needs at least one"):
         x.tile()
+
+
+def test_clamp_with_a_tensor_bound_is_refused_by_name():
+    with pytest.raises(DTypeError, match="clip: min must be a number or None, got Tensor"):
+        mt.randn(3).clamp_min(mt.zeros(3))

@@ -608,11 +608,18 @@ def _triangle(x, diagonal, name):
 def clip(x, min=None, max=None):  # noqa: A002
     """x limited to [min, max]. Numpy scalar bounds count as Python numbers, as in PyTorch: an
     np.float64 bound leaves a float16 x float16."""
-    return Clip.apply(x, min=_python_number(min), max=_python_number(max))
+    return Clip.apply(x, min=_bound(min, "min"), max=_bound(max, "max"))
 
 
-def _python_number(value):
-    return value.item() if isinstance(value, np.generic) else value
+def _bound(value, name: str):
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is not None and not isinstance(value, (int, float)):
+        raise DTypeError(
+            f"clip: {name} must be a number or None, got {type(value).__name__} (for a tensor "
+            f"bound, use maximum / minimum)"
+        )
+    return value
 
 
 def cast(x, dtype):
