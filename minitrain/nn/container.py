@@ -16,7 +16,61 @@ def _check_module(where: str, module) -> Module:
     return module
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: numbered children, appended, extended, inserted,
+    deleted and popped as in a list (deleting and inserting renumber them 0, 1, 2, ...)."""
+
+    _kind = ""  # the class's name in errors
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __delitem__(self, index) -> None:
+        modules = list(self._modules.values())
+        if isinstance(index, slice):
+            del modules[index]
+        else:
+            del modules[_index(index, len(modules), self._kind)]
+        self._renumber(modules)
+
+    def append(self, module: Module):
+        self.add_module(str(len(self)), _check_module(f"{self._kind}.append", module))
+        return self
+
+    def extend(self, modules: Iterable[Module]):
+        for module in _check_iterable(f"{self._kind}.extend", modules):
+            self.append(module)
+        return self
+
+    def _insert(self, index, module) -> None:
+        where = f"{self._kind}.insert"
+        _check_module(where, module)
+        modules = list(self._modules.values())
+        position = _as_int(index, where)
+        if not -len(modules) <= position <= len(modules):
+            raise IndexError(
+                f"{where}: index {position} is out of range for inserting into {len(modules)} "
+                f"modules"
+            )
+        modules.insert(position, module)
+        self._renumber(modules)
+
+    def pop(self, index: int) -> Module:
+        module = self[index]
+        del self[index]
+        return module
+
+    def _renumber(self, modules: list[Module]) -> None:
+        """Re-register `modules` under the names 0, 1, 2, ... in place of the children."""
+        self._modules.clear()
+        for i, module in enumerate(modules):
+            self._modules[str(i)] = module
+
+
+class Sequential(_ModuleSequence):
     """Modules applied one after another: `Sequential(a, b, c)(x) == c(b(a(x)))`. Also takes an
     OrderedDict of named modules. Indexing gives a module; slicing a new Sequential. Deleting,
     inserting or popping renumbers the children 0, 1, 2, ... (names included), as in PyTorch."""
@@ -30,16 +84,12 @@ class Sequential(Module):
             for i, module in enumerate(modules):
                 self.add_module(str(i), _check_module("Sequential", module))
 
+    _kind = "Sequential"
+
     def forward(self, x):
         for module in self._modules.values():
             x = module(x)
         return x
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
 
     def __getitem__(self, index):
         items = list(self._modules.items())
@@ -52,9 +102,6 @@ class Sequential(Module):
         key = keys[_index(index, len(keys), "Sequential")]
         self._modules[key] = _check_module("Sequential", module)
 
-    def __delitem__(self, index) -> None:
-        _delete(self, index, "Sequential")
-
     def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
             raise DTypeError(f"Sequential +: expected a Sequential, got {type(other).__name__}")
@@ -65,39 +112,21 @@ class Sequential(Module):
             raise DTypeError(f"Sequential +=: expected a Sequential, got {type(other).__name__}")
         return self.extend(other)
 
-    def append(self, module: Module) -> Sequential:
-        self.add_module(str(len(self)), _check_module("Sequential.append", module))
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> Sequential:
-        for module in _check_iterable("Sequential.extend", modules):
-            self.append(module)
-        return self
-
     def insert(self, index: int, module: Module) -> Sequential:
         """Insert before position `index` (-len..len, as list.insert but range-checked)."""
-        _insert(self, index, module, "Sequential.insert")
+        self._insert(index, module)
         return self
 
-    def pop(self, index: int) -> Module:
-        module = self[index]
-        del self[index]
-        return module
 
-
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of modules, registered so their parameters are found."""
+
+    _kind = "ModuleList"
 
     def __init__(self, modules: Iterable[Module] | None = None):
         super().__init__()
         if modules is not None:
             self.extend(modules)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
 
     def __getitem__(self, index):
         modules = list(self._modules.values())
@@ -108,9 +137,6 @@ class ModuleList(Module):
     def __setitem__(self, index: int, module: Module) -> None:
         index = _index(index, len(self), "ModuleList")
         self._modules[str(index)] = _check_module("ModuleList", module)
-
-    def __delitem__(self, index) -> None:
-        _delete(self, index, "ModuleList")
 
     def __add__(self, other: Iterable[Module]) -> ModuleList:
         return ModuleList([*self, *_check_iterable("ModuleList +", other)])
@@ -137,23 +163,9 @@ class ModuleList(Module):
             lines.append(head + text.replace("\n", "\n  "))
         return type(self).__name__ + "(\n  " + "\n  ".join(lines) + "\n)"
 
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self)), _check_module("ModuleList.append", module))
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for module in _check_iterable("ModuleList.extend", modules):
-            self.append(module)
-        return self
-
     def insert(self, index: int, module: Module) -> None:
         """Insert before position `index` (-len..len, as list.insert but range-checked)."""
-        _insert(self, index, module, "ModuleList.insert")
-
-    def pop(self, index: int) -> Module:
-        module = self[index]
-        del self[index]
-        return module
+        self._insert(index, module)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward: iterate over it in yours")
@@ -213,35 +225,6 @@ class ModuleDict(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict has no forward: look modules up in yours")
-
-
-def _insert(container: Module, index, module, where: str) -> None:
-    _check_module(where, module)
-    modules = list(container._modules.values())
-    position = _as_int(index, where)
-    if not -len(modules) <= position <= len(modules):
-        raise IndexError(
-            f"{where}: index {position} is out of range for inserting into {len(modules)} modules"
-        )
-    modules.insert(position, module)
-    _renumber(container, modules)
-
-
-def _delete(container: Module, index, where: str) -> None:
-    """Drop the child at `index` (an int or a slice) and renumber the rest."""
-    modules = list(container._modules.values())
-    if isinstance(index, slice):
-        del modules[index]
-    else:
-        del modules[_index(index, len(modules), where)]
-    _renumber(container, modules)
-
-
-def _renumber(container: Module, modules: list[Module]) -> None:
-    """Re-register `modules` under the names 0, 1, 2, ... in place of the container's children."""
-    container._modules.clear()
-    for i, module in enumerate(modules):
-        container._modules[str(i)] = module
 
 
 def _check_iterable(where: str, modules) -> Iterable:
