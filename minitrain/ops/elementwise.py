@@ -305,9 +305,14 @@ class Round(_Step):
 
     @staticmethod
     def forward(ctx, x):
-        if x.dtype == np.float16:  # x * 10**decimals would overflow float16, as PyTorch's doesn't
-            return ctx.xp.round(x.astype(np.float32), ctx.decimals).astype(np.float16)
-        return ctx.xp.round(x, ctx.decimals)
+        # float16's x * 10**decimals would overflow
+        return ctx.xp.round(widened(x), ctx.decimals).astype(x.dtype, copy=False)
+
+
+def widened(x):
+    """x in float32 if float16, else as it is: float16 sums, squares and scalings overflow or
+    lose their low digits early, and PyTorch computes them in float32 too."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
 def _pick_grads(ctx, grad, a_wins):

@@ -136,25 +136,15 @@ class CumSum(Op):
     @staticmethod
     def forward(ctx, x):
         # axis is None only for a 0-d x: numpy then sums its one element into shape (1,)
-        total = ctx.xp.cumsum(x, axis=ctx.axis, dtype=_accumulator(x.dtype)).reshape(x.shape)
+        total = ctx.xp.cumsum(elementwise.widened(x), axis=ctx.axis).reshape(x.shape)
         return total.astype(np.float16) if x.dtype == np.float16 else total
 
     @staticmethod
     def backward(ctx, grad):
         """dx_i = sum of grad_j for j >= i along axis: the running sum of grad taken backwards."""
         xp, axis = ctx.xp, ctx.axis
-        total = xp.cumsum(xp.flip(grad, axis), axis=axis, dtype=_accumulator(grad.dtype))
+        total = xp.cumsum(xp.flip(elementwise.widened(grad), axis), axis=axis)
         return xp.flip(total, axis).reshape(grad.shape)  # (the engine casts float16 back)
-
-
-def _widened(x):
-    return x.astype(np.float32) if x.dtype == np.float16 else x
-
-
-def _accumulator(dtype):
-    """The dtype a running sum of `dtype` adds in: float32 for float16 (as PyTorch's, which
-    would otherwise stop growing at 256 + 0.1 steps), else numpy's own choice (None)."""
-    return np.float32 if dtype == np.float16 else None
 
 
 class Norm(Op):
@@ -168,7 +158,7 @@ class Norm(Op):
     @staticmethod
     def forward(ctx, x):
         xp, p = ctx.xp, ctx.p
-        wide = _widened(x)  # float16's squares overflow at 256: float32, as PyTorch
+        wide = elementwise.widened(x)  # float16's squares overflow at 256
         if p == 2:
             out = xp.sqrt((wide * wide).sum(axis=ctx.axis, keepdims=True))
         else:
@@ -182,7 +172,7 @@ class Norm(Op):
 
         A slice whose norm is 0 is all zeros, where the norm has no derivative: 0 is taken, as
         PyTorch does (and so is 0 at x = 0 for p < 1, where |x|^(p-1) is infinite)."""
-        xp, x, out, p = ctx.xp, _widened(ctx.x), ctx.out, ctx.p
+        xp, x, out, p = ctx.xp, elementwise.widened(ctx.x), ctx.out, ctx.p
         with np.errstate(divide="ignore", invalid="ignore"):  # discarded by the where()s
             scale = xp.where(out == 0, 0, _kept(ctx, grad) / out ** (p - 1))
             if p == 2:
