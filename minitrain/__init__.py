@@ -1,8 +1,9 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
-from . import data, nn, ops, optim, train, viz
+from . import data, functions, nn, ops, optim, train, viz
 from .autograd import Tape, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, device, manual_seed
+from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
 from .gradcheck import gradcheck
 from .io import load, save
 from .ops import concat, matmul, maximum, minimum, stack, where
@@ -44,5 +45,6 @@ __all__ = [
     "gradcheck", "Device", "device", "manual_seed",
     "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
     "save", "load",
+    *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
     "ops", "nn", "optim", "data", "train", "viz",
 ]  # fmt: skip
