@@ -186,6 +186,23 @@ def probabilities(*shape: int) -> Draw:
     return Draw(lambda rng: np.moveaxis(rng.dirichlet(np.ones(classes), positions), -1, 1).copy())
 
 
+def around(*points: float, shape: tuple[int, ...] = (2, 4), gap: float = 0.01) -> Draw:
+    """Values a `gap` either side of each point (kinks, thresholds), the rest of `shape` filled
+    with normal draws: close to the kink, far enough for central differences."""
+
+    def draw(rng):
+        values = np.asarray(rng.standard_normal(shape), dtype=np.float64)
+        near = [p + side * gap for p in points for side in (-1.0, 1.0)]
+        values.flat[: len(near)] = near
+        return values
+
+    return Draw(draw)
+
+
+def uniform(low: float, high: float, *shape: int) -> Draw:
+    return Draw(lambda rng: np.asarray(rng.uniform(low, high, shape), dtype=np.float64))
+
+
 # --- PyTorch helpers ------------------------------------------------------------------------
 
 
@@ -199,6 +216,11 @@ def _as_torch(*values):
     return [
         v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float64) for v in values
     ]
+
+
+def torch_fn(name: str):
+    """torch.nn.functional.<name>, looked up when called (the table loads without PyTorch)."""
+    return lambda *args: getattr(torch.nn.functional, name)(*args)
 
 
 def _torch_index(index):
@@ -963,6 +985,45 @@ SAMPLES: dict[str, list[Sample]] = {
             ),
         ]
     ],
+    "binary_cross_entropy": [
+        Sample(
+            name,
+            draws(*specs),
+            lambda x, t, w=None, kw=kw: ops.binary_cross_entropy(x, t, w, **kw),
+            lambda x, t, w=None, kw=kw: torch.nn.functional.binary_cross_entropy(x, t, w, **kw),
+            grad=(0, 1),
+        )
+        for name, specs, kw in [
+            ("mean", (positive(3, 4, low=0.05, high=0.95), positive(3, 4, low=0.0, high=1.0)), {}),
+            (
+                "sum_weight",
+                (
+                    positive(3, 4, low=0.05, high=0.95),
+                    positive(3, 4, low=0.0, high=1.0),
+                    positive(3, 1),
+                ),
+                {"reduction": "sum"},
+            ),
+            (
+                "none_3d_weight_row",
+                (
+                    positive(2, 3, 4, low=0.05, high=0.95),
+                    positive(2, 3, 4, low=0.0, high=1.0),
+                    positive(4),
+                ),
+                {"reduction": "none"},
+            ),
+            (
+                "near_0_and_1",
+                (
+                    Draw(lambda rng: np.array([1e-3, 2e-3, 0.998, 0.999])),
+                    Draw(lambda rng: np.array([0.02, 0.97, 0.05, 0.99])),
+                ),
+                {},
+            ),
+            ("zero_d", (positive(low=0.1, high=0.9), positive(low=0.0, high=1.0)), {}),
+        ]
+    ],
     # --- activations ------------------------------------------------------------------------
     # relu and leaky_relu draw nonzero values, away from the kink at 0.
     "relu": _unary(ops.relu, lambda x: torch.relu(x), values=nonzero),
@@ -1021,6 +1082,105 @@ SAMPLES: dict[str, list[Sample]] = {
         ]
     ]
     + [Sample("default", draws(normal(3, 4)), ops.gelu, lambda x: torch.nn.functional.gelu(x))],
+    # PyTorch's other activations: values a little either side of each kink or threshold (far
+    # enough for central differences), plus normal draws and large magnitudes.
+    "hardtanh": [
+        Sample(
+            name,
+            draws(values),
+            lambda x, limits=limits: ops.hardtanh(x, *limits),
+            lambda x, limits=limits: torch.nn.functional.hardtanh(x, *limits),
+        )
+        for name, values, limits in [
+            ("default", normal(3, 4), ()),
+            ("near_kinks", around(-1.0, 1.0), ()),
+            ("limits_-2_3_3d", around(-2.0, 3.0, shape=(2, 3, 2)), (-2.0, 3.0)),
+            ("zero_d", normal(), (-0.5, 0.5)),
+            ("wide", uniform(-100.0, 100.0, 3, 4), (-50.0, 50.0)),
+        ]
+    ]
+    + [
+        Sample(
+            "relu6_near_kinks",
+            draws(around(0.0, 6.0)),
+            ops.relu6,
+            lambda x: torch.nn.functional.relu6(x),
+        )
+    ],
+    "elu": [
+        Sample(name, draws(values), call, ref)
+        for name, values, call, ref in [
+            ("default", normal(3, 4), ops.elu, lambda x: torch.nn.functional.elu(x)),
+            (
+                "alpha0.5_near_0",
+                around(0.0, shape=(2, 2)),
+                lambda x: ops.elu(x, 0.5),
+                lambda x: torch.nn.functional.elu(x, 0.5),
+            ),
+            (
+                "negative_alpha",
+                normal(2, 3, 2),
+                lambda x: ops.elu(x, -1.5),
+                lambda x: torch.nn.functional.elu(x, -1.5),
+            ),
+            (
+                "wide",
+                uniform(-700.0, 700.0, 3, 4),
+                ops.elu,
+                lambda x: torch.nn.functional.elu(x),
+            ),
+            ("selu", normal(3, 4), ops.selu, lambda x: torch.nn.functional.selu(x)),
+            ("selu_wide", uniform(-60.0, 60.0, 2, 5), ops.selu, torch_fn("selu")),
+            ("celu", around(0.0, shape=(2, 2)), ops.celu, lambda x: torch.nn.functional.celu(x)),
+            (
+                "celu_alpha2_zero_d",
+                normal(),
+                lambda x: ops.celu(x, 2.0),
+                lambda x: torch.nn.functional.celu(x, 2.0),
+            ),
+        ]
+    ],
+    "softplus": [
+        Sample(
+            name,
+            draws(values),
+            lambda x, args=args: ops.softplus(x, *args),
+            lambda x, args=args: torch.nn.functional.softplus(x, *args),
+        )
+        for name, values, args in [
+            ("default", normal(3, 4), ()),
+            ("near_threshold", around(20.0, shape=(2, 2)), ()),
+            ("beta2_threshold10_near", around(5.0, shape=(2, 2)), (2.0, 10.0)),
+            ("negative_beta", normal(2, 3, 2), (-1.5, 20.0)),
+            ("wide", uniform(-800.0, 800.0, 3, 4), ()),
+            ("zero_d", normal(), (0.5, 3.0)),
+        ]
+    ],
+    **{
+        op_name: [
+            Sample(name, draws(values), getattr(ops, op_name), torch_fn(op_name), ref_rtol=rtol)
+            for name, values in [("matrix", normal(3, 4)), ("zero_d", normal())] + extra
+        ]
+        for op_name, extra, rtol in [
+            ("mish", [("wide", uniform(-800.0, 800.0, 3, 4))], 1e-10),
+            ("logsigmoid", [("wide", uniform(-800.0, 800.0, 3, 4))], 1e-10),
+            ("hardswish", [("near_kinks", around(-3.0, 3.0, shape=(2, 3, 2)))], 1e-10),
+            ("softsign", [("near_0", around(0.0, shape=(2, 2)))], 1e-10),
+            # PyTorch's float64 hardsigmoid gradient is 1/6 rounded to float32 (3e-8 off)
+            ("hardsigmoid", [("near_kinks", around(-3.0, 3.0, shape=(2, 3, 2)))], 1e-7),
+        ]
+    },
+    "prelu": [
+        Sample(name, draws(nonzero(*shape), positive(*weight)), ops.prelu, torch_fn("prelu"))
+        for name, shape, weight in [
+            ("per_channel", (2, 3, 4), (3,)),
+            ("shared", (2, 3, 4), (1,)),
+            ("per_channel_2d", (4, 3), (3,)),
+            ("shared_0d_weight", (2, 2, 3, 2), ()),
+            ("vector_input", (5,), (1,)),
+            ("zero_d_input", (), (1,)),
+        ]
+    ],
     # softmax and log_softmax: opset >= 13 is torch's dim; opset < 13 flattens x to 2-D at the
     # axis, which PyTorch spells flatten(axis), softmax over the last dim, reshape back.
     **{

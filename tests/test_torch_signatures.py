@@ -132,6 +132,22 @@ IN_PLACE = {
     "LeakyReLU": lambda x, v: nn.LeakyReLU(0.2, v)(x),
     "SiLU": lambda x, v: nn.SiLU(v)(x),
     "Dropout": lambda x, v: nn.Dropout(0.1, inplace=v).eval()(x),
+    "relu6": lambda x, v: F.relu6(x, v),
+    "hardtanh": lambda x, v: F.hardtanh(x, -0.5, 0.5, v),
+    "elu": lambda x, v: F.elu(x, 0.5, v),
+    "selu": lambda x, v: F.selu(x, v),
+    "celu": lambda x, v: F.celu(x, 2.0, v),
+    "mish": lambda x, v: F.mish(x, v),
+    "hardswish": lambda x, v: F.hardswish(x, v),
+    "hardsigmoid": lambda x, v: F.hardsigmoid(x, v),
+    "ReLU6": lambda x, v: nn.ReLU6(v)(x),
+    "Hardtanh": lambda x, v: nn.Hardtanh(-0.5, 0.5, v)(x),
+    "ELU": lambda x, v: nn.ELU(0.5, v)(x),
+    "SELU": lambda x, v: nn.SELU(v)(x),
+    "CELU": lambda x, v: nn.CELU(2.0, v)(x),
+    "Mish": lambda x, v: nn.Mish(v)(x),
+    "Hardswish": lambda x, v: nn.Hardswish(v)(x),
+    "Hardsigmoid": lambda x, v: nn.Hardsigmoid(v)(x),
 }
 
 
@@ -161,6 +177,9 @@ LEGACY = [(None, False), (False, None), (True, True), (False, False), (True, Fal
         ("smooth_l1_loss", lambda s, r: F.smooth_l1_loss(sample, sample, s, r)),
         ("binary_cross_entropy_with_logits",
          lambda s, r: F.binary_cross_entropy_with_logits(sample, sample, None, s, r)),
+        ("binary_cross_entropy",
+         lambda s, r: F.binary_cross_entropy(sample / 5, sample / 5, None, s, r)),
+        ("BCELoss", lambda s, r: nn.BCELoss(None, s, r)),
         ("CrossEntropyLoss", lambda s, r: nn.CrossEntropyLoss(None, s, -100, r)),
         ("NLLLoss", lambda s, r: nn.NLLLoss(size_average=s, reduce=r)),
         ("MSELoss", lambda s, r: nn.MSELoss(s, r)),
@@ -301,11 +320,19 @@ def test_conv_padding_mode_matches_torch(padding_mode, dims, options):
 FACTORIES = [
     ("Linear", lambda **kw: nn.Linear(3, 2, True, **kw)),
     ("Conv2d", lambda **kw: nn.Conv2d(2, 4, 3, 1, 0, 1, 1, True, "zeros", **kw)),
+    ("ConvTranspose1d",
+     lambda **kw: nn.ConvTranspose1d(2, 4, 3, 1, 0, 0, 1, True, 1, "zeros", **kw)),
+    ("ConvTranspose2d",
+     lambda **kw: nn.ConvTranspose2d(2, 4, 3, 1, 0, 0, 1, True, 1, "zeros", **kw)),
+    ("ConvTranspose3d",
+     lambda **kw: nn.ConvTranspose3d(2, 4, 3, 1, 0, 0, 1, True, 1, "zeros", **kw)),
     ("BatchNorm1d", lambda **kw: nn.BatchNorm1d(3, 1e-5, 0.1, True, True, **kw)),
     ("LayerNorm", lambda **kw: nn.LayerNorm(3, 1e-5, True, True, **kw)),
     ("RMSNorm", lambda **kw: nn.RMSNorm(3, None, True, **kw)),
+    ("GroupNorm", lambda **kw: nn.GroupNorm(2, 4, 1e-5, True, **kw)),
     ("Embedding",
      lambda **kw: nn.Embedding(5, 3, None, None, 2.0, False, False, None, False, **kw)),
+    ("PReLU", lambda **kw: nn.PReLU(3, 0.25, **kw)),
 ]  # fmt: skip
 
 

@@ -1,12 +1,37 @@
 """Layers, Module and Parameter, with PyTorch's names, signatures and defaults."""
 
 from . import functional, init, utils
-from .activation import GELU, LeakyReLU, LogSoftmax, QuickGELU, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    QuickGELU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Softsign,
+    Tanh,
+    Tanhshrink,
+)
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, Conv3d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .linear import Flatten, Identity, Linear
 from .loss import (
+    BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     HuberLoss,
@@ -16,7 +41,7 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import Module, Parameter, StateDictError
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, LayerNorm, RMSNorm
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -34,12 +59,14 @@ __all__ = [
     "functional", "init", "utils",
     "Module", "Parameter", "StateDictError",
     "Sequential", "ModuleList", "ModuleDict",
-    "Conv1d", "Conv2d", "Conv3d",
-    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "RMSNorm",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "RMSNorm", "GroupNorm",
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "Identity", "Linear", "Flatten", "Embedding", "Dropout",
     "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "QuickGELU", "Softmax", "LogSoftmax",
+    "ReLU6", "Hardtanh", "ELU", "SELU", "CELU", "Softplus", "Mish", "Hardswish", "Hardsigmoid",
+    "LogSigmoid", "Softsign", "Tanhshrink", "PReLU", "GLU",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
-    "BCEWithLogitsLoss",
+    "BCELoss", "BCEWithLogitsLoss",
 ]  # fmt: skip

@@ -1,13 +1,20 @@
 """Activation layers: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, QuickGELU, Softmax,
-LogSoftmax. `inplace=` is accepted for PyTorch compatibility; minitrain never overwrites the
-input, so the result is the same either way."""
+LogSoftmax, ReLU6, Hardtanh, ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid,
+LogSigmoid, Softsign, Tanhshrink, PReLU, GLU. `inplace=` is accepted for PyTorch compatibility;
+minitrain never overwrites the input, so the result is the same either way."""
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
+
 from .. import ops
+from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
-from .module import Module
+from .linear import layer_dtype
+from .module import Module, Parameter
 
 
 class ReLU(Module):
@@ -99,3 +106,187 @@ class LogSoftmax(Softmax):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.log_softmax(x, self.dim, _stacklevel=5)
+
+
+def _inplace_repr(inplace: bool) -> str:
+    return "inplace=True" if inplace else ""
+
+
+class Hardtanh(Module):
+    """x clipped to [min_val, max_val] (min_val < max_val, as PyTorch's layer requires).
+    min_value / max_value are PyTorch's deprecated spellings, taken with its FutureWarning."""
+
+    def __init__(
+        self,
+        min_val: float = -1.0,
+        max_val: float = 1.0,
+        inplace: bool = False,
+        min_value: float | None = None,
+        max_value: float | None = None,
+    ):
+        super().__init__()
+        for old, new, value in (
+            ("min_value", "min_val", min_value),
+            ("max_value", "max_val", max_value),
+        ):
+            if value is not None:
+                warnings.warn(
+                    f"keyword argument `{old}` is deprecated and renamed to `{new}`",
+                    FutureWarning,
+                    stacklevel=2,
+                )
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
+        if not max_val > min_val:
+            raise ArgumentError(
+                f"{type(self).__name__}: max_val must be greater than min_val, got "
+                f"min_val={min_val}, max_val={max_val}"
+            )
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"min_val={self.min_val}, max_val={self.max_val}{inplace}"
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6): Hardtanh(0, 6)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class ELU(Module):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(ELU):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha nonzero."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.celu(x, self.alpha)
+
+
+class SELU(Module):
+    """scale * elu(x, alpha) with SELU's fixed constants."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.selu(x)
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace)
+
+
+class Mish(SELU):
+    """x * tanh(softplus(x))."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.mish(x)
+
+
+class Hardswish(Module):
+    """x * relu6(x + 3) / 6. Its repr shows no inplace, as PyTorch's."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.hardswish(x)
+
+
+class Hardsigmoid(Hardswish):
+    """relu6(x + 3) / 6."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.hardsigmoid(x)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class LogSigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.logsigmoid(x)
+
+
+class Softsign(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.softsign(x)
+
+
+class Tanhshrink(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.tanhshrink(x)
+
+
+class PReLU(Module):
+    """x for x > 0, weight * x otherwise, with a learned weight: one slope shared by every
+    channel (num_parameters=1), or one per channel (axis 1 of the input), each starting at
+    `init`."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        if isinstance(num_parameters, bool) or not isinstance(num_parameters, (int, np.integer)):
+            raise DTypeError(f"PReLU: num_parameters must be an int, got {num_parameters!r}")
+        if num_parameters < 1:
+            raise ArgumentError(f"PReLU: num_parameters must be >= 1, got {num_parameters}")
+        self.num_parameters, self.init = int(num_parameters), init
+        self.weight = Parameter(np.empty(self.num_parameters, layer_dtype(dtype, "PReLU")))
+        self.reset_parameters()
+        if device is not None:
+            self.to(device)
+
+    def reset_parameters(self) -> None:
+        self.weight.data[...] = self.init
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class GLU(Module):
+    """a * sigmoid(b), a and b the halves of the input along `dim`."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

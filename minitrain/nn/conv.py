@@ -1,13 +1,16 @@
-"""Convolution layers: Conv1d, Conv2d, Conv3d (padding_mode: 'zeros' or one of F.pad's modes)."""
+"""Convolution layers: Conv1d, Conv2d, Conv3d (padding_mode: 'zeros' or one of F.pad's modes)
+and the transposed ConvTranspose1d, ConvTranspose2d, ConvTranspose3d."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, DTypeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops.conv import auto_pads, spatial_ints, torch_pads
+from ..ops.conv_transpose import check_output_padding
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
@@ -19,6 +22,7 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 class _ConvNd(Module):
     dims = 0
+    transposed = False  # weight (in, out/groups, *kernel) instead of (out, in/groups, *kernel)
 
     def __init__(
         self,
@@ -57,7 +61,10 @@ class _ConvNd(Module):
         self.dilation = spatial_ints(dilation, self.dims, "dilation", where, minimum=1)
         self.padding = _padding(padding, self.dims, where)
         self.padding_mode = padding_mode
-        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        if self.transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(np.empty(shape, dtype))
         if bias:
             self.bias = Parameter(np.empty(out_channels, dtype))
@@ -101,6 +108,8 @@ class _ConvNd(Module):
             text += f", padding={self.padding}"
         if self.dilation != (1,) * self.dims:
             text += f", dilation={self.dilation}"
+        if self.transposed and self.output_padding != (0,) * self.dims:
+            text += f", output_padding={self.output_padding}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:
@@ -147,5 +156,122 @@ class Conv2d(_ConvNd):
 
 class Conv3d(_ConvNd):
     """3-D convolution over (N, C, D, H, W) (or unbatched): weight (out, in/groups, kd, kh, kw)."""
+
+    dims = 3
+
+
+class _ConvTransposeNd(_ConvNd):
+    transposed = True
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation=1,
+        padding_mode: str = "zeros",
+        device=None,
+        dtype=None,
+    ):
+        where = type(self).__name__
+        if padding_mode != "zeros":  # as PyTorch: the padding of a transposed conv crops
+            raise ArgumentError(
+                f"{where}: only padding_mode='zeros' is supported for a transposed "
+                f"convolution, got {padding_mode!r}"
+            )
+        padding = spatial_ints(padding, self.dims, "padding", where, minimum=0)
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+        )
+        self.output_padding = check_output_padding(
+            output_padding, self.stride, self.dilation, where, torch_names=True
+        )
+
+    def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
+        """The transposed conv of input; output_size (the spatial sizes, optionally with the
+        batch and channel dims before them) picks output_padding, as in PyTorch."""
+        conv_transpose = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)
+        return conv_transpose[self.dims - 1](
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
+
+    def _output_padding(self, input: Tensor, output_size) -> tuple[int, ...]:  # noqa: A002
+        """self.output_padding, or what gives output_size: each size must lie between the
+        output without output_padding and that plus stride - 1 (PyTorch's range)."""
+        if output_size is None:
+            return self.output_padding
+        where, dims = type(self).__name__, self.dims
+        if input.ndim not in (dims + 1, dims + 2):
+            raise ShapeError(
+                f"{where}: input must be (N, C, *spatial) or (C, *spatial) with {dims} "
+                f"spatial dims, got shape {input.shape}"
+            )
+        leading = input.ndim - dims  # batch and channels, or channels alone
+        sizes = tuple(output_size) if isinstance(output_size, Sequence) else (output_size,)
+        if len(sizes) == leading + dims:
+            sizes = sizes[leading:]
+        if len(sizes) != dims:
+            raise ShapeError(
+                f"{where}: for a {input.ndim}-D input, output_size must have {dims} or "
+                f"{leading + dims} elements, got {len(sizes)}: {output_size!r}"
+            )
+        sizes = spatial_ints(sizes, dims, "output_size", where, minimum=0)
+        spatial = input.shape[leading:]
+        smallest = [
+            (n - 1) * s - 2 * p + d * (k - 1) + 1
+            for n, s, p, d, k in zip(
+                spatial, self.stride, self.padding, self.dilation, self.kernel_size, strict=True
+            )
+        ]
+        largest = [low + s - 1 for low, s in zip(smallest, self.stride, strict=True)]
+        if any(not low <= n <= high for n, low, high in zip(sizes, smallest, largest, strict=True)):
+            raise ShapeError(
+                f"{where}: requested an output size of {list(sizes)}, but valid sizes range "
+                f"from {smallest} to {largest} (for an input of {spatial})"
+            )
+        return tuple(n - low for n, low in zip(sizes, smallest, strict=True))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over (N, C, L) (or unbatched (C, L)), the adjoint of Conv1d:
+    weight (in, out/groups, k); L_out = (L - 1) * stride - 2 * padding + dilation * (k - 1) +
+    output_padding + 1."""
+
+    dims = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution over (N, C, H, W) (or unbatched (C, H, W)), the adjoint of
+    Conv2d: weight (in, out/groups, kh, kw); per dim L_out = (L - 1) * stride - 2 * padding +
+    dilation * (k - 1) + output_padding + 1."""
+
+    dims = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over (N, C, D, H, W) (or unbatched), the adjoint of Conv3d:
+    weight (in, out/groups, kd, kh, kw)."""
 
     dims = 3

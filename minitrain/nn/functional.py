@@ -10,6 +10,7 @@ import numpy as np
 from .. import ops
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops.conv import conv_nd
+from ..ops.conv_transpose import conv_transpose_nd
 from ..ops.pooling import adaptive_avg_pool_nd, avg_pool_nd, max_pool_nd
 from ..tensor import Tensor
 
@@ -80,6 +81,67 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def quick_gelu(input: Tensor, alpha: float = 1.702) -> Tensor:  # noqa: A002
     return ops.quick_gelu(input, alpha)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.relu6(input)
+
+
+def hardtanh(
+    input: Tensor,  # noqa: A002
+    min_val: float = -1.0,
+    max_val: float = 1.0,
+    inplace: bool = False,
+) -> Tensor:
+    return ops.hardtanh(input, min_val, max_val)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.elu(input, alpha)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.selu(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.celu(input, alpha)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    return ops.softplus(input, beta, threshold)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.mish(input)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.hardswish(input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    return ops.hardsigmoid(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    return ops.logsigmoid(input)
+
+
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    return ops.softsign(input)
+
+
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
+    return ops.tanhshrink(input)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    return ops.prelu(input, weight)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    return ops.glu(input, dim)
 
 
 def softmax(
@@ -269,6 +331,58 @@ def conv2d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilati
 
 def conv3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=3, where="conv3d")
+
+
+# transposed: weight (in, out/groups, *kernel); padding an int or one int per dim (both ends);
+# output_padding adds outputs at the end, each smaller than the stride or the dilation.
+
+
+def conv_transpose1d(
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias=None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups=1,
+    dilation=1,
+) -> Tensor:
+    return conv_transpose_nd(
+        input, weight, bias, stride, padding, output_padding, groups, dilation,
+        dims=1, where="conv_transpose1d",
+    )  # fmt: skip
+
+
+def conv_transpose2d(
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias=None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups=1,
+    dilation=1,
+) -> Tensor:
+    return conv_transpose_nd(
+        input, weight, bias, stride, padding, output_padding, groups, dilation,
+        dims=2, where="conv_transpose2d",
+    )  # fmt: skip
+
+
+def conv_transpose3d(
+    input: Tensor,  # noqa: A002
+    weight: Tensor,
+    bias=None,
+    stride=1,
+    padding=0,
+    output_padding=0,
+    groups=1,
+    dilation=1,
+) -> Tensor:
+    return conv_transpose_nd(
+        input, weight, bias, stride, padding, output_padding, groups, dilation,
+        dims=3, where="conv_transpose3d",
+    )  # fmt: skip
 
 
 # --- pooling ----------------------------------------------------------------------------------
@@ -465,6 +579,11 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps: float | None = N
     return ops.rms_norm(input, normalized_shape, weight, eps)
 
 
+def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:  # noqa: A002
+    """Group norm of (N, C, *) over groups of channels and positions. See ops.group_norm."""
+    return ops.group_norm(input, num_groups, weight, bias, eps)
+
+
 # --- losses ------------------------------------------------------------------------------------
 # size_average and reduce (deprecated in PyTorch) are taken only as None: see
 # _check_legacy_reduction. The pointwise losses' `weight` (PyTorch 2.6+) is refused: weigh the
@@ -554,6 +673,18 @@ def huber_loss(
 ) -> Tensor:
     _check_default("huber_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.huber_loss(input, target, reduction=reduction, delta=delta)
+
+
+def binary_cross_entropy(
+    input: Tensor,  # noqa: A002
+    target,
+    weight=None,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    _check_legacy_reduction("binary_cross_entropy", size_average, reduce)
+    return ops.binary_cross_entropy(input, target, weight, reduction=reduction)
 
 
 def binary_cross_entropy_with_logits(

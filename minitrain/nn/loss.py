@@ -1,4 +1,4 @@
-"""Loss layers: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss,
+"""Loss layers: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
 BCEWithLogitsLoss. Each holds its options (and class weights as a buffer) and calls the
 functional form. size_average and reduce, deprecated in PyTorch, are taken as None only."""
 
@@ -109,6 +109,14 @@ class HuberLoss(_Loss):
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
         return ops.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross entropy of probabilities in [0, 1] against targets in [0, 1], each log
+    floored at -100; `weight` rescales each position (broadcast to the input)."""
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        return ops.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_WeightedLoss):

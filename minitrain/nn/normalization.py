@@ -1,11 +1,11 @@
-"""Normalization layers: BatchNorm1d/2d/3d, LayerNorm (also invertible), RMSNorm."""
+"""Normalization layers: BatchNorm1d/2d/3d, LayerNorm (also invertible), RMSNorm, GroupNorm."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import ops
-from ..errors import ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from .linear import layer_dtype
 from .module import Module, Parameter
@@ -187,4 +187,50 @@ class RMSNorm(Module):
     def extra_repr(self) -> str:
         return (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
+
+
+class GroupNorm(Module):
+    """Normalize each sample's channels in num_groups groups (over the group's channels and
+    positions), then scale and shift per channel; input (N, C, *)."""
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device=None,
+        dtype=None,
+        *,
+        bias: bool = True,
+    ):
+        super().__init__()
+        dtype = layer_dtype(dtype, "GroupNorm")
+        for name, value in (("num_groups", num_groups), ("num_channels", num_channels)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise DTypeError(f"GroupNorm: {name} must be an int, got {value!r}")
+        if num_groups < 1 or num_channels % num_groups:
+            raise ArgumentError(
+                f"GroupNorm: num_groups ({num_groups}) must be >= 1 and divide num_channels "
+                f"({num_channels})"
+            )
+        self.num_groups, self.num_channels = int(num_groups), int(num_channels)
+        self.eps, self.affine = eps, affine
+        self.register_parameter(
+            "weight", Parameter(np.ones(self.num_channels, dtype)) if affine else None
+        )
+        self.register_parameter(
+            "bias", Parameter(np.zeros(self.num_channels, dtype)) if affine and bias else None
+        )
+        if device is not None:
+            self.to(device)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
         )

@@ -1,25 +1,40 @@
 """Every op as a function, and the registry that lists them with their backward kernels."""
 
 from .activation import (
+    celu,
+    elu,
     gelu,
     gelu_grad,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
     leaky_relu,
     leaky_relu_grad,
     log_softmax,
     log_softmax_grad,
+    logsigmoid,
+    mish,
+    prelu,
     quick_gelu,
     quick_gelu_grad,
     relu,
+    relu6,
     relu_grad,
+    selu,
     sigmoid,
     sigmoid_grad,
     silu,
     softmax,
     softmax_grad,
+    softplus,
+    softsign,
     tanh,
     tanh_grad,
+    tanhshrink,
 )
 from .conv import col2im, conv, conv_grad, im2col
+from .conv_transpose import conv_transpose
 from .elementwise import (
     abs,
     add,
@@ -56,6 +71,7 @@ from .elementwise import (
 )
 from .linalg import linear, matmul
 from .loss import (
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
     huber_loss,
@@ -69,6 +85,7 @@ from .normalization import (
     batch_norm,
     batch_norm_composite,
     batch_norm_grad,
+    group_norm,
     invertible_layer_norm_grad,
     layer_norm,
     layer_norm_grad,
@@ -132,14 +149,16 @@ __all__ = [
     "matmul", "linear",
     "dropout", "dropout_grad",
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "binary_cross_entropy_with_logits", "softmax_cross_entropy_grad",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "softmax_cross_entropy_grad",
     "relu", "leaky_relu", "sigmoid", "tanh", "quick_gelu", "silu", "gelu", "softmax", "log_softmax",
     "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "quick_gelu_grad", "gelu_grad",
     "softmax_grad", "log_softmax_grad",
-    "batch_norm", "batch_norm_composite", "layer_norm", "rms_norm",
+    "hardtanh", "relu6", "elu", "selu", "celu", "softplus", "mish", "hardswish", "hardsigmoid",
+    "logsigmoid", "softsign", "tanhshrink", "prelu", "glu",
+    "batch_norm", "batch_norm_composite", "layer_norm", "rms_norm", "group_norm",
     "batch_norm_grad", "layer_norm_grad", "invertible_layer_norm_grad",
     "simplified_layer_norm_grad",
-    "conv", "conv_grad", "im2col", "col2im",
+    "conv", "conv_grad", "im2col", "col2im", "conv_transpose",
     "max_pool", "avg_pool", "adaptive_avg_pool",
     "max_pool_grad", "avg_pool_grad", "adaptive_avg_pool_grad",
 ]  # fmt: skip

@@ -602,20 +602,21 @@ class _Chunked(NamedTuple):
     group: int
 
     @classmethod
-    def of(cls, X, W, window: Window, group: int) -> _Chunked:
-        xp = backend.array_module(X)
-        N, C = X.shape[:2]
+    def of(cls, x_shape, dtype, W, window: Window, group: int) -> _Chunked:
+        """For a conv of an X of shape x_shape (N, C, *spatial) and this dtype with W."""
+        xp = backend.array_module(W)
+        N, C = x_shape[:2]
         M = W.shape[0]
-        columns = _layout(window, X.shape[2:], C // group, M // group)
+        columns = _layout(window, tuple(x_shape[2:]), C // group, M // group)
         rows, shifts = C * math.prod(columns.column_kernel), len(columns.shifts())
-        parts = _chunks(N, lambda n: (rows + shifts * M) * columns.width(n) * X.dtype.itemsize)
+        parts = _chunks(N, lambda n: (rows + shifts * M) * columns.width(n) * dtype.itemsize)
         size = parts[0].stop if parts else 0
         return cls(
             columns,
             _stacked_weights(W, group, columns),
             parts,
-            xp.empty(rows * columns.width(size), X.dtype),
-            xp.empty(shifts * M * columns.width(size), X.dtype),
+            xp.empty(rows * columns.width(size), dtype),
+            xp.empty(shifts * M * columns.width(size), dtype),
             group,
         )
 
@@ -638,7 +639,7 @@ def _conv_forward(X, W, B, window: Window, group: int):
     if 0 in W.shape[:2]:  # no filters, or sums over no channels: Y is the bias
         Y[...] = 0 if B is None else B.reshape((-1,) + (1,) * len(window.out))
         return Y
-    chunked = _Chunked.of(X, W, window, group)
+    chunked = _Chunked.of(X.shape, X.dtype, W, window, group)
     for part in chunked.parts:
         n = part.stop - part.start
         col, out = chunked.col(n), chunked.out(n)
@@ -750,24 +751,32 @@ def conv_grad(
             f"W {w_shape}"
         )
     _check_float("conv_grad", X=X, W=W)
-    need_x, need_w, need_b = _check_need(need)
-    xp = backend.array_module(dY, X, W)
-    dY = xp.asarray(dY, dtype=X.dtype)
-    C, M = x_shape[1], w_shape[0]
+    need = _check_need(need)
+    dY = backend.array_module(dY, X, W).asarray(dY, dtype=X.dtype)
+    return _conv_grad(dY, X, W, x_shape, window, group, need)
+
+
+def _conv_grad(dY, X, W, x_shape, window: Window, group: int, need):
+    """conv_grad once its arguments are checked, dY in the gradients' dtype. X is read only for
+    dW: where dW is not needed it may be None, x_shape giving dX's shape (conv_transpose's
+    forward is this dX)."""
+    need_x, need_w, need_b = need
+    xp, dtype, w_shape = backend.array_module(dY, W), dY.dtype, W.shape
+    M = w_shape[0]
     if not (need_x or need_w) or 0 in w_shape[:2]:
         # no GEMM to run: dB alone, or no filters or no channels, so nothing reaches X or W
-        dX = xp.zeros(x_shape, X.dtype) if need_x else None
-        dW = xp.zeros(w_shape, X.dtype) if need_w else None
-        return dX, dW, _bias_grad(dY).astype(X.dtype) if need_b else None
+        dX = xp.zeros(x_shape, dtype) if need_x else None
+        dW = xp.zeros(w_shape, dtype) if need_w else None
+        return dX, dW, _bias_grad(dY).astype(dtype) if need_b else None
 
-    X = xp.ascontiguousarray(X)
-    chunked = _Chunked.of(X, W, window, group)
+    X = xp.ascontiguousarray(X) if need_w else None
+    chunked = _Chunked.of(x_shape, dtype, W, window, group)
     columns, w_stacked = chunked.columns, chunked.w_stacked
-    dX = xp.empty(x_shape, X.dtype) if need_x else None
+    dX = xp.empty(x_shape, dtype) if need_x else None
     dW = None
     # dW accumulates as (C/group * Kc, S * M/group) per group: col @ dY.T is the fastest
     # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
-    dw_stacked = xp.zeros(w_stacked.swapaxes(-1, -2).shape, X.dtype) if need_w else None
+    dw_stacked = xp.zeros(w_stacked.swapaxes(-1, -2).shape, dtype) if need_w else None
     partial = xp.empty_like(dw_stacked) if need_w else None
     bias_grad = xp.zeros(M, np.float64)
     for part in chunked.parts:
@@ -784,11 +793,17 @@ def conv_grad(
             _matmul(w_stacked.swapaxes(-1, -2), dy_chunk, col)
             _col2im_into(col.reshape(-1, col.shape[-1]), columns, dX[part], parallel=False)
     if need_w:
-        # rows (c, column tap), columns (shift, m) per group, back to (M, C/group, *kernel)
-        shifts = len(columns.shifts())
-        per_group = dw_stacked.reshape(group, C // group, -1, shifts, M // group)
-        dW = xp.ascontiguousarray(per_group.transpose(0, 4, 1, 3, 2)).reshape(w_shape)
-    return dX, dW, bias_grad.astype(X.dtype) if need_b else None
+        dW = _unstacked_weight_grad(dw_stacked, columns, w_shape)
+    return dX, dW, bias_grad.astype(dtype) if need_b else None
+
+
+def _unstacked_weight_grad(dw_stacked, columns: Columns, w_shape):
+    """dW (M, C/group, *kernel) from its (group, C/group * Kc, S * M/group) accumulation: rows
+    (c, column tap), columns (shift, m) per group."""
+    xp, group, shifts = backend.array_module(dw_stacked), dw_stacked.shape[0], len(columns.shifts())
+    M, per_group = w_shape[:2]
+    taps = dw_stacked.reshape(group, per_group, -1, shifts, M // group)
+    return xp.ascontiguousarray(taps.transpose(0, 4, 1, 3, 2)).reshape(w_shape)
 
 
 def _bias_grad(dY):

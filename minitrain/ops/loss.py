@@ -889,3 +889,91 @@ def binary_cross_entropy_with_logits(
     return BinaryCrossEntropyWithLogits.apply(
         input, target, weight, pos_weight, reduction=reduction
     )
+
+
+# --- binary cross entropy of probabilities -------------------------------------------------------
+
+# PyTorch's floor under each log (a probability of exactly 0 or 1 costs 100, not inf) and under
+# x (1 - x) in the input's gradient: 1e-12 as a float32 constant, 9.9999999600e-13.
+_LOG_FLOOR = -100.0
+_BCE_GRAD_EPS = float(np.float32(1e-12))
+
+
+class BinaryCrossEntropy(Op):
+    """-w [t max(log x, -100) + (1 - t) max(log(1 - x), -100)] per position, x and t in
+    [0, 1], as PyTorch's kernel (log1p for log(1 - x)). weight is a constant."""
+
+    name = "binary_cross_entropy"
+    inputs = ("input", "target", "weight")
+    attrs = ("reduction",)
+    saved = ("input", "target", "weight")
+    same_dtype = True
+
+    @staticmethod
+    def forward(ctx, input, target, weight):  # noqa: A002 (PyTorch's name)
+        xp = ctx.xp
+        with np.errstate(divide="ignore"):  # log(0) = -inf, floored at -100
+            log_x = xp.maximum(xp.log(input), _LOG_FLOOR)
+            log_1mx = xp.maximum(xp.log1p(-input), _LOG_FLOOR)
+        losses = (target - 1) * log_1mx - target * log_x
+        if weight is not None:
+            losses = losses * weight
+        ctx.save(input=input, target=target, weight=weight)
+        return _reduce(losses, ctx.reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dinput = s * w * (x - t) / max(x (1 - x), 1e-12), dtarget = s * w * (log(1-x) - log x)
+
+        x = input, t = target, w = weight; s = grad, or grad / size for 'mean'. Both are
+        PyTorch's: the input's is floored (float32's 1e-12), the target's is not (inf where
+        x is 0 or 1)."""
+        xp, x, t = ctx.xp, ctx.input, ctx.target
+        scale = _position_scale(grad, ctx.reduction, x.size)
+        if ctx.weight is not None:
+            scale = scale * ctx.weight
+        dx = dt = None
+        if ctx.needs_grad[0]:
+            dx = scale * (x - t) / xp.maximum((1 - x) * x, _BCE_GRAD_EPS)
+        if ctx.needs_grad[1]:
+            with np.errstate(divide="ignore"):
+                dt = scale * (xp.log1p(-x) - xp.log(x))
+        return dx, dt, None
+
+
+def _check_probabilities(op: str, name: str, values) -> None:
+    """Every element in [0, 1] (nan is not), as PyTorch checks: an error naming one outside."""
+    outside = ~((values >= 0) & (values <= 1))
+    if outside.any():
+        raise ArgumentError(
+            f"{op}: every element of {name} must lie in [0, 1], got {values[outside].ravel()[0]}"
+            + (" (for logits, use binary_cross_entropy_with_logits)" if name == "input" else "")
+        )
+
+
+def binary_cross_entropy(input, target, weight=None, *, reduction: str = "mean"):  # noqa: A002
+    """Binary cross entropy of probabilities, as PyTorch's F.binary_cross_entropy: input and
+    target of one shape and one floating dtype, every element in [0, 1] (else an error, as
+    PyTorch); each log floored at -100. weight: a per-position rescaling that broadcasts to
+    input's shape, a constant. 'mean' over an empty input raises (PyTorch: nan). Its own op
+    (BinaryCrossEntropyGrad). For logits, binary_cross_entropy_with_logits is stabler."""
+    op = "binary_cross_entropy"
+    _check_reduction(op, reduction)
+    _check_no_grad(op, weight=weight)
+    x, t = _data(input), _data(target)
+    _check_float(op, "input", x)
+    _check_same_shape(op, x, t)
+    if weight is not None:
+        shape = _data(weight).shape
+        try:
+            fits = np.broadcast_shapes(shape, x.shape) == x.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ShapeError(f"{op}: weight {shape} does not broadcast to input {x.shape}")
+    _check_probabilities(op, "input", x)
+    if t.dtype.kind == "f":  # other dtypes: the op's dtype check names them
+        _check_probabilities(op, "target", t)
+    if reduction == "mean":
+        _mean_divisor(op, x.size, "an empty input")
+    return BinaryCrossEntropy.apply(input, target, weight, reduction=reduction)

@@ -1101,3 +1101,39 @@ def rms_norm(
     axis = _normalized_axis(where, x.shape, normalized_shape, axis)
     eps = float(np.finfo(_work_dtype(x.data)).eps) if eps is None else _check_eps(where, eps)
     return RMSNorm.apply(x, weight, axis=axis, eps=eps)
+
+
+def group_norm(x, num_groups: int, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """Group normalization (PyTorch's GroupNorm) of x (N, C, *): each sample's channels in
+    num_groups groups of C / num_groups, each group normalized over its channels and positions
+    (biased variance), then per-channel weight and bias (C,), both optional.
+
+    The statistics are those of a layer norm over the rows of x viewed as (N, num_groups, C /
+    num_groups * positions), so it runs as the LayerNorm op (LayerNormalizationGrad) on that
+    view; the per-channel affine is a broadcast multiply and add.
+    """
+    where = "group_norm"
+    x = _as_tensor(x)
+    if x.ndim < 2:
+        raise ShapeError(f"{where}: x must be (N, C, *), got shape {x.shape}")
+    if isinstance(num_groups, bool) or not isinstance(num_groups, (int, np.integer)):
+        raise DTypeError(f"{where}: num_groups must be an int, got {num_groups!r}")
+    channels = x.shape[1]
+    if num_groups < 1 or channels % num_groups:
+        raise ArgumentError(
+            f"{where}: num_groups ({num_groups}) must be >= 1 and divide the channels of x "
+            f"{x.shape} ({channels})"
+        )
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None:
+            _check_shape(where, name, value, (channels,), f"for x {x.shape}")
+    eps = _check_eps(where, eps)
+    per_group = channels // num_groups * math.prod(x.shape[2:])
+    y = x  # no positions: nothing to normalize, as in PyTorch
+    if per_group:
+        rows = layer_norm(reshape(x, (x.shape[0], int(num_groups), per_group)), eps=eps)
+        y = reshape(rows, x.shape)
+    per_channel = (channels,) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        y = mul(y, reshape(weight, per_channel))
+    return y if bias is None else add(y, reshape(bias, per_channel))
