@@ -8,7 +8,7 @@ import functools
 import numpy as np
 
 from . import ops
-from .errors import DTypeError
+from .errors import ArgumentError, DTypeError
 from .tensor import Tensor
 
 __all__ = [
@@ -33,16 +33,20 @@ int8, int16, uint8 = np.int8, np.int16, np.uint8
 bool = np.bool_  # noqa: A001
 
 
+def _check_tensor(input, name: str) -> None:  # noqa: A002 (PyTorch's name)
+    if not isinstance(input, Tensor):
+        raise DTypeError(
+            f"minitrain.{name}: input must be a Tensor, got {type(input).__name__} "
+            f"(minitrain.tensor(...) makes one)"
+        )
+
+
 def _of_tensor(method):
     """`method` as a function of a Tensor first, named as PyTorch names it."""
 
     @functools.wraps(method)
     def function(input, *args, **kwargs):  # noqa: A002 (PyTorch's name)
-        if not isinstance(input, Tensor):
-            raise DTypeError(
-                f"minitrain.{method.__name__}: input must be a Tensor, got "
-                f"{type(input).__name__} (minitrain.tensor(...) makes one)"
-            )
+        _check_tensor(input, method.__name__)
         return method(input, *args, **kwargs)
 
     return function
@@ -65,6 +69,9 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002
     """The maximum of all elements; with an int `dim`, (values, indices) along it; with a
     Tensor second argument, the elementwise maximum (torch.max(a, b))."""
     if isinstance(dim, Tensor):
+        _check_tensor(input, "max")
+        if keepdim is not False:
+            raise ArgumentError("minitrain.max: keepdim goes with a dim, not with a second tensor")
         return ops.maximum(input, dim)
     return _max(input, dim, keepdim)
 
@@ -72,6 +79,9 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002
 def min(input, dim=None, keepdim=False):  # noqa: A001, A002
     """See `max`."""
     if isinstance(dim, Tensor):
+        _check_tensor(input, "min")
+        if keepdim is not False:
+            raise ArgumentError("minitrain.min: keepdim goes with a dim, not with a second tensor")
         return ops.minimum(input, dim)
     return _min(input, dim, keepdim)
 

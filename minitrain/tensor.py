@@ -54,7 +54,25 @@ def _dims(dim, axis, where: str):
     """One reduction argument from PyTorch's `dim` or numpy's `axis` spelling."""
     if dim is not None and axis is not None:
         raise DTypeError(f"{where}: give dim or axis, not both")
-    return axis if dim is None else dim
+    dim = axis if dim is None else dim
+    if isinstance(dim, bool) or (isinstance(dim, tuple) and any(type(d) is bool for d in dim)):
+        raise DTypeError(f"{where}: dim must be an int or a tuple of ints, got {dim!r}")
+    return dim
+
+
+def _correction(dim, unbiased, correction, where: str):
+    """(dim, correction) from PyTorch's var / std arguments: x.var(False) means unbiased=False."""
+    if isinstance(dim, bool):
+        if unbiased is not None:
+            raise ArgumentError(f"{where}: unbiased given twice ({dim!r} in dim's place)")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise ArgumentError(f"{where}: give unbiased or correction, not both")
+    if unbiased is not None:
+        if not isinstance(unbiased, (bool, np.bool_)):
+            raise DTypeError(f"{where}: unbiased must be a bool, got {unbiased!r}")
+        return dim, int(unbiased)
+    return dim, 1 if correction is None else correction
 
 
 def _keep(keepdim, keepdims) -> bool:
@@ -546,9 +564,10 @@ class Tensor:
         return ops.min(self, _dims(dim, axis, "amin"), _keep(keepdim, keepdims))
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """Like PyTorch: the maximum of all elements, or with one `dim` a (values, indices)
-        pair; gradients of tied maxima are split evenly, and a NaN is the maximum and takes the
-        gradient. `amax` takes several dims (and gives a slice holding NaN a NaN gradient)."""
+        """Like PyTorch: the maximum of all elements, its gradient split evenly among tied
+        maxima, or with one `dim` a (values, indices) pair, the gradient going to the index
+        returned; a NaN is the maximum and takes the gradient. `amax` takes several dims (and
+        gives a slice holding NaN a NaN gradient)."""
         return self._extreme(ops.max, ops.argmax, dim, axis, _keep(keepdim, keepdims), "max")
 
     def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
@@ -564,7 +583,15 @@ class Tensor:
                 f"{where}: takes one int dim (and returns values and indices); "
                 f"use a{where}(dim=...) to reduce over several dims"
             )
-        return MinMax(reduce(self, dim, keepdim, nan_takes_grad=True), arg(self, dim, keepdim))
+        if self.ndim == 0:
+            return MinMax(reduce(self, dim, keepdim, nan_takes_grad=True), arg(self, dim, keepdim))
+        # the values gathered at the indices: the gradient goes to the index returned, as in
+        # PyTorch, where the all-dims form splits it among ties
+        indices = arg(self, dim, True)
+        values = ops.gather(self, dim, indices)
+        if keepdim:
+            return MinMax(values, indices)
+        return MinMax(values.squeeze(dim), indices.squeeze(dim))
 
     def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.all(self, _dims(dim, axis, "all"), _keep(keepdim, keepdims))
@@ -578,10 +605,20 @@ class Tensor:
     def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.argmin(self, _dims(dim, axis, "argmin"), _keep(keepdim, keepdims))
 
-    def var(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
+    def var(
+        self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+    ):
+        """The variance over dim (all elements by default), as PyTorch's: `correction`
+        (default 1, Bessel's) or the older `unbiased` (True is correction 1, False 0), which
+        may also come alone in dim's place, as in x.var(False)."""
+        dim, correction = _correction(dim, unbiased, correction, "var")
         return ops.var(self, _dims(dim, axis, "var"), _keep(keepdim, keepdims), correction)
 
-    def std(self, dim=None, keepdim=False, *, correction=1, axis=None, keepdims=None):
+    def std(
+        self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+    ):
+        """The standard deviation: see `var`."""
+        dim, correction = _correction(dim, unbiased, correction, "std")
         return ops.std(self, _dims(dim, axis, "std"), _keep(keepdim, keepdims), correction)
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):

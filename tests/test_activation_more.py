@@ -568,3 +568,25 @@ def test_bce_bad_arguments_raise_a_minitrain_error_naming_them(call, error, mess
 def test_bce_of_an_empty_input_without_mean():
     empty = mt.tensor(np.ones(0), requires_grad=True)
     assert F.binary_cross_entropy(empty, mt.tensor(np.ones(0)), reduction="sum").item() == 0.0
+
+
+def test_review_hardswish_float16_max_stays_finite_and_nan_takes_torch_gradient():
+    torch = pytest.importorskip("torch")
+    big = np.array([65504.0, -65504.0], np.float16)
+    np.testing.assert_array_equal(
+        F.hardswish(mt.tensor(big)).numpy(), torch.nn.functional.hardswish(torch.tensor(big))
+    )
+    values = np.array([np.nan, -3.0, 3.0])
+    x, tx = mt.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    F.hardswish(x).sum().backward()
+    torch.nn.functional.hardswish(tx).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_review_layers_are_related_only_where_torch_relates_them():
+    torch = pytest.importorskip("torch")
+    names = ["ELU", "CELU", "SELU", "Mish", "Hardswish", "Hardsigmoid", "Hardtanh", "ReLU6"]
+    for child in names:
+        for parent in names:
+            ours = issubclass(getattr(nn, child), getattr(nn, parent))
+            assert ours == issubclass(getattr(torch.nn, child), getattr(torch.nn, parent))

@@ -628,3 +628,9 @@ def test_a_failing_conv_transpose_records_nothing(call):
         call(x, w)
     assert len(tape) == 0
     assert x.grad is None and w.grad is None
+
+
+def test_an_empty_spatial_dim_is_a_shape_error_as_in_torch():
+    x, w = mt.tensor(np.zeros((3, 2, 0))), mt.tensor(np.ones((2, 2, 3)))
+    with pytest.raises(ShapeError, match=r"conv_transpose1d: X \(3, 2, 0\) has an empty spatial"):
+        F.conv_transpose1d(x, w)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minitrain as mt
-from minitrain.errors import DTypeError
+from minitrain.errors import ArgumentError, DTypeError
 
 torch = pytest.importorskip("torch")
 
@@ -135,3 +135,58 @@ def test_every_public_function_is_tested():
     tested |= {"masked_fill", "gather", "squeeze", "detach", "numel", "is_tensor", "from_numpy"}
     dtypes = {"float", "double", "half", "long", "int", "short", "int8", "int16", "uint8", "bool"}
     assert set(mt.functions.__all__) == tested | dtypes
+
+
+@pytest.mark.parametrize(
+    "args, keywords",
+    [((1, False), {}), ((1, True), {}), ((False,), {}), ((), {"unbiased": False}),
+     ((0, True, True), {}), ((1,), {"correction": 0}), ((1,), {"keepdim": True}), ((), {})],
+)  # fmt: skip
+def test_var_and_std_take_torch_unbiased_positionally(args, keywords):
+    x, tx = _pair(shape=(3, 5))
+    for name in ("var", "std"):
+        value = getattr(mt, name)(x, *args, **keywords)
+        expected = getattr(torch, name)(tx, *args, **keywords)
+        assert value.shape == tuple(expected.shape)
+        np.testing.assert_allclose(value.numpy(), expected.detach().numpy(), rtol=1e-12)
+
+
+def test_a_bool_dim_is_refused_as_torch_refuses_it():
+    x, _ = _pair()
+    for call in (lambda: mt.sum(x, True), lambda: mt.mean(x, False), lambda: x.max(True)):
+        with pytest.raises(DTypeError, match="dim must be an int or a tuple of ints, got"):
+            call()
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_along_a_dim_sends_the_gradient_to_the_index_it_returns(name):
+    values = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0], [np.nan, 1.0, np.nan]])
+    for dim in (0, 1):
+        for keepdim in (False, True):
+            x = mt.tensor(values, requires_grad=True)
+            tx = torch.tensor(values, requires_grad=True)
+            picked, indices = getattr(mt, name)(x, dim, keepdim)
+            t_picked, t_indices = getattr(torch, name)(tx, dim, keepdim)
+            np.testing.assert_array_equal(indices.numpy(), t_indices.numpy())
+            upstream = np.arange(1.0, 1 + t_picked.numel()).reshape(t_picked.shape)
+            picked.backward(upstream)
+            t_picked.backward(torch.tensor(upstream))
+            np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_max_of_two_tensors_checks_its_arguments():
+    x, _ = _pair()
+    with pytest.raises(DTypeError, match=r"minitrain\.max: input must be a Tensor"):
+        mt.max(np.ones((3, 4)), x)
+    with pytest.raises(ArgumentError, match=r"minitrain\.min: keepdim goes with a dim"):
+        mt.min(x, x, True)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "logsumexp"])
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int64])
+def test_integer_input_computes_in_float32_as_torch(name, dtype):
+    values = np.array([1, 2, 3, 1]).astype(dtype)
+    result = getattr(mt, name)(mt.tensor(values))
+    expected = getattr(torch, name)(torch.tensor(values), *((0,) if name == "logsumexp" else ()))
+    assert result.dtype == expected.numpy().dtype == np.float32
+    np.testing.assert_allclose(result.numpy(), expected.numpy(), rtol=1e-6)

@@ -148,8 +148,8 @@ class Hardtanh(Module):
         return ops.hardtanh(x, self.min_val, self.max_val)
 
     def extra_repr(self) -> str:
-        inplace = ", inplace=True" if self.inplace else ""
-        return f"min_val={self.min_val}, max_val={self.max_val}{inplace}"
+        limits = f"min_val={self.min_val}, max_val={self.max_val}"
+        return ", ".join(filter(None, (limits, _inplace_repr(self.inplace))))
 
 
 class ReLU6(Hardtanh):
@@ -162,61 +162,72 @@ class ReLU6(Hardtanh):
         return _inplace_repr(self.inplace)
 
 
-class ELU(Module):
-    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+class _Inplace(Module):
+    """An activation whose one option is PyTorch's `inplace` (accepted, see above), shown in its
+    repr where PyTorch's shows it."""
+
+    shows_inplace = True
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return _inplace_repr(self.inplace and self.shows_inplace)
+
+
+class _WithAlpha(Module):
+    """ELU and CELU: an `alpha` and `inplace`."""
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
 
+    def extra_repr(self) -> str:
+        return ", ".join(filter(None, (f"alpha={self.alpha}", _inplace_repr(self.inplace))))
+
+
+class ELU(_WithAlpha):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+
     def forward(self, x: Tensor) -> Tensor:
         return ops.elu(x, self.alpha)
 
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
-
-class CELU(ELU):
+class CELU(_WithAlpha):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha nonzero."""
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.celu(x, self.alpha)
 
 
-class SELU(Module):
+class SELU(_Inplace):
     """scale * elu(x, alpha) with SELU's fixed constants."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.selu(x)
 
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
 
-
-class Mish(SELU):
+class Mish(_Inplace):
     """x * tanh(softplus(x))."""
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.mish(x)
 
 
-class Hardswish(Module):
-    """x * relu6(x + 3) / 6. Its repr shows no inplace, as PyTorch's."""
+class Hardswish(_Inplace):
+    """x * relu6(x + 3) / 6."""
 
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
+    shows_inplace = False
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.hardswish(x)
 
 
-class Hardsigmoid(Hardswish):
+class Hardsigmoid(_Inplace):
     """relu6(x + 3) / 6."""
+
+    shows_inplace = False
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.hardsigmoid(x)

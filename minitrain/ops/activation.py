@@ -800,16 +800,16 @@ class Hardswish(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save(x=x)
-        return x * ctx.xp.clip(x + 3, 0, 6) / 6
+        return x * (ctx.xp.clip(x + 3, 0, 6) / 6)  # divided first: float16's max stays finite
 
     @staticmethod
     def backward(ctx, grad):
         """dx = 0 for x <= -3, grad * (x / 3 + 1/2) for -3 < x < 3, grad for x >= 3.
 
-        PyTorch's choice at the kinks: 0 at x = -3, 1 at x = 3."""
+        PyTorch's choice at the kinks: 0 at x = -3, 1 at x = 3 (and at a NaN x)."""
         xp, x = ctx.xp, ctx.x
         slope = xp.where(x < 3, x / 3 + 0.5, 1)
-        return xp.where(x > -3, grad * slope, 0)
+        return xp.where(x <= -3, 0, grad * slope)
 
 
 class Hardsigmoid(Op):
@@ -835,8 +835,8 @@ class Hardsigmoid(Op):
 
 
 class Logsigmoid(Op):
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): finite for every finite x (no log of an
-    underflowed 0), exact in both tails."""
+    """log(sigmoid(x)) = -softplus(-x), in softplus's stable form: finite for every finite x
+    (no log of an underflowed 0), exact in both tails."""
 
     name = "logsigmoid"
     inputs = ("x",)
@@ -845,8 +845,7 @@ class Logsigmoid(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save(x=x)
-        xp = ctx.xp
-        return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+        return -_stable_softplus(ctx.xp, -x)
 
     @staticmethod
     def backward(ctx, grad):

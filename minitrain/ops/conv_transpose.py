@@ -84,6 +84,11 @@ def _transpose_window(
             f"{where}: W {w_shape} must be (C, M/group, *kernel) with X's C = {channels} input "
             f"channels in dim 0, got {w_shape[0]} (X {x_shape})"
         )
+    if x_shape[0] and channels and 0 in x_shape[2:]:
+        raise ShapeError(
+            f"{where}: X {x_shape} has an empty spatial dim; only an empty batch or no channels "
+            f"are supported, as in PyTorch"
+        )
     kernel = tuple(int(k) for k in w_shape[2:])
     if 0 in kernel:
         raise ShapeError(f"{where}: W {w_shape} has an empty kernel")

@@ -144,7 +144,7 @@ class Exp(Op):
 
     @staticmethod
     def forward(ctx, x):
-        out = ctx.xp.exp(x)
+        out = ctx.xp.exp(_floating(x))
         ctx.save(out=out)
         return out
 
@@ -162,7 +162,7 @@ class Log(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save(x=x)
-        return ctx.xp.log(x)
+        return ctx.xp.log(_floating(x))
 
     @staticmethod
     def backward(ctx, grad):
@@ -177,7 +177,7 @@ class Sqrt(Op):
 
     @staticmethod
     def forward(ctx, x):
-        out = ctx.xp.sqrt(x)
+        out = ctx.xp.sqrt(_floating(x))
         ctx.save(out=out)
         return out
 

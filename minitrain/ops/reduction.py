@@ -290,6 +290,8 @@ class LogSumExp(Op):
     @staticmethod
     def forward(ctx, x):
         xp = ctx.xp
+        if x.dtype.kind != "f":  # integers and bools in float32, as PyTorch
+            x = x.astype(np.float32)
         if builtins.any(x.shape[a] == 0 for a in ctx.axis):  # an empty sum of exps: log(0) = -inf
             shift = xp.zeros([1 if i in ctx.axis else n for i, n in enumerate(x.shape)], x.dtype)
         else:
