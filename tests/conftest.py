@@ -28,3 +28,25 @@ def record_builds(monkeypatch):
         return builds
 
     return record
+
+
+@pytest.fixture
+def side_by_side_on(monkeypatch):
+    """side_by_side_on(threads): the conv ops run every batch's chunks side by side on that
+    many threads, one image per chunk; returns the list each call's shares are appended to."""
+    import importlib
+
+    conv_module = importlib.import_module("minitrain.ops.conv")
+
+    def force(threads: int) -> list:
+        calls = []
+        original = conv_module.side_by_side
+        monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1)
+        monkeypatch.setattr(conv_module, "_SIDE_BY_SIDE_BYTES", 0)
+        monkeypatch.setattr(conv_module, "available", lambda: threads)
+        monkeypatch.setattr(
+            conv_module, "side_by_side", lambda work, s: calls.append(s) or original(work, s)
+        )
+        return calls
+
+    return force

@@ -161,7 +161,7 @@ def test_need_gives_none_and_does_no_work_for_skipped_outputs(work, monkeypatch,
     dy = _normal(rng, 5, 6, 6, 2)
     # two images per chunk: the batch of 5 goes through in 3 chunks
     monkeypatch.setattr(
-        conv_module, "_chunks", lambda N, image_bytes: [slice(i, min(i + 2, N)) for i in (0, 2, 4)]
+        conv_module, "_shares", lambda N, *_: [[slice(i, min(i + 2, N)) for i in (0, 2, 4)]]
     )
     with backend.use_numba(use_numba):
         full = ops.conv_grad(dy, x, w, **attrs)
@@ -510,6 +510,63 @@ def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
     monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1)  # one image per chunk
     for got, want in zip(_conv_and_grads(*values, **attrs), whole, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "attrs", [{"pads": 1}, {"strides": (2, 1), "group": 2}], ids=["wide", "compact"]
+)
+def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, attrs):
+    rng = np.random.default_rng(12)
+    w_shape = (6, 4 // attrs.get("group", 1), 3, 3)
+    values = [v.astype(np.float32) for v in _leaves(rng, (7, 4, 6, 5), w_shape)]
+    monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1)  # one image per chunk
+    one = _conv_and_grads(*values, **attrs)
+    shares = side_by_side_on(3)
+    y, dx, dw, db = _conv_and_grads(*values, **attrs)
+    # the forward and the backward, each the 7 images in 7 chunks, shared by 3 threads
+    chunks = [[slice(i, i + 1) for i in range(t, 7, 3)] for t in range(3)]
+    assert shares == [chunks, chunks]
+    np.testing.assert_array_equal(y, one[0])  # each image's work is the same, wherever it runs
+    np.testing.assert_array_equal(dx, one[1])
+    np.testing.assert_allclose(dw, one[2], rtol=1e-5, atol=1e-5)  # summed in another order
+    np.testing.assert_allclose(db, one[3], rtol=1e-6, atol=1e-6)
+
+
+def test_only_a_big_batch_runs_side_by_side(monkeypatch):
+    monkeypatch.setattr(conv_module, "available", lambda: 2)
+    pads, dtype = (1, 1, 1, 1), np.dtype(np.float32)
+
+    def threads(x_shape, filters):
+        window = conv_module.conv_window(x_shape[2:], (3, 3), (1, 1), pads, (1, 1))
+        weight = np.zeros((filters, x_shape[1], 3, 3), np.float32)
+        return conv_module._Chunked.of(x_shape, dtype, weight, window, 1).threads
+
+    assert threads((32, 64, 32, 32), 64) == 2  # the benchmark's conv: 51 MB of buffers
+    assert threads((8, 64, 32, 32), 64) == 2  # 12.8 MB
+    assert threads((64, 16, 14, 14), 32) == 1  # 9.7 MB (the CNN benchmark's second conv)
+    assert threads((1, 64, 256, 256), 64) == 1  # one image
+
+
+@pytest.mark.parametrize(
+    "N, threads, chunk_images, expected",
+    [
+        (7, 3, 1, [[0, 3, 6], [1, 4], [2, 5]]),
+        (10, 2, 2, [[0, 3, 6], [1, 5, 8]]),  # 5 chunks of 2 make 6, 3 for each thread
+        (3, 2, 5, [[0], [1]]),  # a multiple of the threads, even where one chunk fits
+        (5, 1, 5, [[0]]),
+    ],
+)
+def test_shares_split_the_batch_in_even_chunks_for_every_thread(
+    monkeypatch, N, threads, chunk_images, expected
+):
+    monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 100 * threads * chunk_images)
+    shares = conv_module._shares(N, lambda n: 100 * n, threads)
+    assert [[part.start for part in share] for share in shares] == expected
+    parts = sorted((part for share in shares for part in share), key=lambda p: p.start)
+    assert [p.start for p in parts[1:]] == [p.stop for p in parts[:-1]]
+    assert parts[0].start == 0 and parts[-1].stop == N
+    sizes = [p.stop - p.start for p in parts]
+    assert max(sizes) - min(sizes) <= 1 and max(sizes) <= chunk_images
 
 
 @pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])

@@ -257,6 +257,21 @@ def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("attrs", [{"pads": 1}, {"strides": 2, "pads": 1}], ids=["s1", "s2"])
+def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, attrs):
+    # the forward is conv_grad's dX, the backward _input_and_weight_grads: both in shares
+    rng = np.random.default_rng(14)
+    values = [_normal(rng, 5, 3, 4, 4), _normal(rng, 3, 2, 3, 3), _normal(rng, 2)]
+    monkeypatch.setattr(importlib.import_module("minitrain.ops.conv"), "_COL_CHUNK_BYTES", 1)
+    one = _forward_and_grads(*values, **attrs)
+    shares = side_by_side_on(2)
+    several = _forward_and_grads(*values, **attrs)
+    chunks = [[slice(i, i + 1) for i in range(t, 5, 2)] for t in range(2)]
+    assert shares == [chunks, chunks]
+    for got, want in zip(several, one, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
 # --- F.conv_transpose*d -----------------------------------------------------------------------
 
 FUNCTIONAL = [

@@ -28,6 +28,7 @@ import numpy as np
 from .. import backend
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
+from ..threads import available, side_by_side
 from . import numba_math
 from .registry import Op, check_one_dtype, shape_of
 from .shape import reshape
@@ -49,6 +50,13 @@ _COL_CHUNK_BYTES = 12 << 20
 # multi-threaded GEMMs: BLAS's worker threads keep spinning for a while after each GEMM, and
 # numba's threads competing with them for the cores made the whole conv slower, not faster.
 _PARALLEL_WORK = 1 << 18
+# Bytes of columns plus GEMM rows of the whole batch from which conv and conv_grad run its
+# chunks side by side, on as many threads as BLAS uses, each GEMM on one core (see
+# minitrain.threads). On a 2-core Xeon, forward + backward of 64 3x3 filters over (8, 64, 32,
+# 32), 12.8 MB, took 25 ms side by side against 30 one chunk at a time; the CNN training
+# benchmark's second conv, 9.7 MB over (64, 16, 14, 14), was slower side by side (the step
+# 33-39 ms against 29-33), and at (4, 64, 32, 32), 7 MB, neither way won.
+_SIDE_BY_SIDE_BYTES = 12 << 20
 
 
 # --- geometry -----------------------------------------------------------------------------------
@@ -543,16 +551,30 @@ def _matmul(a, b, out) -> None:
     backend.array_module(a, b).matmul(a, b, out=out)
 
 
-def _chunks(N: int, chunk_bytes) -> list[slice]:
-    """The batch in about equal chunks of images whose buffers, chunk_bytes(n) for n images,
-    fit _COL_CHUNK_BYTES (one image per chunk when even one does not fit)."""
+def _shares(N: int, chunk_bytes, threads: int) -> list[list[slice]]:
+    """The batch in about equal chunks of images, as many for each of `threads` threads (at most
+    N), whose buffers, chunk_bytes(n) for n images, fit _COL_CHUNK_BYTES for all the threads
+    together (one image per chunk when even one does not fit): thread t's share is every
+    threads-th chunk from the t-th."""
     if N == 0:
-        return []
-    size = max(1, min(N, _COL_CHUNK_BYTES // max(1, chunk_bytes(1))))
-    while size > 1 and chunk_bytes(size) > _COL_CHUNK_BYTES:
+        return [[]]
+    budget = _COL_CHUNK_BYTES // threads
+    size = max(1, min(N, budget // max(1, chunk_bytes(1))))
+    while size > 1 and chunk_bytes(size) > budget:
         size -= 1
-    size = -(-N // -(-N // size))  # as many chunks, evened out
-    return [slice(start, min(start + size, N)) for start in range(0, N, size)]
+    count = math.ceil(math.ceil(N / size) / threads) * threads  # a multiple of threads
+    bounds = [N * i // count for i in range(count + 1)]
+    chunks = [slice(lo, hi) for lo, hi in zip(bounds, bounds[1:], strict=False) if hi > lo]
+    return [chunks[t::threads] for t in range(threads)]
+
+
+def _thread_count(xp, N: int, batch_bytes: int) -> int:
+    """Threads to run the batch's chunks on: as many as minitrain.threads has (BLAS's, on the
+    main thread), at most one per image, where the whole batch's buffers take at least
+    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU)."""
+    if xp is not np or N < 2 or batch_bytes < _SIDE_BY_SIDE_BYTES:
+        return 1
+    return max(1, min(N, available()))
 
 
 @functools.lru_cache(maxsize=256)
@@ -590,15 +612,16 @@ def _stacked_weights(W, group: int, columns: Columns):
 
 class _Chunked(NamedTuple):
     """What conv and conv_grad both set up: the layout, W stacked for it, the batch's chunks,
-    and the buffers one chunk at a time works in, its columns (group, C/group * Kc, width(n))
-    and the rows the GEMM multiplies them with, (group, S * M/group, width(n)): the GEMM's
-    output in the forward, dY once per shift in the backward."""
+    one share of them per thread (see minitrain.threads), and each thread's buffers a chunk
+    works in, its columns (group, C/group * Kc, width(n)) and the rows the GEMM multiplies
+    them with, (group, S * M/group, width(n)): the GEMM's output in the forward, dY once per
+    shift in the backward."""
 
     columns: Columns
     w_stacked: object
-    parts: list[slice]
-    col_buffer: object
-    out_buffer: object
+    shares: list[list[slice]]
+    col_buffers: list
+    out_buffers: list
     group: int
 
     @classmethod
@@ -609,24 +632,40 @@ class _Chunked(NamedTuple):
         M = W.shape[0]
         columns = _layout(window, tuple(x_shape[2:]), C // group, M // group)
         rows, shifts = C * math.prod(columns.column_kernel), len(columns.shifts())
-        parts = _chunks(N, lambda n: (rows + shifts * M) * columns.width(n) * dtype.itemsize)
-        size = parts[0].stop if parts else 0
+
+        def chunk_bytes(n: int) -> int:
+            return (rows + shifts * M) * columns.width(n) * dtype.itemsize
+
+        shares = _shares(N, chunk_bytes, _thread_count(xp, N, chunk_bytes(N)))
+        size = max((part.stop - part.start for share in shares for part in share), default=0)
         return cls(
             columns,
             _stacked_weights(W, group, columns),
-            parts,
-            xp.empty(rows * columns.width(size), dtype),
-            xp.empty(shifts * M * columns.width(size), dtype),
+            shares,
+            # every thread's buffers come from the caller's thread: glibc gives each thread an
+            # arena of its own, which would keep its freed buffers from the caller's next ones
+            [xp.empty(rows * columns.width(size), dtype) for _ in shares],
+            [xp.empty(shifts * M * columns.width(size), dtype) for _ in shares],
             group,
         )
 
-    def col(self, n: int):
-        """The column buffer for a chunk of n images."""
-        return self._view(self.col_buffer, self.w_stacked.shape[2], n)
+    @property
+    def threads(self) -> int:
+        return len(self.shares)
 
-    def out(self, n: int):
-        """The GEMM-output / dY buffer for a chunk of n images."""
-        return self._view(self.out_buffer, self.w_stacked.shape[1], n)
+    def each(self, work) -> None:
+        """work(thread, part, col, out) for every chunk `part` (a slice of the batch), with
+        the thread's column buffer and GEMM-output / dY buffer sized for it, each share of the
+        chunks on a thread of its own."""
+
+        def run(thread: int, parts: list[slice]) -> None:
+            for part in parts:
+                n = part.stop - part.start
+                col = self._view(self.col_buffers[thread], self.w_stacked.shape[2], n)
+                out = self._view(self.out_buffers[thread], self.w_stacked.shape[1], n)
+                work(thread, part, col, out)
+
+        side_by_side(run, self.shares)
 
     def _view(self, buffer, rows_per_group: int, n: int):
         length = self.group * rows_per_group * self.columns.width(n)
@@ -640,12 +679,13 @@ def _conv_forward(X, W, B, window: Window, group: int):
         Y[...] = 0 if B is None else B.reshape((-1,) + (1,) * len(window.out))
         return Y
     chunked = _Chunked.of(X.shape, X.dtype, W, window, group)
-    for part in chunked.parts:
-        n = part.stop - part.start
-        col, out = chunked.col(n), chunked.out(n)
+
+    def forward(thread, part, col, out):
         _im2col_into(X[part], chunked.columns, col.reshape(-1, col.shape[-1]), parallel=False)
         _matmul(chunked.w_stacked, col, out)
         _columns_to_images(out, chunked.columns, B, Y[part])
+
+    chunked.each(forward)
     return Y
 
 
@@ -773,28 +813,29 @@ def _conv_grad(dY, X, W, x_shape, window: Window, group: int, need):
     chunked = _Chunked.of(x_shape, dtype, W, window, group)
     columns, w_stacked = chunked.columns, chunked.w_stacked
     dX = xp.empty(x_shape, dtype) if need_x else None
-    dW = None
-    # dW accumulates as (C/group * Kc, S * M/group) per group: col @ dY.T is the fastest
-    # orientation of this GEMM for BLAS (the long inner dim contiguous in both operands)
-    dw_stacked = xp.zeros(w_stacked.swapaxes(-1, -2).shape, dtype) if need_w else None
-    partial = xp.empty_like(dw_stacked) if need_w else None
-    bias_grad = xp.zeros(M, np.float64)
-    for part in chunked.parts:
-        n = part.stop - part.start
+    # per thread, dW's and dB's sums of its chunks; dW's as (C/group * Kc, S * M/group) per
+    # group: col @ dY.T is the fastest orientation of this GEMM for BLAS (the long inner dim
+    # contiguous in both operands)
+    dw_shape = w_stacked.swapaxes(-1, -2).shape
+    dw_sums = [xp.zeros(dw_shape, dtype) if need_w else None for _ in range(chunked.threads)]
+    products = [xp.empty(dw_shape, dtype) if need_w else None for _ in range(chunked.threads)]
+    bias_sums = [xp.zeros(M, np.float64) for _ in range(chunked.threads)]
+
+    def backward(thread, part, col, dy_chunk):
         # dY's chunk in the columns' layout, once per shift, unused columns 0: one copy serves
         # both GEMMs (and dB is summed on the way)
-        dy_chunk, col = chunked.out(n), chunked.col(n)
-        _images_to_columns(dY[part], columns, dy_chunk, bias_grad)
+        _images_to_columns(dY[part], columns, dy_chunk, bias_sums[thread])
         if need_w:
             _im2col_into(X[part], columns, col.reshape(-1, col.shape[-1]), parallel=False)
-            _matmul(col, dy_chunk.swapaxes(-1, -2), partial)
-            dw_stacked += partial
+            _matmul(col, dy_chunk.swapaxes(-1, -2), products[thread])
+            dw_sums[thread] += products[thread]
         if need_x:
             _matmul(w_stacked.swapaxes(-1, -2), dy_chunk, col)
             _col2im_into(col.reshape(-1, col.shape[-1]), columns, dX[part], parallel=False)
-    if need_w:
-        dW = _unstacked_weight_grad(dw_stacked, columns, w_shape)
-    return dX, dW, bias_grad.astype(dtype) if need_b else None
+
+    chunked.each(backward)
+    dW = _unstacked_weight_grad(sum(dw_sums[1:], dw_sums[0]), columns, w_shape) if need_w else None
+    return dX, dW, sum(bias_sums).astype(dtype) if need_b else None
 
 
 def _unstacked_weight_grad(dw_stacked, columns: Columns, w_shape):
@@ -833,7 +874,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
     """
     loop = numba_math.loop(parallel)  # also keeps the two builds apart in numba's cache
 
-    @backend.jit(parallel=parallel, fastmath=False)
+    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
     def im2col_planes(x, kernel, strides, pads, dilations, col):
         images, channels, depth, height, width = x.shape
         kd, kh, kw = kernel
@@ -865,7 +906,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                                 dst[hi:] = 0
                         k += 1
 
-    @backend.jit(parallel=parallel, fastmath=False)
+    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
     def col2im_planes(col, kernel, strides, pads, dilations, dx):
         images, channels, depth, height, width = dx.shape
         kd, kh, kw = kernel
@@ -896,7 +937,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                                     dst[ow * sw + shift] += src[ow]
                         k += 1
 
-    @backend.jit(parallel=parallel, fastmath=False)
+    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
     def im2col_wide_channels(x, length, rows, starts, col):
         images, channels, rows_per_image, width = x.shape
         columns = col.shape[2]
@@ -912,7 +953,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                 for q in range(columns):
                     dst[q] = run[q]
 
-    @backend.jit(parallel=parallel, fastmath=False)
+    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
     def col2im_wide_channels(col, length, rows, starts, dx):
         images, channels, rows_per_image, width = dx.shape
         columns = col.shape[2]
@@ -928,7 +969,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                     for i in range(width):
                         dst[i] = row[i]
 
-    @backend.jit(parallel=parallel, fastmath=False)
+    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
     def columns_to_images(out, bias, shifts, pitch, y):
         images, filters, out_d, out_h, out_w = y.shape
         per_group = out.shape[2]  # out (group, S, M/group, width)
@@ -947,7 +988,7 @@ def _numba_kernels(parallel: bool) -> SimpleNamespace:
                             for ow in range(out_w):
                                 dst[ow] += row[ow]
 
-    @backend.jit(parallel=parallel, fastmath=False)
+    @backend.jit(parallel=parallel, fastmath=False, nogil=True)
     def images_to_columns(dy, pitch, shifts, col, bias_grad):
         images, filters, out_d, out_h, out_w = dy.shape
         per_group = col.shape[2]  # col (group, S, M/group, width)

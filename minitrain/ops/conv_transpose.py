@@ -186,20 +186,23 @@ def _input_and_weight_grads(grad, x, w, window: Window, group: int):
     chunked = _Chunked.of(grad.shape, grad.dtype, w, window, group)
     columns, w_stacked = chunked.columns, chunked.w_stacked
     dx = xp.empty(x.shape, grad.dtype)
-    dw_stacked = xp.zeros(w_stacked.swapaxes(-1, -2).shape, grad.dtype)
-    partial = xp.empty_like(dw_stacked)
-    sums = xp.zeros(x.shape[1], np.float64)  # x's sums, which _images_to_columns adds up anyway
+    dw_shape = w_stacked.swapaxes(-1, -2).shape
+    dw_sums = [xp.zeros(dw_shape, grad.dtype) for _ in range(chunked.threads)]
+    products = [xp.empty(dw_shape, grad.dtype) for _ in range(chunked.threads)]
+    # x's sums, which _images_to_columns adds up anyway
+    sums = [xp.zeros(x.shape[1], np.float64) for _ in range(chunked.threads)]
     x = xp.ascontiguousarray(x)
-    for part in chunked.parts:
-        n = part.stop - part.start
-        col, rows = chunked.col(n), chunked.out(n)
+
+    def backward(thread, part, col, rows):
         _im2col_into(grad[part], columns, col.reshape(-1, col.shape[-1]), parallel=False)
-        _images_to_columns(x[part], columns, rows, sums)
-        _matmul(col, rows.swapaxes(-1, -2), partial)
-        dw_stacked += partial
+        _images_to_columns(x[part], columns, rows, sums[thread])
+        _matmul(col, rows.swapaxes(-1, -2), products[thread])
+        dw_sums[thread] += products[thread]
         _matmul(w_stacked, col, rows)  # x's columns are used: the buffer takes dx's
         _columns_to_images(rows, columns, None, dx[part])
-    return dx, _unstacked_weight_grad(dw_stacked, columns, w.shape)
+
+    chunked.each(backward)
+    return dx, _unstacked_weight_grad(sum(dw_sums[1:], dw_sums[0]), columns, w.shape)
 
 
 def conv_transpose(
