@@ -98,24 +98,38 @@ def _transpose_window(
     )
     pads = onnx_pads(pads, dims, where)
     extra = check_output_padding(output_padding, strides, dilations, where, names is _TORCH_NAMES)
-    out = []
-    spatial = zip(x_shape[2:], kernel, strides, dilations, extra, strict=True)
-    for dim, (length, k, s, d, e) in enumerate(spatial):
-        begin, end = pads[dim], pads[dims + dim]
-        size = (length - 1) * s - begin - end + d * (k - 1) + e + 1
+    window, y_shape = transpose_geometry(x_shape, w_shape, strides, pads, dilations, group, extra)
+    for dim, (size, length) in enumerate(zip(y_shape[2:], x_shape[2:], strict=True)):
         if size < 1:
+            k, s, d, e = window.kernel[dim], strides[dim], dilations[dim], extra[dim]
+            begin, end = pads[dim], pads[dims + dim]
             raise ShapeError(
                 f"{where}: output size {size} in spatial dim {dim} is too small: "
                 f"(L - 1) * stride - pads + dilation * (k - 1) + output_padding + 1 = "
                 f"({length} - 1) * {s} - {begin} - {end} + {d} * ({k} - 1) + {e} + 1 "
                 f"(X {x_shape}, W {w_shape})"
             )
-        out.append(size)
+    return window, y_shape, extra
+
+
+def transpose_geometry(
+    x_shape, w_shape, strides, pads, dilations, group, output_padding
+) -> tuple[Window, tuple[int, ...]]:
+    """The Window of the conv a transposed conv transposes (its out is x's spatial shape) and
+    y's shape, per dim (L - 1) * stride - pad_begin - pad_end + dilation * (k - 1) +
+    output_padding + 1, for attributes already checked (a size below 1 comes back as it is)."""
+    dims = len(x_shape) - 2
+    kernel = tuple(int(k) for k in w_shape[2:])
+    spatial = zip(x_shape[2:], kernel, strides, dilations, output_padding, strict=True)
+    out = tuple(
+        (length - 1) * s - pads[dim] - pads[dims + dim] + d * (k - 1) + e + 1
+        for dim, (length, k, s, d, e) in enumerate(spatial)
+    )
     # The conv of y gives x's size, plus output_padding // stride more outputs where
     # output_padding reaches a stride (allowed under a larger dilation): those would come from
     # inputs past x's end, zeros, so the window keeps x's size.
-    window = Window(kernel, strides, pads, dilations, tuple(int(n) for n in x_shape[2:]))
-    return window, (x_shape[0], w_shape[1] * group, *out), extra
+    window = Window(kernel, tuple(strides), tuple(pads), tuple(dilations), tuple(x_shape[2:]))
+    return window, (x_shape[0], w_shape[1] * group, *out)
 
 
 class ConvTranspose(Op):
@@ -165,17 +179,9 @@ class ConvTranspose(Op):
 
 def _geometry(ctx, x_shape, w_shape) -> tuple[Window, tuple[int, ...]]:
     """The Window and y's shape for the op's attributes (checked when it was called)."""
-    window, y_shape, _ = _transpose_window(
-        "conv_transpose",
-        x_shape,
-        w_shape,
-        ctx.strides,
-        ctx.pads,
-        ctx.dilations,
-        ctx.group,
-        ctx.output_padding,
+    return transpose_geometry(
+        x_shape, w_shape, ctx.strides, ctx.pads, ctx.dilations, ctx.group, ctx.output_padding
     )
-    return window, y_shape
 
 
 def _input_and_weight_grads(grad, x, w, window: Window, group: int):
