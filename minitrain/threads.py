@@ -38,7 +38,7 @@ def blas_threads() -> int:
     return max((lib.num_threads for lib in controller.lib_controllers), default=1)
 
 
-def available() -> int:
+def side_by_side_threads() -> int:
     """Threads side_by_side would run chunks on from here: BLAS's on the main thread, else 1."""
     return blas_threads() if threading.current_thread() is threading.main_thread() else 1
 
@@ -68,7 +68,7 @@ def side_by_side(work: Callable[[int, object], None], shares: Sequence) -> None:
     would not take the limit), one after another on the caller's. An exception in any is
     raised here once every thread has stopped, so none is left writing into the caller's
     arrays."""
-    if len(shares) > 1 and available() > 1:
+    if len(shares) > 1 and side_by_side_threads() > 1:
         with _one_blas_thread() as held:
             if held:
                 futures = [_pool().submit(work, t, s) for t, s in enumerate(shares) if t > 0]

@@ -43,7 +43,7 @@ def side_by_side_on(monkeypatch):
         original = conv_module.side_by_side
         monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1)
         monkeypatch.setattr(conv_module, "_SIDE_BY_SIDE_BYTES", 0)
-        monkeypatch.setattr(conv_module, "available", lambda: threads)
+        monkeypatch.setattr(conv_module, "side_by_side_threads", lambda: threads)
         monkeypatch.setattr(
             conv_module, "side_by_side", lambda work, s: calls.append(s) or original(work, s)
         )

@@ -533,7 +533,7 @@ def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, attr
 
 
 def test_only_a_big_batch_runs_side_by_side(monkeypatch):
-    monkeypatch.setattr(conv_module, "available", lambda: 2)
+    monkeypatch.setattr(conv_module, "side_by_side_threads", lambda: 2)
     pads, dtype = (1, 1, 1, 1), np.dtype(np.float32)
 
     def threads(x_shape, filters):

@@ -24,11 +24,11 @@ def two_blas_threads():
 @pytest.fixture
 def three_threads(monkeypatch):
     """side_by_side on 3 threads, whatever the machine's cores."""
-    monkeypatch.setattr(threads, "available", lambda: 3)
+    monkeypatch.setattr(threads, "side_by_side_threads", lambda: 3)
 
 
 def test_the_main_thread_has_as_many_threads_as_blas(two_blas_threads):
-    assert threads.available() == two_blas_threads
+    assert threads.side_by_side_threads() == two_blas_threads
 
 
 def test_each_share_runs_once_on_a_thread_of_its_own_the_first_on_the_callers(
@@ -83,7 +83,7 @@ def test_off_the_main_thread_shares_run_in_turn_on_the_callers_and_leave_blas_al
         seen.append((t, share, threading.get_ident(), threads.blas_threads()))
 
     def user_thread():
-        assert threads.available() == 1
+        assert threads.side_by_side_threads() == 1
         threads.side_by_side(work, ["a", "b"])
 
     with concurrent.futures.ThreadPoolExecutor(1) as user:

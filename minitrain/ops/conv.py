@@ -28,7 +28,7 @@ import numpy as np
 from .. import backend
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
-from ..threads import available, side_by_side
+from ..threads import side_by_side, side_by_side_threads
 from . import numba_math
 from .registry import Op, check_one_dtype, shape_of
 from .shape import reshape
@@ -574,7 +574,7 @@ def _thread_count(xp, N: int, batch_bytes: int) -> int:
     _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU)."""
     if xp is not np or N < 2 or batch_bytes < _SIDE_BY_SIDE_BYTES:
         return 1
-    return max(1, min(N, available()))
+    return max(1, min(N, side_by_side_threads()))
 
 
 @functools.lru_cache(maxsize=256)
