@@ -515,14 +515,18 @@ def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
 @pytest.mark.parametrize(
     "attrs", [{"pads": 1}, {"strides": (2, 1), "group": 2}], ids=["wide", "compact"]
 )
-def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, attrs):
+def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, record_builds, attrs):
     rng = np.random.default_rng(12)
     w_shape = (6, 4 // attrs.get("group", 1), 3, 3)
     values = [v.astype(np.float32) for v in _leaves(rng, (7, 4, 6, 5), w_shape)]
     monkeypatch.setattr(conv_module, "_COL_CHUNK_BYTES", 1)  # one image per chunk
     one = _conv_and_grads(*values, **attrs)
     shares = side_by_side_on(3)
+    builds = record_builds(conv_module, "_numba_kernels")
     y, dx, dw, db = _conv_and_grads(*values, **attrs)
+    # only the serial builds: numba's default (workqueue) threading layer aborts when parallel
+    # kernels are launched from two threads at once
+    assert builds and not any(builds)
     # the forward and the backward, each the 7 images in 7 chunks, shared by 3 threads
     chunks = [[slice(i, i + 1) for i in range(t, 7, 3)] for t in range(3)]
     assert shares == [chunks, chunks]
