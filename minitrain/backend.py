@@ -8,6 +8,7 @@ import functools
 import importlib
 import numbers
 import os
+import threading
 
 import numpy as np
 
@@ -172,12 +173,15 @@ def jit(**options):
 
     def decorate(fn):
         compiled = None
+        lock = threading.Lock()  # threads calling it first at once make one dispatcher
 
         @functools.wraps(fn)
         def call(*args):
             nonlocal compiled
             if compiled is None:
-                compiled = importlib.import_module("numba").njit(cache=True, **options)(fn)
+                with lock:
+                    if compiled is None:
+                        compiled = importlib.import_module("numba").njit(cache=True, **options)(fn)
             return compiled(*args)
 
         call.py_func = fn

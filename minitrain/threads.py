@@ -43,41 +43,87 @@ def side_by_side_threads() -> int:
     return blas_threads() if threading.current_thread() is threading.main_thread() else 1
 
 
+# The limit side_by_side holds on BLAS, while it holds one: a child forked meanwhile (from
+# another thread) gives BLAS its count back.
+_held = None
+
+
 @contextlib.contextmanager
 def _one_blas_thread():
     """BLAS held to one thread; yields whether it took (and gives the count back after)."""
-    limiter = _controller().limit(limits=1)
+    global _held
+    _held = _controller().limit(limits=1)
     try:
         yield blas_threads() == 1
     finally:
-        limiter.restore_original_limits()
+        _held.restore_original_limits()
+        _held = None
 
 
 @functools.cache
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(thread_name_prefix="minitrain")
+    # at least as many workers as BLAS can have threads (the default stops at 32)
+    workers = max(32, os.cpu_count() or 1)
+    return concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="minitrain")
 
 
-# a forked child has none of the parent's threads: it starts a pool of its own on first use
-os.register_at_fork(after_in_child=_pool.cache_clear)
+def _after_fork_in_child() -> None:
+    # the child has none of the parent's threads: a pool of its own on first use, and BLAS's
+    # own count if the parent's main thread was holding it to one
+    _pool.cache_clear()
+    if _held is not None:
+        _held.restore_original_limits()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def side_by_side(work: Callable[[int, object], None], shares: Sequence) -> None:
     """work(t, shares[t]) for every t: on the main thread, each on a thread of its own (t = 0
     on the caller's) with BLAS held to one thread until all are done; elsewhere (or where BLAS
-    would not take the limit), one after another on the caller's. An exception in any is
-    raised here once every thread has stopped, so none is left writing into the caller's
-    arrays."""
+    would not take the limit), one after another on the caller's. An exception in any, a
+    Ctrl-C included, is raised here once every thread has stopped, so none is left writing
+    into the caller's arrays (shares not yet started are dropped)."""
     if len(shares) > 1 and side_by_side_threads() > 1:
         with _one_blas_thread() as held:
             if held:
-                futures = [_pool().submit(work, t, s) for t, s in enumerate(shares) if t > 0]
-                try:
-                    work(0, shares[0])
-                finally:
-                    concurrent.futures.wait(futures)
-                for future in futures:
-                    future.result()
+                _run_side_by_side(work, shares)
                 return
     for t, share in enumerate(shares):
         work(t, share)
+
+
+def _run_side_by_side(work, shares) -> None:
+    futures = []
+    try:
+        for t, share in enumerate(shares[1:], start=1):
+            futures.append(_pool().submit(work, t, share))
+    except RuntimeError:  # the interpreter is shutting down (an atexit handler): no new threads
+        pass
+    try:
+        work(0, shares[0])
+        for t in range(len(futures) + 1, len(shares)):  # those no thread took
+            work(t, shares[t])
+    except BaseException:
+        _join(futures, cancel=True)
+        raise
+    _join(futures, cancel=False)
+    for future in futures:
+        future.result()
+
+
+def _join(futures, cancel: bool) -> None:
+    """Wait until every future has run or been cancelled, through Ctrl-Cs (cancelling what has
+    not started from the first), then raise the first Ctrl-C."""
+    interrupted = None
+    while True:
+        if cancel:
+            for future in futures:
+                future.cancel()
+        try:
+            concurrent.futures.wait(futures)
+            break
+        except BaseException as exc:  # noqa: B036 (a Ctrl-C must not leave threads writing)
+            interrupted, cancel = interrupted or exc, True
+    if interrupted is not None:
+        raise interrupted

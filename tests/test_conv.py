@@ -536,12 +536,15 @@ def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, reco
     np.testing.assert_allclose(db, one[3], rtol=1e-6, atol=1e-6)
 
 
-def test_only_a_big_batch_runs_side_by_side(monkeypatch):
-    monkeypatch.setattr(conv_module, "side_by_side_threads", lambda: 2)
-    pads, dtype = (1, 1, 1, 1), np.dtype(np.float32)
+def test_only_a_big_batch_runs_side_by_side_and_memory_does_not_grow_with_the_cores(
+    monkeypatch,
+):
+    cores = [2]
+    monkeypatch.setattr(conv_module, "side_by_side_threads", lambda: cores[0])
+    dtype = np.dtype(np.float32)
 
     def threads(x_shape, filters):
-        window = conv_module.conv_window(x_shape[2:], (3, 3), (1, 1), pads, (1, 1))
+        window = conv_module.conv_window(x_shape[2:], (3, 3), (1, 1), (1, 1, 1, 1), (1, 1))
         weight = np.zeros((filters, x_shape[1], 3, 3), np.float32)
         return conv_module._Chunked.of(x_shape, dtype, weight, window, 1).threads
 
@@ -549,6 +552,11 @@ def test_only_a_big_batch_runs_side_by_side(monkeypatch):
     assert threads((8, 64, 32, 32), 64) == 2  # 12.8 MB
     assert threads((64, 16, 14, 14), 32) == 1  # 9.7 MB (the CNN benchmark's second conv)
     assert threads((1, 64, 256, 256), 64) == 1  # one image
+    cores[0] = 16
+    # a one-image chunk and dW's two sums (2.0 MB) fit 12 MB 6 times
+    assert threads((32, 64, 32, 32), 64) == 6
+    assert threads((4, 64, 224, 224), 64) == 1  # one image's buffers fill the budget
+    assert threads((64, 512, 14, 14), 512) == 1  # dW's sum and product take 19 MB
 
 
 @pytest.mark.parametrize(

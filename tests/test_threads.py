@@ -57,20 +57,64 @@ def test_one_share_runs_on_the_callers_thread_and_leaves_blas_alone(two_blas_thr
     assert seen == [(0, "only", threading.get_ident(), two_blas_threads)]
 
 
-@pytest.mark.parametrize("failing", [0, 1])
-def test_an_exception_is_raised_once_every_share_is_done(two_blas_threads, three_threads, failing):
-    finished = []
+def _recording(fail_in=None, error=ValueError):
+    """work for side_by_side that records which shares started and which finished, sleeping
+    in between, and raises `error` in share `fail_in`."""
+    started, finished = set(), set()
 
     def work(t, share):
-        if t == failing:
-            raise ValueError(f"share {t}")
+        started.add(t)
+        if t == fail_in:
+            raise error(f"share {t}")
         time.sleep(0.05)
-        finished.append(t)
+        finished.add(t)
 
-    with pytest.raises(ValueError, match=f"share {failing}"):
+    return work, started, finished
+
+
+@pytest.mark.parametrize("failing", [0, 1])
+@pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
+def test_an_exception_is_raised_once_no_share_runs(two_blas_threads, three_threads, failing, error):
+    work, started, finished = _recording(failing, error)
+    with pytest.raises(error, match=f"share {failing}"):
         threads.side_by_side(work, [0, 1, 2])
-    assert sorted(finished) == [t for t in range(3) if t != failing]
+    assert started - finished == {failing}  # every other share that started has finished
+    if failing:  # the caller's own share ran to its end
+        assert 0 in finished
     assert threads.blas_threads() == two_blas_threads
+
+
+def test_a_ctrl_c_while_waiting_for_the_threads_still_waits_for_them(
+    monkeypatch, two_blas_threads, three_threads
+):
+    work, started, finished = _recording()
+    real_wait = threads.concurrent.futures.wait
+    calls = []
+
+    def interrupted_once(futures):
+        calls.append(len(futures))
+        if len(calls) == 1:
+            raise KeyboardInterrupt("while waiting")
+        return real_wait(futures)
+
+    monkeypatch.setattr(threads.concurrent.futures, "wait", interrupted_once)
+    with pytest.raises(KeyboardInterrupt, match="while waiting"):
+        threads.side_by_side(work, [0, 1, 2])
+    assert len(calls) == 2
+    assert started == finished  # no share left running
+    assert threads.blas_threads() == two_blas_threads
+
+
+def test_at_interpreter_shutdown_the_shares_run_in_turn(monkeypatch, three_threads):
+    # an atexit handler may run a big conv: the pool then refuses new work
+    class ShutDown:
+        def submit(self, *args):
+            raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    monkeypatch.setattr(threads, "_pool", ShutDown)
+    seen = []
+    threads.side_by_side(lambda t, s: seen.append((t, s, threading.get_ident())), "abc")
+    assert seen == [(t, s, threading.get_ident()) for t, s in enumerate("abc")]
 
 
 def test_off_the_main_thread_shares_run_in_turn_on_the_callers_and_leave_blas_alone(
@@ -99,20 +143,13 @@ def test_where_blas_does_not_take_the_limit_shares_run_in_turn(monkeypatch, thre
     assert seen == [(0, threading.get_ident()), (1, threading.get_ident())]
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
-def test_a_forked_child_runs_side_by_side_on_threads_of_its_own(three_threads):
-    threads.side_by_side(lambda t, s: None, [0, 1])  # the parent's pool has threads now
+def _in_forked_child(child) -> bytes:
+    """What child() returns (bytes), run in a forked child, which must end within 30 s."""
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: a pool copied with its threads gone would hang here
+    if pid == 0:
         try:
-            out = np.zeros(3)
-
-            def work(t, share):
-                out[t] = share
-
-            threads.side_by_side(work, [1.0, 2.0, 3.0])
-            os.write(write, out.tobytes())
+            os.write(write, child())
         finally:
             os._exit(0)
     os.close(write)
@@ -120,7 +157,68 @@ def test_a_forked_child_runs_side_by_side_on_threads_of_its_own(three_threads):
     while os.waitpid(pid, os.WNOHANG) == (0, 0):
         if time.monotonic() > deadline:
             os.kill(pid, 9)
-            pytest.fail("side_by_side hung in a forked child")
+            pytest.fail("the forked child hung")
         time.sleep(0.01)
     with os.fdopen(read, "rb") as pipe:
-        assert np.frombuffer(pipe.read(), np.float64).tolist() == [1.0, 2.0, 3.0]
+        return pipe.read()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_runs_side_by_side_on_threads_of_its_own(three_threads):
+    threads.side_by_side(lambda t, s: None, [0, 1])  # the parent's pool has threads now
+
+    def child():  # a pool copied with its threads gone would hang here
+        out = np.zeros(3)
+
+        def work(t, share):
+            out[t] = share
+
+        threads.side_by_side(work, [1.0, 2.0, 3.0])
+        return out.tobytes()
+
+    assert np.frombuffer(_in_forked_child(child), np.float64).tolist() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_child_forked_while_blas_is_held_gets_blas_back(two_blas_threads):
+    with threads._one_blas_thread():  # as during a conv's side_by_side
+        assert threads.blas_threads() == 1
+        got = _in_forked_child(lambda: bytes([threads.blas_threads()]))
+    assert list(got) == [two_blas_threads]
+
+
+def test_threads_calling_a_kernel_first_at_once_compile_it_once(monkeypatch):
+    import numba
+
+    from minitrain import backend
+
+    made = []
+    real_njit = numba.njit
+
+    def counting_njit(*args, **options):
+        if args:  # numba's own modules decorating their functions
+            return real_njit(*args, **options)
+        decorate = real_njit(**options)
+
+        def counted(fn):
+            made.append(fn.__name__)
+            time.sleep(0.05)  # a slow first compile: the other threads arrive meanwhile
+            return decorate(fn)
+
+        return counted
+
+    monkeypatch.setattr(numba, "njit", counting_njit)
+
+    @backend.jit()
+    def add_one(x):
+        return x + 1
+
+    barrier = threading.Barrier(4)
+
+    def call(value):
+        barrier.wait()
+        return add_one(value)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(call, range(4))) == [1, 2, 3, 4]
+    assert made == ["add_one"]

@@ -568,13 +568,17 @@ def _shares(N: int, chunk_bytes, threads: int) -> list[list[slice]]:
     return [chunks[t::threads] for t in range(threads)]
 
 
-def _thread_count(xp, N: int, batch_bytes: int) -> int:
+def _thread_count(xp, N: int, chunk_bytes, weight_bytes: int) -> int:
     """Threads to run the batch's chunks on: as many as minitrain.threads has (BLAS's, on the
-    main thread), at most one per image, where the whole batch's buffers take at least
-    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU)."""
-    if xp is not np or N < 2 or batch_bytes < _SIDE_BY_SIDE_BYTES:
+    main thread), where the whole batch's buffers, chunk_bytes(N), take at least
+    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU). At most one per image, and no more than
+    whose smallest working sets fit _COL_CHUNK_BYTES together: a one-image chunk's buffers
+    and, in the backward, dW's sum and product (so that memory does not grow with the cores
+    where one image fills the budget)."""
+    if xp is not np or N < 2 or chunk_bytes(N) < _SIDE_BY_SIDE_BYTES:
         return 1
-    return max(1, min(N, side_by_side_threads()))
+    fitting = _COL_CHUNK_BYTES // (chunk_bytes(1) + 2 * weight_bytes)
+    return max(1, min(N, fitting, side_by_side_threads()))
 
 
 @functools.lru_cache(maxsize=256)
@@ -636,7 +640,8 @@ class _Chunked(NamedTuple):
         def chunk_bytes(n: int) -> int:
             return (rows + shifts * M) * columns.width(n) * dtype.itemsize
 
-        shares = _shares(N, chunk_bytes, _thread_count(xp, N, chunk_bytes(N)))
+        threads = _thread_count(xp, N, chunk_bytes, W.size * dtype.itemsize)
+        shares = _shares(N, chunk_bytes, threads)
         size = max((part.stop - part.start for share in shares for part in share), default=0)
         return cls(
             columns,
