@@ -28,7 +28,7 @@ def as_array(data, dtype=None, device=None):
     elif backend.is_array(data) or isinstance(data, np.generic):
         array = data
     else:
-        array = np.asarray(data)
+        array = nested_array(data, "tensor")
         if dtype is None and array.dtype == np.float64:
             array = array.astype(np.float32)
         elif array.dtype.kind not in "biuf":
@@ -41,6 +41,35 @@ def as_array(data, dtype=None, device=None):
     if device is not None:
         array = backend.to_device(array, backend.device(device))
     return array
+
+
+def nested_array(data, where: str):
+    """np.asarray(data), where ragged nested sequences are a ShapeError saying where they are
+    ragged, as PyTorch does (numpy's error names neither the dim nor the lengths)."""
+    try:
+        return np.asarray(data)
+    except ValueError:
+        ragged = _ragged(data)
+        if ragged is None:
+            raise
+        raise ShapeError(f"{where}: nested sequences must be rectangular: {ragged}") from None
+
+
+def _ragged(data) -> str | None:
+    """Where nested sequences first stop being rectangular, in words (None if they are)."""
+    items, dim = [data], 0
+    while items:
+        sequences = [isinstance(item, (list, tuple)) for item in items]
+        if not any(sequences):
+            return None
+        if not all(sequences):
+            return f"at dim {dim}, some elements are sequences and some are not"
+        lengths = [len(item) for item in items]
+        other = next((n for n in lengths if n != lengths[0]), None)
+        if other is not None:
+            return f"expected a sequence of length {lengths[0]} at dim {dim}, got {other}"
+        items, dim = [element for item in items for element in item], dim + 1
+    return None
 
 
 def _check_grad_dtype(array, where: str) -> None:
@@ -578,16 +607,18 @@ class Tensor:
         dim = _dims(dim, axis, where)
         if dim is None:
             return reduce(self, None, False, nan_takes_grad=True)
+        # PyTorch's argmax / argmin refuse bool, but its max / min along a dim take it
+        keys = ops.cast(self, np.uint8) if self.dtype == np.bool_ else self
         if not isinstance(dim, (int, np.integer)):
             raise DTypeError(
                 f"{where}: takes one int dim (and returns values and indices); "
                 f"use a{where}(dim=...) to reduce over several dims"
             )
         if self.ndim == 0:
-            return MinMax(reduce(self, dim, keepdim, nan_takes_grad=True), arg(self, dim, keepdim))
+            return MinMax(reduce(self, dim, keepdim, nan_takes_grad=True), arg(keys, dim, keepdim))
         # the values gathered at the indices: the gradient goes to the index returned, as in
         # PyTorch, where the all-dims form splits it among ties
-        indices = arg(self, dim, True)
+        indices = arg(keys, dim, True)
         values = ops.gather(self, dim, indices)
         if keepdim:
             return MinMax(values, indices)

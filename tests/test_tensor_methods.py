@@ -407,7 +407,7 @@ ERRORS = [
     ("x", lambda x: x.masked_fill(mt.tensor(MASK.astype(int)), 0.0), DTypeError,
      r"masked_fill: mask must be boolean, got int64"),
     ("x", lambda x: x.masked_fill(mt.tensor(MASK), mt.zeros(2)), ShapeError,
-     r"masked_fill: value must be a number or a 0-d tensor, got \(2,\)"),
+     r"masked_fill: value must be a number or a 0-d tensor, got shape \(2,\)"),
     ("x", lambda x: x.masked_fill(mt.tensor(MASK), "0"), DTypeError,
      r"masked_fill: value must be a number or a 0-d tensor, got str"),
     ("x", lambda x: x.masked_fill(mt.tensor(MASK[:2]), 0.0), ShapeError,

@@ -923,7 +923,9 @@ def _channel_weight(weight, ndim: int):
 
 
 def relu(x) -> Tensor:
-    """max(x, 0); the gradient at 0 is 0."""
+    """max(x, 0); the gradient at 0 is 0. Integer x stays integer; bool x is refused, as in
+    PyTorch."""
+    elementwise.require_kind("relu", x, "iuf", elementwise.NOT_BOOL, "int")
     return Relu.apply(x)
 
 

@@ -4,12 +4,14 @@ tril/triu as compositions over where; and the comparisons, which have no gradien
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import backend
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor, as_dtype
-from .registry import Op, shape_of
+from .registry import Op, dtype_of, shape_of
 
 
 class Add(Op):
@@ -90,11 +92,15 @@ class Div(Op):
 
 
 class Neg(Op):
+    """-x; a bool x is refused, as PyTorch refuses it (checked here, not in `neg`: the `-`
+    operator calls this op directly)."""
+
     name = "neg"
     inputs = ("x",)
 
     @staticmethod
     def forward(ctx, x):
+        require_kind("neg", x, "iuf", NOT_BOOL, "int")
         return -x
 
     @staticmethod
@@ -233,6 +239,19 @@ class Cos(Op):
     def backward(ctx, grad):
         """dx = -grad * sin(x)."""
         return -grad * ctx.xp.sin(ctx.x)
+
+
+NOT_BOOL = "numeric (not bool)"
+
+
+def require_kind(op: str, x, kinds: str, wanted: str, cast: str) -> None:
+    """Refuse x, before the op runs, unless its dtype's kind is one of `kinds` (numpy's: "b"
+    bool, "i" / "u" signed / unsigned integers, "f" floating), as PyTorch refuses it: a
+    DTypeError naming the op, x, its dtype, and the cast that makes it acceptable (`wanted`
+    says what x must be: "floating point", NOT_BOOL)."""
+    dtype = dtype_of(x)
+    if dtype.kind not in kinds:
+        raise DTypeError(f"{op}: x must be {wanted}, got {dtype} (cast it first: x.{cast}())")
 
 
 def _floating(x):
@@ -498,7 +517,8 @@ def sqrt(x):
 
 
 def abs(x):  # noqa: A001
-    """|x|; the gradient at 0 is 0."""
+    """|x|; the gradient at 0 is 0. Bool x is refused, as in PyTorch."""
+    require_kind("abs", x, "iuf", NOT_BOOL, "int")
     return Abs.apply(x)
 
 
@@ -516,25 +536,33 @@ def sign(x):
 
 
 def floor(x):
-    """The largest whole number <= x; the gradient is zero."""
+    """The largest whole number <= x; the gradient is zero. Bool x is refused, as in PyTorch."""
+    require_kind("floor", x, "iuf", NOT_BOOL, "int")
     return Floor.apply(x)
 
 
 def ceil(x):
-    """The smallest whole number >= x; the gradient is zero."""
+    """The smallest whole number >= x; the gradient is zero. Bool x is refused, as in PyTorch."""
+    require_kind("ceil", x, "iuf", NOT_BOOL, "int")
     return Ceil.apply(x)
 
 
 def trunc(x):
-    """x rounded toward zero; the gradient is zero."""
+    """x rounded toward zero; the gradient is zero. Bool x is refused, as in PyTorch."""
+    require_kind("trunc", x, "iuf", NOT_BOOL, "int")
     return Trunc.apply(x)
 
 
 def round(x, decimals: int = 0):  # noqa: A001 (the op's name)
     """x rounded to `decimals` places (negative: to tens, hundreds...), halves to even; the
-    gradient is zero."""
+    gradient is zero. As in PyTorch, bool x is refused, and so is integer x with decimals other
+    than 0 (with 0, an integer x comes back as it is)."""
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
         raise DTypeError(f"round: decimals must be an int, got {decimals!r}")
+    if decimals:
+        require_kind("round", x, "f", f"floating point for decimals={decimals}", "float")
+    else:
+        require_kind("round", x, "iuf", NOT_BOOL, "int")
     return Round.apply(x, decimals=int(decimals))
 
 
@@ -557,7 +585,7 @@ def masked_fill(x, mask, value):
     """x with `value` where the boolean mask is True (PyTorch's masked_fill): where(mask, value,
     x). mask broadcasts against x; value is a number or a 0-d tensor (which gets the gradient of
     the places it fills), and the result keeps x's dtype (a float fills an int x truncated)."""
-    x_shape, mask_shape, value_shape = shape_of(x), shape_of(mask), shape_of(value)
+    x_shape, mask_shape = shape_of(x), shape_of(mask)
     if getattr(mask, "dtype", None) != np.bool_:
         raise DTypeError(
             f"masked_fill: mask must be boolean, got {getattr(mask, 'dtype', type(mask).__name__)}"
@@ -567,8 +595,10 @@ def masked_fill(x, mask, value):
         raise DTypeError(
             f"masked_fill: value must be a number or a 0-d tensor, got {type(value).__name__}"
         )
-    if value_shape != ():
-        raise ShapeError(f"masked_fill: value must be a number or a 0-d tensor, got {value_shape}")
+    if not number and shape_of(value) != ():
+        raise ShapeError(
+            f"masked_fill: value must be a number or a 0-d tensor, got shape {shape_of(value)}"
+        )
     try:
         np.broadcast_shapes(x_shape, mask_shape)
     except ValueError:
@@ -579,8 +609,28 @@ def masked_fill(x, mask, value):
     if isinstance(value, Tensor):
         value = value if value.dtype == dtype else cast(value, dtype)
     else:
-        value = dtype.type(value)  # a numpy number of x's dtype: it cannot change the result's
+        # a numpy number of x's dtype: it cannot change the result's
+        value = _fill_value("masked_fill", value, dtype)
     return Where.apply(mask, value, x)
+
+
+def _fill_value(op: str, value, dtype: np.dtype):
+    """The number `value` as x's dtype, refused where PyTorch refuses it as overflowing: out of
+    an integer dtype's range (a float in range fills truncated; a negative integer wraps into
+    an unsigned dtype, as in PyTorch, down to -max), or finite and past a floating dtype's
+    largest (an infinity stays one, a nan a nan)."""
+    if dtype.kind == "b" or isinstance(value, (bool, np.bool_)):
+        return dtype.type(value)
+    number = float(value) if isinstance(value, (float, np.floating)) else int(value)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        wraps = dtype.kind == "u" and isinstance(number, int)
+        if math.isfinite(number) and (-info.max if wraps else info.min) <= number <= info.max:
+            whole = math.trunc(number)
+            return dtype.type(whole % (int(info.max) + 1) if wraps else whole)
+    elif not math.isfinite(number) or math.fabs(number) <= float(np.finfo(dtype).max):
+        return dtype.type(value)
+    raise ArgumentError(f"{op}: value {value!r} does not fit x's dtype {dtype} without overflow")
 
 
 def tril(x, diagonal: int = 0):

@@ -60,14 +60,22 @@ def _count(shape, axis) -> int:
     return int(np.prod([shape[a] for a in axis], dtype=np.int64))
 
 
+def _accumulator(x):
+    """The dtype sum, prod and cumsum give x: int64 for every integer and bool dtype, as in
+    PyTorch (numpy gives uint64 for unsigned ones); None (x's own) for floating x."""
+    return np.int64 if x.dtype.kind in "biu" else None
+
+
 class Sum(Op):
+    """The sum over axis; integer and bool x sum to int64."""
+
     name = "sum"
     inputs = ("x",)
     attrs = ("axis", "keepdims")
 
     @staticmethod
     def forward(ctx, x):
-        return x.sum(axis=ctx.axis, keepdims=ctx.keepdims)
+        return x.sum(axis=ctx.axis, keepdims=ctx.keepdims, dtype=_accumulator(x))
 
     @staticmethod
     def backward(ctx, grad):
@@ -92,6 +100,8 @@ class Mean(Op):
 
 
 class Prod(Op):
+    """The product over axis; integer and bool x multiply in int64."""
+
     name = "prod"
     inputs = ("x",)
     attrs = ("axis", "keepdims")
@@ -100,7 +110,7 @@ class Prod(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save(x=x)
-        return x.prod(axis=ctx.axis, keepdims=ctx.keepdims)
+        return x.prod(axis=ctx.axis, keepdims=ctx.keepdims, dtype=_accumulator(x))
 
     @staticmethod
     def backward(ctx, grad):
@@ -127,7 +137,8 @@ def _product_of_the_others(xp, x, axis):
 
 
 class CumSum(Op):
-    """The running sum along one axis: out[..., i, ...] = sum of x[..., j, ...] for j <= i."""
+    """The running sum along one axis: out[..., i, ...] = sum of x[..., j, ...] for j <= i;
+    integer and bool x sum in int64."""
 
     name = "cumsum"
     inputs = ("x",)
@@ -136,7 +147,8 @@ class CumSum(Op):
     @staticmethod
     def forward(ctx, x):
         # axis is None only for a 0-d x: numpy then sums its one element into shape (1,)
-        total = ctx.xp.cumsum(elementwise.widened(x), axis=ctx.axis).reshape(x.shape)
+        wide = elementwise.widened(x)
+        total = ctx.xp.cumsum(wide, axis=ctx.axis, dtype=_accumulator(x)).reshape(x.shape)
         return total.astype(np.float16) if x.dtype == np.float16 else total
 
     @staticmethod
@@ -322,23 +334,26 @@ def _require_nonempty(x, axis, op: str) -> None:
 
 
 def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 (the op's name)
-    """Sum over axis."""
+    """Sum over axis; integer and bool x sum to int64, as in PyTorch."""
     return _reduction(Sum, x, axis, keepdims)
 
 
 def mean(x, axis=None, keepdims: bool = False):
-    """Mean over axis; an empty axis is an error, not nan."""
+    """Mean over axis; an empty axis is an error, not nan. Floating x only, as in PyTorch."""
+    elementwise.require_kind("mean", x, "f", "floating point", "float")
     _require_nonempty(x, axis, "mean")
     return _reduction(Mean, x, axis, keepdims)
 
 
 def prod(x, axis=None, keepdims: bool = False):
-    """Product over axis (1 over no elements); exact gradients where x holds zeros."""
+    """Product over axis (1 over no elements); exact gradients where x holds zeros. Integer and
+    bool x multiply in int64, as in PyTorch."""
     return _reduction(Prod, x, axis, keepdims)
 
 
 def cumsum(x, axis: int):
-    """The running sum along one axis; the shape stays."""
+    """The running sum along one axis; the shape stays. Integer and bool x sum in int64, as in
+    PyTorch."""
     return CumSum.apply(x, axis=normalize_one_axis(axis, len(shape_of(x)), "cumsum"))
 
 
@@ -373,17 +388,19 @@ def min(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False): 
 
 
 def var(x, axis=None, keepdims: bool = False, correction: int = 1):
-    """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased)."""
+    """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased).
+    Floating x only, as in PyTorch."""
     return _spread(Var, x, axis, keepdims, correction)
 
 
 def std(x, axis=None, keepdims: bool = False, correction: int = 1):
     """Standard deviation over axis, sqrt(var(x)) with var's `correction`; where it is 0 (every
-    value equal) its gradient is 0, as in PyTorch."""
+    value equal) its gradient is 0, as in PyTorch. Floating x only, as in PyTorch."""
     return _spread(Std, x, axis, keepdims, correction)
 
 
 def _spread(op, x, axis, keepdims, correction):
+    elementwise.require_kind(op.name, x, "f", "floating point", "float")  # as in PyTorch
     shape = shape_of(x)
     norm = normalize_axis(axis, len(shape), op.name)
     count = _count(shape, norm)
@@ -403,6 +420,7 @@ def logsumexp(x, axis=None, keepdims: bool = False):
 
 def _arg(name, x, axis, keepdims):
     array = x.data if isinstance(x, Tensor) else np.asarray(x)
+    elementwise.require_kind(name, array, "iuf", elementwise.NOT_BOOL, "int")  # as in PyTorch
     _require_nonempty(array, axis, name)
     if axis is not None:
         axes = normalize_axis(axis, array.ndim, name)
@@ -415,26 +433,30 @@ def _arg(name, x, axis, keepdims):
 def _truth(name, x, axis, keepdims):
     array = x.data if isinstance(x, Tensor) else np.asarray(x)
     axes = normalize_axis(axis, array.ndim, name)
-    return Tensor(getattr(array.astype(bool), name)(axis=axes, keepdims=bool(keepdims)))
+    truth = getattr(array.astype(bool), name)(axis=axes, keepdims=bool(keepdims))
+    # PyTorch keeps uint8 for uint8 x (0 or 1), its masks' dtype before bool
+    return Tensor(truth.astype(np.uint8) if array.dtype == np.uint8 else truth)
 
 
 def all(x, axis=None, keepdims: bool = False):  # noqa: A001 (PyTorch's name)
     """Whether every element along axis is nonzero (a bool tensor, outside the graph; True over
-    no elements)."""
+    no elements; uint8 for uint8 x, as in PyTorch)."""
     return _truth("all", x, axis, keepdims)
 
 
 def any(x, axis=None, keepdims: bool = False):  # noqa: A001 (PyTorch's name)
     """Whether some element along axis is nonzero (a bool tensor, outside the graph; False over
-    no elements)."""
+    no elements; uint8 for uint8 x, as in PyTorch)."""
     return _truth("any", x, axis, keepdims)
 
 
 def argmax(x, axis=None, keepdims: bool = False):
-    """Index of the first maximum along axis (over the flattened tensor when None)."""
+    """Index of the first maximum along axis (over the flattened tensor when None); bool x is
+    refused, as in PyTorch."""
     return _arg("argmax", x, axis, keepdims)
 
 
 def argmin(x, axis=None, keepdims: bool = False):
-    """Index of the first minimum along axis (over the flattened tensor when None)."""
+    """Index of the first minimum along axis (over the flattened tensor when None); bool x is
+    refused, as in PyTorch."""
     return _arg("argmin", x, axis, keepdims)

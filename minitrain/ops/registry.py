@@ -392,7 +392,7 @@ def check_one_dtype(where: str, **values) -> None:
     """`values` (None entries skipped) must have one dtype, as PyTorch's matmul, linear and conv
     require: they do not promote, so that a float64 input cannot silently turn a float32 model's
     activations into float64."""
-    dtypes = {name: _dtype_of(v) for name, v in values.items() if v is not None}
+    dtypes = {name: dtype_of(v) for name, v in values.items() if v is not None}
     if len(set(dtypes.values())) > 1:
         given = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
         raise DTypeError(
@@ -413,7 +413,7 @@ def _mixed(dtypes) -> bool:
     return False
 
 
-def _dtype_of(value) -> np.dtype:
+def dtype_of(value) -> np.dtype:
     """The dtype the op will see: lists of Python floats become float32 (as_array)."""
     return value.dtype if hasattr(value, "dtype") else as_array(value).dtype
 

@@ -11,7 +11,7 @@ import numpy as np
 from .. import backend
 from ..autograd import unbroadcast
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..tensor import Tensor
+from ..tensor import Tensor, nested_array
 from .reduction import normalize_axis, normalize_one_axis
 from .registry import Op, result_type, shape_of
 
@@ -436,7 +436,7 @@ def gather(x, axis: int, index):
     shape = shape_of(x)
     array = index.data if isinstance(index, Tensor) else index
     if not backend.is_array(array):
-        array = np.asarray(array)
+        array = nested_array(array, "gather: index")
     if array.dtype.kind not in "iu":
         raise DTypeError(f"gather: index must be an integer tensor, got dtype {array.dtype}")
     if not shape or array.ndim != len(shape):
