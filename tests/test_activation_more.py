@@ -285,6 +285,29 @@ def test_integer_and_bool_input_as_torch(torch, name, dtype):
     np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int64])
+@pytest.mark.parametrize(
+    "limits",
+    [(-1000, 1000), (-1.5, 1.5), (-2, 2), (-1, 1), (0, 2), (-128.5, 127.5), (-129, 0),
+     (0.5, 300), (-float("inf"), float("inf"))],
+    ids=repr,
+)  # fmt: skip
+def test_hardtanh_limits_an_integer_dtype_cannot_hold_are_refused_as_in_torch(torch, dtype, limits):
+    values = np.arange(-3, 3).astype(dtype)
+    try:
+        expected = torch.nn.functional.hardtanh(torch.from_numpy(values), *limits).numpy()
+    except RuntimeError as error:
+        negative = "unsigned type with negative limits" in str(error)
+        assert negative or "overflow" in str(error)
+        message = "an unsigned input" if negative else r"m.._val=.* without overflow"
+        with pytest.raises(ArgumentError, match=rf"^hardtanh: {message}"):
+            F.hardtanh(mt.tensor(values), *limits)
+        return
+    got = F.hardtanh(mt.tensor(values), *limits).data
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_prelu_refuses_integer_input():
     with pytest.raises(DTypeError, match="^prelu: needs a floating-point input, got int64"):
         F.prelu(mt.tensor(np.array([1, -2])), mt.tensor(np.array([0.25])))

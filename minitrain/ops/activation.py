@@ -1008,10 +1008,38 @@ def _real(x, where: str) -> Tensor:
     return _floating(x, where, ints_as_float32=True)
 
 
+def _integer_limits(min_val, max_val, dtype, where: str) -> tuple[int, int]:
+    """hardtanh's limits for an integer input, checked as PyTorch checks them: finite, truncated
+    toward 0, not negative for an unsigned dtype, and within the dtype's range."""
+    info = np.iinfo(dtype)
+
+    def overflow(name, value):
+        return ArgumentError(
+            f"{where}: {name}={value} does not fit the input's dtype {dtype} without overflow "
+            f"({info.min} to {info.max})"
+        )
+
+    limits = {"min_val": min_val, "max_val": max_val}
+    for name, value in limits.items():
+        if not math.isfinite(value):
+            raise overflow(name, value)
+        limits[name] = math.trunc(value)
+    if dtype.kind == "u" and min(limits.values()) < 0:
+        raise ArgumentError(
+            f"{where}: an unsigned input ({dtype}) takes no negative limit, got "
+            f"min_val={min_val}, max_val={max_val}"
+        )
+    for name, whole in limits.items():
+        if not info.min <= whole <= info.max:
+            raise overflow(name, whole)
+    return limits["min_val"], limits["max_val"]
+
+
 def hardtanh(x, min_val: float = -1.0, max_val: float = 1.0, *, where: str = "hardtanh") -> Tensor:
     """x clipped to [min_val, max_val] (min_val <= max_val); the gradient is 1 strictly between
     the limits and 0 outside and at them. Integer input stays integer, the limits truncated
-    toward 0, as in PyTorch (an unsigned input takes no negative limit); bool is refused.
+    toward 0, as in PyTorch, and refused where its dtype cannot hold them (an unsigned input takes
+    no negative limit); bool is refused.
     `where` names the caller in errors."""
     min_val = _check_limit(min_val, "min_val", where)
     max_val = _check_limit(max_val, "max_val", where)
@@ -1024,14 +1052,7 @@ def hardtanh(x, min_val: float = -1.0, max_val: float = 1.0, *, where: str = "ha
     if kind == "b":
         raise DTypeError(f"{where}: needs a floating-point or integer input, got {x.dtype}")
     if kind in "iu":
-        limits = [math.trunc(v) if math.isfinite(v) else v for v in (min_val, max_val)]
-        if kind == "u" and min(limits) < 0:
-            raise ArgumentError(
-                f"{where}: an unsigned input ({x.dtype}) takes no negative limit, got "
-                f"min_val={min_val}, max_val={max_val}"
-            )
-        info = np.iinfo(x.dtype)
-        min_val, max_val = (int(min(max(v, info.min), info.max)) for v in limits)
+        min_val, max_val = _integer_limits(min_val, max_val, x.dtype, where)
     elif kind != "f":
         raise DTypeError(f"{where}: needs a floating-point or integer input, got {x.dtype}")
     return Hardtanh.apply(x, min_val=min_val, max_val=max_val)
