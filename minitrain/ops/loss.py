@@ -58,6 +58,12 @@ def _check_no_grad(op: str, **tensors) -> None:
             )
 
 
+def _constant_as(value, dtype):
+    """A constant weight in the input's dtype, as PyTorch's binary cross entropies take theirs
+    (None stays None)."""
+    return None if value is None else Tensor(_data(value).astype(dtype, copy=False))
+
+
 def _check_same_shape(op: str, x, target) -> None:
     if x.shape != target.shape:
         raise ShapeError(
@@ -866,7 +872,8 @@ def binary_cross_entropy_with_logits(
     """Binary cross entropy of sigmoid(input) against target in [0, 1], as PyTorch's
     F.binary_cross_entropy_with_logits, stable for any logit. input and target of one shape;
     weight (a per-position rescaling) and pos_weight (the weight of positive examples, usually one
-    per class along the last axis) broadcast to input's shape and are constants. Its own op
+    per class along the last axis) broadcast to input's shape and are constants, taken in input's
+    dtype. Its own op
     (BinaryCrossEntropyWithLogitsGrad): composed, the stable form would take a dozen."""
     op = "binary_cross_entropy_with_logits"
     _check_reduction(op, reduction)
@@ -886,6 +893,7 @@ def binary_cross_entropy_with_logits(
             raise ShapeError(f"{op}: {name} {shape} does not broadcast to input {x.shape}")
     if reduction == "mean":
         _mean_divisor(op, x.size, "an empty input")
+    weight, pos_weight = _constant_as(weight, x.dtype), _constant_as(pos_weight, x.dtype)
     return BinaryCrossEntropyWithLogits.apply(
         input, target, weight, pos_weight, reduction=reduction
     )
@@ -955,8 +963,9 @@ def binary_cross_entropy(input, target, weight=None, *, reduction: str = "mean")
     """Binary cross entropy of probabilities, as PyTorch's F.binary_cross_entropy: input and
     target of one shape and one floating dtype, every element in [0, 1] (else an error, as
     PyTorch); each log floored at -100. weight: a per-position rescaling that broadcasts to
-    input's shape, a constant. 'mean' over an empty input raises (PyTorch: nan). Its own op
-    (BinaryCrossEntropyGrad). For logits, binary_cross_entropy_with_logits is stabler."""
+    input's shape, a constant taken in input's dtype. 'mean' over an empty input raises
+    (PyTorch: nan). Its own op (BinaryCrossEntropyGrad). For logits,
+    binary_cross_entropy_with_logits is stabler."""
     op = "binary_cross_entropy"
     _check_reduction(op, reduction)
     _check_no_grad(op, weight=weight)
@@ -976,4 +985,5 @@ def binary_cross_entropy(input, target, weight=None, *, reduction: str = "mean")
         _check_probabilities(op, "target", t)
     if reduction == "mean":
         _mean_divisor(op, x.size, "an empty input")
+    weight = _constant_as(weight, x.dtype)
     return BinaryCrossEntropy.apply(input, target, weight, reduction=reduction)
