@@ -9,6 +9,7 @@ import inspect
 import numpy as np
 
 from . import ops
+from .autograd import is_grad_enabled
 from .errors import ArgumentError, DTypeError
 from .tensor import Tensor, as_dtype
 
@@ -60,8 +61,9 @@ def _of_tensor(method):
 def _cast_first(input, dtype, name: str, int64: bool = False) -> Tensor:  # noqa: A002
     """input, cast to dtype if given (recorded: the gradient flows back), as PyTorch casts
     before the op. Only to a floating dtype, or to int64 where `int64` is set (sum, prod and
-    cumsum keep it, outside the graph as in PyTorch): their results of other integer dtypes
-    come out int64 (uint64), where PyTorch keeps the dtype asked for."""
+    cumsum keep it; their results of other integer dtypes come out int64, where PyTorch keeps
+    the dtype asked for). As in PyTorch, int64 is refused for an input that requires grad
+    while gradients are recorded: it has none."""
     _check_tensor(input, name)
     if dtype is None:
         return input
@@ -70,6 +72,11 @@ def _cast_first(input, dtype, name: str, int64: bool = False) -> Tensor:  # noqa
         raise DTypeError(
             f"minitrain.{name}: dtype must be a floating dtype (np.float32, np.float64, ...)"
             f"{' or int64' if int64 else ''}, got {dtype}"
+        )
+    if dtype.kind != "f" and input.requires_grad and is_grad_enabled():
+        raise DTypeError(
+            f"minitrain.{name}: dtype {dtype} has no gradient, and input requires grad (as in "
+            f"PyTorch); pass input.detach(), or compute under minitrain.no_grad()"
         )
     return input.to(dtype=dtype)
 
@@ -154,12 +161,14 @@ sigmoid = _of_tensor(Tensor.sigmoid)
 tanh = _of_tensor(Tensor.tanh)
 
 
-def softmax(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
+# dtype after dim: PyTorch's docs make it keyword-only, but torch.softmax(x, 1, torch.float64)
+# runs there, so it does here
+def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """Softmax along dim (the last by default), of the input cast to dtype first if given."""
     return _cast_first(input, dtype, "softmax").softmax(dim, axis=axis)
 
 
-def log_softmax(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
+def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
     """Log-softmax along dim (the last by default), of the input cast to dtype first if given."""
     return _cast_first(input, dtype, "log_softmax").log_softmax(dim, axis=axis)
 

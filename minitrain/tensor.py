@@ -59,7 +59,7 @@ def _ragged(data) -> str | None:
     """Where nested sequences first stop being rectangular, in words (None if they are)."""
     items, dim = [data], 0
     while items:
-        sequences = [isinstance(item, (list, tuple)) for item in items]
+        sequences = [_is_sequence(item) for item in items]
         if not any(sequences):
             return None
         if not all(sequences):
@@ -70,6 +70,11 @@ def _ragged(data) -> str | None:
             return f"expected a sequence of length {lengths[0]} at dim {dim}, got {other}"
         items, dim = [element for item in items for element in item], dim + 1
     return None
+
+
+def _is_sequence(item) -> bool:
+    """A list or tuple, or an array or Tensor of at least one dim (numpy takes either)."""
+    return isinstance(item, (list, tuple)) or getattr(item, "ndim", 0) > 0
 
 
 def _check_grad_dtype(array, where: str) -> None:

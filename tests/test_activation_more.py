@@ -285,14 +285,17 @@ def test_integer_and_bool_input_as_torch(torch, name, dtype):
     np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-6)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int64])
+@pytest.mark.parametrize(
+    "dtype", [np.int8, np.uint8, np.int16, np.int64, np.float16, np.float32, np.float64]
+)
 @pytest.mark.parametrize(
     "limits",
     [(-1000, 1000), (-1.5, 1.5), (-2, 2), (-1, 1), (0, 2), (-128.5, 127.5), (-129, 0),
-     (0.5, 300), (-float("inf"), float("inf"))],
+     (0.5, 300), (-float("inf"), float("inf")), (-1, 2**63 - 1), (0, 2**53 + 1), (-1, 70000),
+     (-1, 3.5e38), (-1.0, 1e300)],
     ids=repr,
 )  # fmt: skip
-def test_hardtanh_limits_an_integer_dtype_cannot_hold_are_refused_as_in_torch(torch, dtype, limits):
+def test_hardtanh_limits_the_dtype_cannot_hold_are_refused_as_in_torch(torch, dtype, limits):
     values = np.arange(-3, 3).astype(dtype)
     try:
         expected = torch.nn.functional.hardtanh(torch.from_numpy(values), *limits).numpy()

@@ -188,20 +188,34 @@ FILL_VALUES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("value", FILL_VALUES, ids=repr)
+# each value as a number, and as a 0-d array and tensor where one holds it
+FILL_FORMS = [
+    (value, form)
+    for value in FILL_VALUES
+    for form in ("number", "0-d array", "0-d tensor")
+    if form == "number" or not isinstance(value, int) or -(2**63) <= value < 2**63
+]
+
+
+@pytest.mark.parametrize("value, form", FILL_FORMS, ids=lambda v: repr(v))
 @pytest.mark.parametrize(
     "dtype", [np.bool_, np.uint8, np.int8, np.int16, np.int64, np.float16, np.float32, np.float64]
 )
-def test_masked_fill_takes_the_values_pytorch_takes(torch, dtype, value):
+def test_masked_fill_takes_the_values_pytorch_takes(torch, dtype, value, form):
     x = mt.tensor(np.arange(4).astype(dtype))
+    given, torch_given = value, value
+    if form != "number":
+        given = np.array(value)
+        torch_given = torch.from_numpy(given.copy()) if form == "0-d tensor" else value
+        given = mt.tensor(given) if form == "0-d tensor" else given
     expected = torch.from_numpy(x.data.copy())
     try:
-        want = expected.masked_fill(expected > 0, value).numpy()
+        want = expected.masked_fill(expected > 0, torch_given).numpy()
     except RuntimeError as error:
         assert "overflow" in str(error)
         with pytest.raises(ArgumentError, match=rf"^masked_fill: value .* {np.dtype(dtype)} "):
-            x.masked_fill(x.data > 0, value)
+            x.masked_fill(x.data > 0, given)
         return
-    got = x.masked_fill(x.data > 0, value).data
+    got = x.masked_fill(x.data > 0, given).data
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)

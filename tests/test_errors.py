@@ -233,6 +233,12 @@ def test_failed_op_changes_no_state(fn):
         ([[1, 2], [3]], "expected a sequence of length 2 at dim 1, got 1"),
         ([[[1], [2]], [[3], [4, 5]]], "expected a sequence of length 1 at dim 2, got 2"),
         ([[1.0, 2.0], 3.0], "at dim 1, some elements are sequences and some are not"),
+        ([np.array([1, 2]), np.array([3])], "expected a sequence of length 2 at dim 1, got 1"),
+        ([np.array([1, 2]), [3]], "expected a sequence of length 2 at dim 1, got 1"),
+        (
+            [[np.array([1]), [2]], [[3], np.array([4, 5])]],
+            "expected a sequence of length 1 at dim 2, got 2",
+        ),
     ],
 )
 def test_ragged_nested_sequences_say_where_they_are_ragged(data, where):
@@ -251,6 +257,8 @@ def test_rectangular_nested_sequences_still_make_tensors():
     assert minitrain.tensor([[1, 2], [3, 4]]).shape == (2, 2)
     assert minitrain.tensor([[[1.0], [2.0]]]).shape == (1, 2, 1)
     assert minitrain.tensor([]).shape == (0,)
+    assert minitrain.tensor([np.array([1, 2]), (3, 4)]).shape == (2, 2)
+    assert minitrain.tensor([np.float32(1.0), np.array(2.0)]).shape == (2,)
     np.testing.assert_array_equal(
         minitrain.tensor(np.arange(6.0).reshape(2, 3)).gather(1, [[2, 0], [1, 1]]).data,
         [[2.0, 0.0], [4.0, 4.0]],

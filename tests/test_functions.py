@@ -314,15 +314,25 @@ def test_dtype_is_a_floating_numpy_dtype_or_int64_for_sums(torch, name):
 
 @pytest.mark.parametrize("name", ["sum", "prod", "cumsum"])
 def test_sums_take_int64_as_torch(torch, name):
-    """dtype=int64 truncates a float input first, or counts a mask, outside the graph."""
+    """dtype=int64 truncates a float input first, or counts a mask, outside the graph; an
+    input that requires grad is refused while gradients are recorded, as torch refuses it."""
     values = np.array([[0.5, 2.7, -1.9], [3.2, 1.0, -0.2]])
     for array in (values, values > 1):
-        x = mt.tensor(array, requires_grad=array.dtype.kind == "f")
+        x = mt.tensor(array)
         for keywords in ({"dim": 1}, {"dim": 0}) + (() if name == "cumsum" else ({},)):
             y = getattr(mt, name)(x, **keywords, dtype=np.int64)
             expected = getattr(torch, name)(torch.tensor(array), **keywords, dtype=torch.int64)
             assert y.dtype == np.int64 and not y.requires_grad
             np.testing.assert_array_equal(y.numpy(), expected.numpy())
+    x, tx = mt.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Autograd not support dtype: Long"):
+        getattr(torch, name)(tx, 0, dtype=torch.int64)
+    with pytest.raises(DTypeError, match=rf"^minitrain\.{name}: dtype int64 has no gradient"):
+        getattr(mt, name)(x, 0, dtype=np.int64)
+    with torch.no_grad():
+        expected = getattr(torch, name)(tx, 0, dtype=torch.int64)
+    with mt.no_grad():
+        np.testing.assert_array_equal(getattr(mt, name)(x, 0, dtype=np.int64).numpy(), expected)
 
 
 @pytest.mark.parametrize("name", ["max", "min"])
@@ -379,8 +389,8 @@ TORCH_PARAMETERS = {
     "masked_fill": "input, mask, value",
     "tril": "input, diagonal",
     "triu": "input, diagonal",
-    "softmax": "input, dim, *, dtype",
-    "log_softmax": "input, dim, *, dtype",
+    "softmax": "input, dim, dtype",  # (torch's docs: keyword-only; its binding: positional too)
+    "log_softmax": "input, dim, dtype",
     "sum": "input, dim, keepdim, *, dtype",
     "mean": "input, dim, keepdim, *, dtype",
     "prod": "input, dim, keepdim, *, dtype",
@@ -441,3 +451,12 @@ def test_every_function_has_its_torch_parameters_listed():
     dtypes = {"float", "double", "half", "long", "int", "short", "int8", "int16", "uint8", "bool"}
     assert sorted(TORCH_PARAMETERS) == FUNCTIONS
     assert set(FUNCTIONS) == set(mt.functions.__all__) - dtypes
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_takes_dtype_after_dim_positionally_as_torch_runs_it(torch, name):
+    x, tx = _pair()
+    y = getattr(mt, name)(x, 1, np.float32)
+    expected = getattr(torch, name)(tx, 1, torch.float32)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y.numpy(), expected.detach().numpy(), rtol=1e-6)

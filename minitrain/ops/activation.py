@@ -1008,10 +1008,16 @@ def _real(x, where: str) -> Tensor:
     return _floating(x, where, ints_as_float32=True)
 
 
-def _integer_limits(min_val, max_val, dtype, where: str) -> tuple[int, int]:
-    """hardtanh's limits for an integer input, checked as PyTorch checks them: finite, truncated
-    toward 0, not negative for an unsigned dtype, and within the dtype's range."""
-    info = np.iinfo(dtype)
+_INT64 = np.iinfo(np.int64)
+
+
+def _hardtanh_limits(min_val, max_val, dtype, where: str):
+    """hardtanh's limits for an input of `dtype`, checked as PyTorch checks them, in its order.
+    Integer dtype: finite and truncated toward 0 (integers taken exactly, past float precision)
+    within int64's range, not negative for an unsigned dtype, and within the dtype's range.
+    Floating dtype: infinite, or no larger than the dtype's largest value."""
+    floating = dtype.kind == "f"
+    info = np.finfo(dtype) if floating else np.iinfo(dtype)
 
     def overflow(name, value):
         return ArgumentError(
@@ -1021,9 +1027,18 @@ def _integer_limits(min_val, max_val, dtype, where: str) -> tuple[int, int]:
 
     limits = {"min_val": min_val, "max_val": max_val}
     for name, value in limits.items():
-        if not math.isfinite(value):
+        if floating:
+            if math.isfinite(value) and math.fabs(value) > float(info.max):
+                raise overflow(name, value)
+            limits[name] = float(value)
+        elif not math.isfinite(value):
             raise overflow(name, value)
-        limits[name] = math.trunc(value)
+        else:
+            limits[name] = int(value) if isinstance(value, (int, np.integer)) else math.trunc(value)
+            if not _INT64.min <= limits[name] <= _INT64.max:  # PyTorch's first conversion
+                raise overflow(name, value)
+    if floating:
+        return limits["min_val"], limits["max_val"]
     if dtype.kind == "u" and min(limits.values()) < 0:
         raise ArgumentError(
             f"{where}: an unsigned input ({dtype}) takes no negative limit, got "
@@ -1038,23 +1053,18 @@ def _integer_limits(min_val, max_val, dtype, where: str) -> tuple[int, int]:
 def hardtanh(x, min_val: float = -1.0, max_val: float = 1.0, *, where: str = "hardtanh") -> Tensor:
     """x clipped to [min_val, max_val] (min_val <= max_val); the gradient is 1 strictly between
     the limits and 0 outside and at them. Integer input stays integer, the limits truncated
-    toward 0, as in PyTorch, and refused where its dtype cannot hold them (an unsigned input takes
-    no negative limit); bool is refused.
-    `where` names the caller in errors."""
-    min_val = _check_limit(min_val, "min_val", where)
-    max_val = _check_limit(max_val, "max_val", where)
+    toward 0, as in PyTorch; a limit the input's dtype cannot hold is refused (an unsigned input
+    takes no negative limit); bool is refused. `where` names the caller in errors."""
+    for name, value in (("min_val", min_val), ("max_val", max_val)):
+        _check_limit(value, name, where)
     if min_val > max_val:
         raise ArgumentError(
             f"{where}: min_val must be <= max_val, got min_val={min_val}, max_val={max_val}"
         )
     x = x if isinstance(x, Tensor) else Tensor(x)
-    kind = x.dtype.kind
-    if kind == "b":
+    if x.dtype.kind not in "iuf":
         raise DTypeError(f"{where}: needs a floating-point or integer input, got {x.dtype}")
-    if kind in "iu":
-        min_val, max_val = _integer_limits(min_val, max_val, x.dtype, where)
-    elif kind != "f":
-        raise DTypeError(f"{where}: needs a floating-point or integer input, got {x.dtype}")
+    min_val, max_val = _hardtanh_limits(min_val, max_val, x.dtype, where)
     return Hardtanh.apply(x, min_val=min_val, max_val=max_val)
 
 

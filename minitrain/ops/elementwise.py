@@ -92,16 +92,20 @@ class Div(Op):
 
 
 class Neg(Op):
-    """-x; a bool x is refused, as PyTorch refuses it (checked here, not in `neg`: the `-`
-    operator calls this op directly)."""
+    """-x; a bool x is refused, as PyTorch refuses it (here, not in `neg`: the `-` operator
+    calls this op directly; and by catching the array module's refusal, free where x is not
+    bool)."""
 
     name = "neg"
     inputs = ("x",)
 
     @staticmethod
     def forward(ctx, x):
-        require_kind("neg", x, "iuf", NOT_BOOL, "int")
-        return -x
+        try:
+            return -x
+        except TypeError:
+            require_kind("neg", x, "iuf", NOT_BOOL, "int")
+            raise
 
     @staticmethod
     def backward(ctx, grad):
@@ -607,7 +611,9 @@ def masked_fill(x, mask, value):
         ) from None
     dtype = x.dtype
     if isinstance(value, Tensor):
-        value = value if value.dtype == dtype else cast(value, dtype)
+        if value.dtype != dtype:
+            _fill_value("masked_fill", value.data.item(), dtype)  # refused where PyTorch does
+            value = cast(value, dtype)
     else:
         # a numpy number of x's dtype: it cannot change the result's
         value = _fill_value("masked_fill", value, dtype)
@@ -619,6 +625,8 @@ def _fill_value(op: str, value, dtype: np.dtype):
     an integer dtype's range (a float in range fills truncated; a negative integer wraps into
     an unsigned dtype, as in PyTorch, down to -max), or finite and past a floating dtype's
     largest (an infinity stays one, a nan a nan)."""
+    if backend.is_array(value):  # a 0-d array: its number
+        value = value.item()
     if dtype.kind == "b" or isinstance(value, (bool, np.bool_)):
         return dtype.type(value)
     number = float(value) if isinstance(value, (float, np.floating)) else int(value)
