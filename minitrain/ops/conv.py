@@ -8,11 +8,12 @@ of channel c at every output position of every image: group g's rows are one con
 one GEMM per group, W[g] (M/group, C/group*K) @ col[g], covers many images at once, and so do the
 backward's dW and dX GEMMs. The batch goes through in chunks of images whose buffers fit
 `_COL_CHUNK_BYTES`, small enough to still be in cache when the GEMM reads them; each chunk's
-product is transposed to (n, M, *out) in the pass that adds the bias. Where every stride is 1
-the op lays the columns out on a zero-padded grid of the chunk's images instead (see Columns),
-which turns im2col and col2im into block copies and adds, and can leave the taps of the leading
-kernel dims out of the columns, as shifts of the GEMM's output (a third of the rows for a 3x3
-kernel, and a squarer GEMM); `_layout` picks the layout.
+product is transposed to (n, M, *out) in the pass that adds the bias. A big batch's chunks run
+side by side, one thread per core BLAS uses, each GEMM on one core (minitrain.threads). Where
+every stride is 1 the op lays the columns out on a zero-padded grid of the chunk's images
+instead (see Columns), which turns im2col and col2im into block copies and adds, and can leave
+the taps of the leading kernel dims out of the columns, as shifts of the GEMM's output (a third
+of the rows for a 3x3 kernel, and a squarer GEMM); `_layout` picks the layout.
 """
 
 from __future__ import annotations
@@ -571,10 +572,10 @@ def _shares(N: int, chunk_bytes, threads: int) -> list[list[slice]]:
 def _thread_count(xp, N: int, chunk_bytes, weight_bytes: int) -> int:
     """Threads to run the batch's chunks on: as many as minitrain.threads has (BLAS's, on the
     main thread), where the whole batch's buffers, chunk_bytes(N), take at least
-    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU). At most one per image, and no more than
-    whose smallest working sets fit _COL_CHUNK_BYTES together: a one-image chunk's buffers
-    and, in the backward, dW's sum and product (so that memory does not grow with the cores
-    where one image fills the budget)."""
+    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU). At most one per image, and only as many
+    as have their smallest working sets fit _COL_CHUNK_BYTES together: a one-image chunk's
+    buffers and, in the backward, dW's sum and product (so that memory does not grow with the
+    cores where one image fills the budget)."""
     if xp is not np or N < 2 or chunk_bytes(N) < _SIDE_BY_SIDE_BYTES:
         return 1
     fitting = _COL_CHUNK_BYTES // (chunk_bytes(1) + 2 * weight_bytes)
