@@ -58,10 +58,23 @@ def _check_no_grad(op: str, **tensors) -> None:
             )
 
 
-def _constant_as(value, dtype):
-    """A constant weight in the input's dtype, as PyTorch's binary cross entropies take theirs
-    (None stays None)."""
-    return None if value is None else Tensor(_data(value).astype(dtype, copy=False))
+def _elementwise_weights(op: str, x, **weights) -> tuple:
+    """The binary cross entropies' constant weights (None stays None), each checked to broadcast
+    to input x's shape and taken in x's dtype, as PyTorch takes them."""
+    taken = []
+    for name, value in weights.items():
+        if value is None:
+            taken.append(None)
+            continue
+        array = _data(value)
+        try:
+            fits = np.broadcast_shapes(array.shape, x.shape) == x.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ShapeError(f"{op}: {name} {array.shape} does not broadcast to input {x.shape}")
+        taken.append(Tensor(array.astype(x.dtype, copy=False)))
+    return tuple(taken)
 
 
 def _check_same_shape(op: str, x, target) -> None:
@@ -881,19 +894,9 @@ def binary_cross_entropy_with_logits(
     x, t = _data(input), _data(target)
     _check_float(op, "input", x)
     _check_same_shape(op, x, t)
-    for name, value in (("weight", weight), ("pos_weight", pos_weight)):
-        if value is None:
-            continue
-        shape = _data(value).shape
-        try:
-            fits = np.broadcast_shapes(shape, x.shape) == x.shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ShapeError(f"{op}: {name} {shape} does not broadcast to input {x.shape}")
+    weight, pos_weight = _elementwise_weights(op, x, weight=weight, pos_weight=pos_weight)
     if reduction == "mean":
         _mean_divisor(op, x.size, "an empty input")
-    weight, pos_weight = _constant_as(weight, x.dtype), _constant_as(pos_weight, x.dtype)
     return BinaryCrossEntropyWithLogits.apply(
         input, target, weight, pos_weight, reduction=reduction
     )
@@ -972,18 +975,10 @@ def binary_cross_entropy(input, target, weight=None, *, reduction: str = "mean")
     x, t = _data(input), _data(target)
     _check_float(op, "input", x)
     _check_same_shape(op, x, t)
-    if weight is not None:
-        shape = _data(weight).shape
-        try:
-            fits = np.broadcast_shapes(shape, x.shape) == x.shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ShapeError(f"{op}: weight {shape} does not broadcast to input {x.shape}")
+    (weight,) = _elementwise_weights(op, x, weight=weight)
     _check_probabilities(op, "input", x)
     if t.dtype.kind == "f":  # other dtypes: the op's dtype check names them
         _check_probabilities(op, "target", t)
     if reduction == "mean":
         _mean_divisor(op, x.size, "an empty input")
-    weight = _constant_as(weight, x.dtype)
     return BinaryCrossEntropy.apply(input, target, weight, reduction=reduction)
