@@ -819,13 +819,8 @@ def _conv_grad(dY, X, W, x_shape, window: Window, group: int, need):
     chunked = _Chunked.of(x_shape, dtype, W, window, group)
     columns, w_stacked = chunked.columns, chunked.w_stacked
     dX = xp.empty(x_shape, dtype) if need_x else None
-    # per thread, dW's and dB's sums of its chunks; dW's as (C/group * Kc, S * M/group) per
-    # group: col @ dY.T is the fastest orientation of this GEMM for BLAS (the long inner dim
-    # contiguous in both operands)
-    dw_shape = w_stacked.swapaxes(-1, -2).shape
-    dw_sums = [xp.zeros(dw_shape, dtype) if need_w else None for _ in range(chunked.threads)]
-    products = [xp.empty(dw_shape, dtype) if need_w else None for _ in range(chunked.threads)]
-    bias_sums = [xp.zeros(M, np.float64) for _ in range(chunked.threads)]
+    dw_sums = _WeightGradSums(chunked, dtype) if need_w else None
+    bias_sums = [xp.zeros(M, np.float64) for _ in range(chunked.threads)]  # one per thread
 
     def backward(thread, part, col, dy_chunk):
         # dY's chunk in the columns' layout, once per shift, unused columns 0: one copy serves
@@ -833,15 +828,37 @@ def _conv_grad(dY, X, W, x_shape, window: Window, group: int, need):
         _images_to_columns(dY[part], columns, dy_chunk, bias_sums[thread])
         if need_w:
             _im2col_into(X[part], columns, col.reshape(-1, col.shape[-1]), parallel=False)
-            _matmul(col, dy_chunk.swapaxes(-1, -2), products[thread])
-            dw_sums[thread] += products[thread]
+            dw_sums.add(thread, col, dy_chunk)
         if need_x:
             _matmul(w_stacked.swapaxes(-1, -2), dy_chunk, col)
             _col2im_into(col.reshape(-1, col.shape[-1]), columns, dX[part], parallel=False)
 
     chunked.each(backward)
-    dW = _unstacked_weight_grad(sum(dw_sums[1:], dw_sums[0]), columns, w_shape) if need_w else None
+    dW = dw_sums.weight_grad(w_shape) if need_w else None
     return dX, dW, sum(bias_sums).astype(dtype) if need_b else None
+
+
+class _WeightGradSums:
+    """dW summed over a batch's chunks, one sum per thread (a thread's chunks add into its own,
+    so no two threads write one array), stacked as (group, C/group * Kc, S * M/group): col @
+    dY.T is the fastest orientation of this GEMM for BLAS (the long inner dim contiguous in
+    both operands)."""
+
+    def __init__(self, chunked: _Chunked, dtype):
+        xp = backend.array_module(chunked.w_stacked)
+        shape = chunked.w_stacked.swapaxes(-1, -2).shape
+        self.columns = chunked.columns
+        self.sums = [xp.zeros(shape, dtype) for _ in range(chunked.threads)]
+        self.products = [xp.empty(shape, dtype) for _ in range(chunked.threads)]
+
+    def add(self, thread: int, col, rows) -> None:
+        """The thread's sum += col @ rows.T, for a chunk's columns and its dY rows."""
+        _matmul(col, rows.swapaxes(-1, -2), self.products[thread])
+        self.sums[thread] += self.products[thread]
+
+    def weight_grad(self, w_shape):
+        """dW (M, C/group, *kernel): the threads' sums added, in thread order."""
+        return _unstacked_weight_grad(sum(self.sums[1:], self.sums[0]), self.columns, w_shape)
 
 
 def _unstacked_weight_grad(dw_stacked, columns: Columns, w_shape):

@@ -31,7 +31,7 @@ from .conv import (
     _im2col_into,
     _images_to_columns,
     _matmul,
-    _unstacked_weight_grad,
+    _WeightGradSums,
     batched,
     check_rank,
     onnx_pads,
@@ -192,9 +192,7 @@ def _input_and_weight_grads(grad, x, w, window: Window, group: int):
     chunked = _Chunked.of(grad.shape, grad.dtype, w, window, group)
     columns, w_stacked = chunked.columns, chunked.w_stacked
     dx = xp.empty(x.shape, grad.dtype)
-    dw_shape = w_stacked.swapaxes(-1, -2).shape
-    dw_sums = [xp.zeros(dw_shape, grad.dtype) for _ in range(chunked.threads)]
-    products = [xp.empty(dw_shape, grad.dtype) for _ in range(chunked.threads)]
+    dw_sums = _WeightGradSums(chunked, grad.dtype)
     # x's sums, which _images_to_columns adds up anyway
     sums = [xp.zeros(x.shape[1], np.float64) for _ in range(chunked.threads)]
     x = xp.ascontiguousarray(x)
@@ -202,13 +200,12 @@ def _input_and_weight_grads(grad, x, w, window: Window, group: int):
     def backward(thread, part, col, rows):
         _im2col_into(grad[part], columns, col.reshape(-1, col.shape[-1]), parallel=False)
         _images_to_columns(x[part], columns, rows, sums[thread])
-        _matmul(col, rows.swapaxes(-1, -2), products[thread])
-        dw_sums[thread] += products[thread]
+        dw_sums.add(thread, col, rows)
         _matmul(w_stacked, col, rows)  # x's columns are used: the buffer takes dx's
         _columns_to_images(rows, columns, None, dx[part])
 
     chunked.each(backward)
-    return dx, _unstacked_weight_grad(sum(dw_sums[1:], dw_sums[0]), columns, w.shape)
+    return dx, dw_sums.weight_grad(w.shape)
 
 
 def conv_transpose(
