@@ -3,12 +3,7 @@
 from . import data, functions, nn, ops, optim, train, viz
 from .autograd import Tape, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import Device, device, manual_seed
-from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
-from .gradcheck import gradcheck
-from .io import load, save
-from .ops import concat, matmul, maximum, minimum, stack, where
-from .tensor import (
-    Tensor,
+from .creation import (
     arange,
     eye,
     float16,
@@ -31,6 +26,11 @@ from .tensor import (
     zeros,
     zeros_like,
 )
+from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
+from .gradcheck import gradcheck
+from .io import load, save
+from .ops import concat, matmul, maximum, minimum, stack, where
+from .tensor import Tensor
 
 cat = concat
 

@@ -26,20 +26,24 @@ from .errors import DTypeError, GraphError, ShapeError
 _sequence = itertools.count()
 
 
-class _GradState(threading.local):
+class RecordingState(threading.local):
+    """What recording looks at, per thread: whether it is on, the open tapes, and the innermost
+    scope (any object: nn.Module opens one with itself around its forward) that each new Node
+    remembers, so that whoever reads the graph can group its ops."""
+
     def __init__(self):
         self.enabled = True
         self.tapes: list[Tape] = []
-        self.module = None  # the innermost Module whose forward is running (for drawing)
+        self.scope = None
 
 
-_state = _GradState()
+recording = RecordingState()
 _tape_count_lock = threading.Lock()
 
 
 def is_grad_enabled() -> bool:
     """Whether ops on tensors that require grad are being recorded (per thread)."""
-    return _state.enabled
+    return recording.enabled
 
 
 def _in_mode(fn, make_mode):
@@ -96,12 +100,12 @@ class _GradMode:
         self._previous: list[bool] = []
 
     def __enter__(self):
-        self._previous.append(_state.enabled)
-        _state.enabled = self.enabled
+        self._previous.append(recording.enabled)
+        recording.enabled = self.enabled
         return self
 
     def __exit__(self, *exc_info):
-        _state.enabled = self._previous.pop()
+        recording.enabled = self._previous.pop()
 
     def __call__(self, fn):
         return _in_mode(fn, type(self))
@@ -130,14 +134,14 @@ class set_grad_enabled(_GradMode):  # noqa: N801
     def __init__(self, mode: bool):
         super().__init__()
         self.enabled = bool(mode)
-        self._previous.append(_state.enabled)
-        _state.enabled = self.enabled
+        self._previous.append(recording.enabled)
+        recording.enabled = self.enabled
 
     def __enter__(self):
         return self  # the mode was set in __init__
 
     def __call__(self, fn):
-        _state.enabled = self._previous.pop()  # as a decorator, construction changes nothing
+        recording.enabled = self._previous.pop()  # as a decorator, construction changes nothing
         mode = self.enabled
         return _in_mode(fn, lambda: set_grad_enabled(mode))
 
@@ -147,9 +151,9 @@ class Node:
 
     `parents[i]` is where input i's gradient goes: the Node that produced it, the leaf Tensor
     itself, or None when input i needs no gradient. `output` is a weak reference to the tensor
-    the op produced (the graph does not keep outputs alive; a Tape does). `module` is the
-    innermost Module whose forward recorded the op (None outside any), so a drawing can group
-    a layer's ops.
+    the op produced (the graph does not keep outputs alive; a Tape does). `scope` is the
+    innermost scope open when the op was recorded (`recording.scope`: the Module whose forward
+    ran it, None outside any), so a drawing can group a layer's ops.
     """
 
     __slots__ = (
@@ -158,7 +162,7 @@ class Node:
         "parents",
         "seq",
         "output",
-        "module",
+        "scope",
         "hooks",
         "retains_grad",
         "__weakref__",
@@ -170,11 +174,11 @@ class Node:
         self.parents = parents
         self.seq = next(_sequence)
         self.output = weakref.ref(output)
-        self.module = _state.module
+        self.scope = recording.scope
         self.hooks = None  # hooks registered on the (non-leaf) tensor this node produced
         self.retains_grad = False  # set by output.retain_grad()
         if Tape.open_count:  # any thread: only then look at this thread's tapes
-            for tape in _state.tapes:
+            for tape in recording.tapes:
                 tape.nodes.append(self)
                 tape.outputs.append(output)
 
@@ -186,6 +190,46 @@ class Node:
     def saved_arrays(self) -> dict:
         """The arrays this node still holds for its backward, by name (empty once released)."""
         return self.ctx.saved_values()
+
+    def run_backward(self, grad) -> tuple:
+        """The op's backward for `grad`, the gradient of this node's output: one array (or None)
+        per input, as the op returns them (`fit_input_grad` brings each to its input). Runs the
+        numba kernel where the forward ran one; frees nothing."""
+        ctx, op = self.ctx, self.op
+        if ctx.released:
+            raise self.freed_error()
+        grads = op.numba_backward(ctx, grad) if ctx.numba_backward else op.backward(ctx, grad)
+        if type(grads) is not tuple:
+            grads = (grads,)
+        if len(grads) != len(self.parents):
+            raise GraphError(
+                f"{self.name}: backward returned {len(grads)} gradients for "
+                f"{len(self.parents)} inputs"
+            )
+        return grads
+
+    def freed_error(self) -> GraphError:
+        """The error of a backward through this node after its saved values were freed."""
+        return GraphError(
+            f"{self.name}: trying to backward through the graph a second time; its saved "
+            f"values were freed after the first backward. Pass retain_graph=True to the "
+            f"first backward (or grad) call if you need to walk the graph again."
+        )
+
+    def fit_input_grad(self, index: int, grad):
+        """Input `index`'s gradient brought to that input's shape (summed over the dims a
+        broadcasting op stretched) and dtype: the engine's share of every backward rule."""
+        shape, dtype = self.ctx.shapes[index], self.ctx.dtypes[index]
+        if grad.shape != shape:
+            if not self.op.broadcast:
+                raise GraphError(
+                    f"{self.name}: backward returned a gradient of shape {grad.shape} for input "
+                    f"'{self.op.input_name(index)}' of shape {shape}"
+                )
+            grad = unbroadcast(grad, shape)
+        if grad.dtype != dtype:
+            grad = grad.astype(dtype)
+        return grad
 
     def __repr__(self):
         return f"<{self.name} #{self.seq}>"
@@ -226,19 +270,19 @@ def _run_hooks(hooks, grad, owner):
 
 def _refuse_hook_result(hook, result, new, grad, owner):
     name = getattr(hook, "__name__", hook)
-    where = f"the output of {owner.op.name}" if type(owner) is Node else "a leaf tensor"
+    whose = f"the output of {owner.op.name}" if type(owner) is Node else "a leaf tensor"
     if not backend.is_array(new):
         raise DTypeError(
-            f"register_hook: hook {name!r} returned a {type(result).__name__} for {where}; "
+            f"register_hook: hook {name!r} returned a {type(result).__name__} for {whose}; "
             f"return a Tensor or None"
         )
     if new.shape != grad.shape:
         raise ShapeError(
             f"register_hook: hook {name!r} returned a gradient of shape {new.shape} for "
-            f"{where} of shape {grad.shape}"
+            f"{whose} of shape {grad.shape}"
         )
     raise DTypeError(
-        f"register_hook: hook {name!r} returned a gradient of dtype {new.dtype} for {where} "
+        f"register_hook: hook {name!r} returned a gradient of dtype {new.dtype} for {whose} "
         f"of dtype {grad.dtype}"
     )
 
@@ -253,20 +297,6 @@ def unbroadcast(grad, shape: tuple):
     )
     reduced = grad.sum(axis=axes, keepdims=True) if axes else grad
     return reduced.reshape(shape)
-
-
-def _fit(node, index, grad, shape, dtype):
-    """Bring an input gradient to its input's shape and dtype: the engine's share of every rule."""
-    if grad.shape != shape:
-        if not node.op.broadcast:
-            raise GraphError(
-                f"{node.name}: backward returned a gradient of shape {grad.shape} for input "
-                f"'{node.op.input_name(index)}' of shape {shape}"
-            )
-        grad = unbroadcast(grad, shape)
-    if grad.dtype != dtype:
-        grad = grad.astype(dtype)
-    return grad
 
 
 def _sole_owner(grad, leaf) -> bool:
@@ -286,8 +316,8 @@ def _sole_owner(grad, leaf) -> bool:
     )
 
 
-def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=None):
-    """Propagate gradients from `roots` (tensors) seeded with `root_grads` (arrays).
+def backward(roots, seeds, retain_graph: bool = False, capture=None):
+    """Propagate gradients from `roots` (tensors) seeded with `seeds` (arrays).
 
     Without `capture`, leaf gradients accumulate into `.grad` (and retained non-leaf ones too),
     once the whole walk and every leaf's hooks have run: an error leaves every `.grad` as it was.
@@ -295,9 +325,6 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
     those tensors are returned, in order, None where none arrived; as PyTorch's, the walk runs
     only the nodes with a captured tensor below them, so the rest keep their saved values and
     their hooks do not fire.
-    With `trace` (a dict), every gradient the walk computes is stored in it, by Node (the
-    gradient of its output) and by id(leaf); a traced walk is a read-only look, so it runs no
-    hooks. Pass capture=() with it to leave every `.grad` alone.
     """
     pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
     leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
@@ -307,10 +334,12 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
     capture_nodes: dict = {}  # Node -> positions in capture of the tensors it produced
     capture_leaves: dict = {}  # id(leaf) -> positions in capture
     for position, tensor in enumerate(capture or ()):
-        where = capture_leaves if tensor.node is None else capture_nodes
-        where.setdefault(id(tensor) if tensor.node is None else tensor.node, []).append(position)
+        if tensor.node is None:
+            capture_leaves.setdefault(id(tensor), []).append(position)
+        else:
+            capture_nodes.setdefault(tensor.node, []).append(position)
     runs = None  # the nodes whose backward runs: all of them, unless capturing
-    if capture is not None and trace is None:
+    if capture is not None:
         runs = _nodes_above(roots, capture_nodes, capture_leaves)
 
     def send(target, grad):
@@ -326,7 +355,7 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
         else:
             leaf_grads[id(target)] = [target, grad]
 
-    for root, grad in zip(roots, root_grads, strict=True):
+    for root, grad in zip(roots, seeds, strict=True):
         send(root.node if root.node is not None else root, grad)
 
     while heap:
@@ -339,16 +368,9 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
                 for position in capture_nodes[node]:
                     captured[position] = grad
             continue
-        ctx, op = node.ctx, node.op
-        if ctx.released:
-            raise GraphError(
-                f"{node.name}: trying to backward through the graph a second time; its saved "
-                f"values were freed after the first backward. Pass retain_graph=True to the "
-                f"first backward (or grad) call if you need to walk the graph again."
-            )
-        if trace is not None:
-            trace[node] = grad
-        elif node.hooks:
+        if node.ctx.released:  # before its hooks run
+            raise node.freed_error()
+        if node.hooks:
             grad = _run_hooks(node.hooks, grad, node)
         if capture is None:
             if node.retains_grad and (tensor := node.output()) is not None:
@@ -356,25 +378,16 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
         elif node in capture_nodes:
             for position in capture_nodes[node]:
                 captured[position] = grad
-        if op.numba_backward is None:
-            grads = op.backward(ctx, grad)
-        else:
-            grads = op.run_backward(ctx, grad)
-        if op.saved and not retain_graph:
+        grads = node.run_backward(grad)
+        ctx = node.ctx
+        if not retain_graph and node.op.saved:
             ctx.release()
-        if type(grads) is not tuple:
-            grads = (grads,)
-        if len(grads) != len(node.parents):
-            raise GraphError(
-                f"{node.name}: backward returned {len(grads)} gradients for "
-                f"{len(node.parents)} inputs"
-            )
         shapes, dtypes = ctx.shapes, ctx.dtypes
         for index, parent in enumerate(node.parents):
             if parent is None or (g := grads[index]) is None:
                 continue
             if g.shape != shapes[index] or g.dtype != dtypes[index]:
-                g = _fit(node, index, g, shapes[index], dtypes[index])
+                g = node.fit_input_grad(index, g)
             if type(parent) is Node:  # send(parent, g), inlined: this loop is the hot path
                 if parent in pending:
                     pending[parent] = pending[parent] + g
@@ -387,9 +400,7 @@ def backward(roots, root_grads, retain_graph: bool = False, capture=None, trace=
     # every hook and check runs before the first .grad changes: an error leaves them all as is
     for key, entry in leaf_grads.items():
         leaf = entry[0]
-        if trace is not None:
-            trace[key] = entry[1]
-        elif leaf._hooks and (capture is None or key in capture_leaves):
+        if leaf._hooks and (capture is None or key in capture_leaves):
             entry[1] = _run_hooks(leaf._hooks, entry[1], leaf)
         if capture is None and leaf._grad is not None:
             _check_accumulates(leaf)
@@ -449,7 +460,7 @@ def _nodes_above(roots, capture_nodes, capture_leaves) -> set:
 _by_seq = operator.attrgetter("seq")
 
 
-def _root_grads(outputs, grad_outputs, op_name):
+def root_grads(outputs, grad_outputs, op_name):
     """Check roots and build their seed gradients (ones for a one-element output)."""
     from .tensor import Tensor
 
@@ -518,7 +529,7 @@ def grad(
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor) or not t.requires_grad:
             raise GraphError(f"grad: inputs[{i}] is not a tensor that requires grad")
-    seeds = _root_grads(outputs, grad_outputs, "grad")
+    seeds = root_grads(outputs, grad_outputs, "grad")
     found = backward(outputs, seeds, retain_graph=retain_graph, capture=inputs)
     result = []
     for i, g in enumerate(found):
@@ -534,7 +545,7 @@ def grad(
     return tuple(result)
 
 
-def _unique_buffers(arrays):
+def distinct_bytes(arrays):
     """Bytes of the distinct memory behind a set of arrays (views count their base once)."""
     seen = {}
     for array in arrays:
@@ -568,11 +579,11 @@ class Tape:
     def __enter__(self):
         with _tape_count_lock:
             Tape.open_count += 1
-        _state.tapes.append(self)
+        recording.tapes.append(self)
         return self
 
     def __exit__(self, *exc_info):
-        _state.tapes.remove(self)
+        recording.tapes.remove(self)
         with _tape_count_lock:
             Tape.open_count -= 1
 
@@ -591,21 +602,22 @@ class Tape:
 
     def saved_bytes(self) -> int:
         """Bytes of the distinct arrays the recorded nodes hold for backward (released: 0)."""
-        return _unique_buffers(
+        return distinct_bytes(
             array for node in self.nodes for array in node.saved_arrays().values()
         )
+
+    # Drawing hooks in from above: minitrain.viz sets these when it is imported (the engine knows
+    # nothing of drawing). draw_graph(tape, **options) -> graphviz.Digraph; html_view(tape) -> str.
+    draw_graph = None
+    html_view = None
 
     def draw(self, **options):
         """The recorded graph as a graphviz.Digraph: every node, each tensor that no recorded
         op consumed marked as an output. Options as `minitrain.viz.draw_graph`'s."""
-        from . import viz
-
-        return viz.draw_graph(self, **options)
+        return Tape.draw_graph(self, **options)
 
     def __repr__(self):
         return f"<Tape: {len(self.nodes)} nodes, {self.saved_bytes()} bytes saved>"
 
     def _repr_html_(self):
-        from . import viz
-
-        return viz.tape_html(self)
+        return None if Tape.html_view is None else Tape.html_view(self)

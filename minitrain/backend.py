@@ -14,20 +14,20 @@ import numpy as np
 
 from .errors import ArgumentError, DeviceError, DTypeError
 
-_cupy = None  # the cupy module once a CUDA device has been asked for
+cupy = None  # the cupy module once a CUDA device has been asked for, else None
 
 
 def _import_cupy():
-    global _cupy
-    if _cupy is None:
+    global cupy
+    if cupy is None:
         try:
-            _cupy = importlib.import_module("cupy")
+            cupy = importlib.import_module("cupy")
         except ImportError as exc:
             raise DeviceError(
                 "device 'cuda' needs CuPy, which is not installed: "
                 "pip install 'minitrain[cuda]' (or a cupy-cudaXXx wheel matching your CUDA)"
             ) from exc
-    return _cupy
+    return cupy
 
 
 class Device:
@@ -80,23 +80,23 @@ def device_of(array) -> Device:
     """The device an array lives on."""
     if isinstance(array, np.ndarray) or np.isscalar(array):
         return CPU
-    if _cupy is not None and isinstance(array, _cupy.ndarray):
+    if cupy is not None and isinstance(array, cupy.ndarray):
         return Device("cuda", array.device.id)
     raise DeviceError(f"device_of: not an array minitrain knows: {type(array).__name__}")
 
 
 def array_module(*arrays):
     """numpy, or cupy if any argument is a CuPy array (the others must be too, or scalars)."""
-    if _cupy is None:
+    if cupy is None:
         return np
-    if any(isinstance(a, _cupy.ndarray) for a in arrays):
-        return _cupy
+    if any(isinstance(a, cupy.ndarray) for a in arrays):
+        return cupy
     return np
 
 
 def is_array(value) -> bool:
     """Whether value is an array of a device minitrain supports."""
-    return isinstance(value, np.ndarray) or (_cupy is not None and isinstance(value, _cupy.ndarray))
+    return isinstance(value, np.ndarray) or (cupy is not None and isinstance(value, cupy.ndarray))
 
 
 def to_device(array, target: Device):
@@ -104,10 +104,10 @@ def to_device(array, target: Device):
     if device_of(array) == target:
         return array
     if target.type == "cpu":
-        return _cupy.asnumpy(array)
-    cupy = _import_cupy()
-    with cupy.cuda.Device(target.index):
-        return cupy.asarray(array)
+        return cupy.asnumpy(array)
+    cp = _import_cupy()
+    with cp.cuda.Device(target.index):
+        return cp.asarray(array)
 
 
 def scatter_add(xp, target, index, values) -> None:
@@ -127,12 +127,12 @@ def manual_seed(seed: int) -> None:
     _generator = seeded_generator(seed, "manual_seed")
 
 
-def seeded_generator(seed, where: str) -> np.random.Generator:
+def seeded_generator(seed, caller: str) -> np.random.Generator:
     """A numpy generator seeded with `seed`, a non-negative int (numpy's included)."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise DTypeError(f"{where}: seed must be an int, got {seed!r}")
+        raise DTypeError(f"{caller}: seed must be an int, got {seed!r}")
     if seed < 0:
-        raise ArgumentError(f"{where}: seed must be non-negative, got {seed}")
+        raise ArgumentError(f"{caller}: seed must be non-negative, got {seed}")
     return np.random.default_rng(int(seed))
 
 
@@ -154,6 +154,30 @@ def set_numba(enabled: bool) -> bool:
     global _numba_enabled
     previous, _numba_enabled = _numba_enabled, bool(enabled)
     return previous
+
+
+_NUMBA_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def numba_takes(*arrays) -> bool:
+    """Whether minitrain's numba kernels take these arrays (None entries skipped): numba is on,
+    and they are CPU numpy arrays of float32 or float64, all of one dtype, the first not empty.
+    Elsewhere (float16, integers, mixed dtypes, CuPy, empty tensors) the generic xp kernels run."""
+    if not _numba_enabled:
+        return False
+    first = None
+    for array in arrays:
+        if array is None:
+            continue
+        if type(array) is not np.ndarray:
+            return False
+        if first is None:
+            if array.dtype not in _NUMBA_DTYPES or array.size == 0:
+                return False
+            first = array
+        elif array.dtype != first.dtype:
+            return False
+    return first is not None
 
 
 @contextlib.contextmanager

@@ -130,9 +130,9 @@ def _split_sizes(lengths: Sequence[int | float], total: int) -> list[int]:
     return [int(x) for x in lengths]
 
 
-def _generator(seed: Any, where: str) -> np.random.Generator | None:
+def _generator(seed: Any, caller: str) -> np.random.Generator | None:
     """A numpy generator seeded with `seed`; None when seed is None."""
-    return None if seed is None else backend.seeded_generator(seed, where)
+    return None if seed is None else backend.seeded_generator(seed, caller)
 
 
 def default_collate(samples: Sequence[Any]) -> Any:

@@ -1,5 +1,7 @@
-"""PyTorch's top-level tensor functions (`torch.exp(x)`, `torch.max(x, 1)`, `torch.sum(x, dim=0)`):
-the Tensor methods, called on their first argument, and PyTorch's dtype aliases."""
+"""PyTorch's top-level tensor functions and dtype aliases (minitrain.exp, .sum, .max, .float).
+
+`torch.exp(x)`, `torch.max(x, 1)`, `torch.sum(x, dim=0)`: the Tensor methods, called on their
+first argument; `torch.float`, `torch.long`, ...: numpy's dtypes under PyTorch's names."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import inspect
 import numpy as np
 
 from . import ops
+from .arguments import as_dtype
 from .autograd import is_grad_enabled
 from .errors import ArgumentError, DTypeError
-from .tensor import Tensor, as_dtype
+from .tensor import Tensor
 
 __all__ = [
     "abs", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "sign", "floor",

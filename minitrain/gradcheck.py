@@ -152,8 +152,8 @@ def _output_element(outputs, flat: int) -> str:
     i = int(np.searchsorted(ends, flat, side="right"))
     shape = outputs[i].shape
     flat -= int(ends[i]) - outputs[i].data.size
-    where = tuple(int(v) for v in np.unravel_index(flat, shape)) if shape else ()
-    return f"output {i} element {where}" if len(outputs) > 1 else f"output element {where}"
+    at = tuple(int(v) for v in np.unravel_index(flat, shape)) if shape else ()
+    return f"output {i} element {at}" if len(outputs) > 1 else f"output element {at}"
 
 
 def _check_full(inputs, checked, outputs, vjp, numeric, atol, rtol, hint) -> None:
@@ -177,10 +177,10 @@ def _check_full(inputs, checked, outputs, vjp, numeric, atol, rtol, hint) -> Non
         excess = _close(analytic, numeric_jac, atol, rtol)
         if (excess > 0).any():
             e, j = np.unravel_index(np.argmax(excess), excess.shape)
-            where = np.unravel_index(e, x.shape) if x.shape else ()
+            at = np.unravel_index(e, x.shape) if x.shape else ()
             raise GradcheckError(
                 f"gradcheck: gradient of input {i} (shape {x.shape}) is wrong at element "
-                f"{tuple(int(v) for v in where)} for {_output_element(outputs, int(j))}: "
+                f"{tuple(int(v) for v in at)} for {_output_element(outputs, int(j))}: "
                 f"analytic {analytic[e, j]:.6g}, numeric {numeric_jac[e, j]:.6g} "
                 f"(atol={atol}, rtol={rtol}; {int((excess > 0).sum())} of {excess.size} "
                 f"Jacobian entries disagree){hint}"

@@ -56,7 +56,7 @@ def save(state: Any, path: str | os.PathLike) -> None:
     document, arrays = _Encoder().encode_state(state)
     text = json.dumps(document, allow_nan=False, separators=(",", ":"))
     members = {STRUCTURE_MEMBER: np.frombuffer(text.encode("ascii"), dtype=np.uint8), **arrays}
-    _write_atomically(name, lambda file: np.savez(file, **members))
+    write_atomically(name, lambda file: np.savez(file, **members))
 
 
 def load(path: str | os.PathLike) -> Any:
@@ -100,18 +100,18 @@ def load(path: str | os.PathLike) -> Any:
             ) from exc
 
 
-def _file_name(path: str | bytes | os.PathLike, where: str) -> str:
+def _file_name(path: str | bytes | os.PathLike, caller: str) -> str:
     """The file name `path` gives, as a str; anything else (a file object) is refused."""
     try:
         return os.fsdecode(path)
     except TypeError:
         raise DTypeError(
-            f"{where}: path must be a file name (str, bytes or os.PathLike), got "
+            f"{caller}: path must be a file name (str, bytes or os.PathLike), got "
             f"{type(path).__name__}"
         ) from None
 
 
-# --- saving ---------------------------------------------------------------------------------
+# Saving
 
 
 class _Encoder:
@@ -183,19 +183,19 @@ class _Encoder:
         return name
 
 
-def _write_atomically(path: str, write: Callable[[IO[bytes]], None], where: str = "save") -> None:
+def write_atomically(path: str, write: Callable[[IO[bytes]], None], caller: str = "save") -> None:
     """Write a file through a temporary one in the same directory, then rename it onto `path`."""
     if not path or path.endswith(("/", os.sep)) or os.path.isdir(path):
         raise IsADirectoryError(
-            errno.EISDIR, f"{where}: the path names a directory, not a file", path
+            errno.EISDIR, f"{caller}: the path names a directory, not a file", path
         )
     target = os.path.realpath(path)  # through a symbolic link: replace the file it points to
     directory = os.path.dirname(target)
     if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, f"{where}: the directory does not exist", directory)
+        raise FileNotFoundError(errno.ENOENT, f"{caller}: the directory does not exist", directory)
     if os.path.exists(target) and not os.access(target, os.W_OK):
         # a rename would replace a file that writing it in place may not: leave it as it is
-        raise PermissionError(errno.EACCES, f"{where}: the file is read-only", path)
+        raise PermissionError(errno.EACCES, f"{caller}: the file is read-only", path)
     temp_path, descriptor = _create_temporary(directory, os.path.basename(target))
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -240,7 +240,7 @@ def _fsync_directory(directory: str) -> None:
             os.close(descriptor)
 
 
-# --- loading --------------------------------------------------------------------------------
+# Loading
 
 
 def _reject_constant(constant: str) -> None:

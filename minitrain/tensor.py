@@ -1,23 +1,26 @@
-"""Tensor: an array plus its gradient, `requires_grad` and the Node that made it; and the
-functions that create tensors. Every operator and method calls a registered op: no arithmetic
-lives here."""
+"""Tensor: an array plus its gradient, `requires_grad` and the Node that made it.
+
+Every operator and method calls a registered op: no arithmetic lives here. The functions that
+create tensors are in creation.py, the readers of their arguments in arguments.py."""
 
 from __future__ import annotations
-
-from collections import namedtuple
 
 import numpy as np
 
 from . import backend
-from .autograd import RemovableHandle, _root_grads, backward
+from .arguments import (
+    device_and_dtype,
+    dim_and_correction,
+    dim_arg,
+    dims_args,
+    keepdim_arg,
+    nested_array,
+    shape_args,
+)
+from .autograd import RemovableHandle, backward, root_grads
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 
-float16, float32, float64 = np.float16, np.float32, np.float64
-int32, int64 = np.int32, np.int64
-
 _new_object = object.__new__
-
-MinMax = namedtuple("MinMax", ["values", "indices"])
 
 
 def as_array(data, dtype=None, device=None):
@@ -43,74 +46,11 @@ def as_array(data, dtype=None, device=None):
     return array
 
 
-def nested_array(data, where: str):
-    """np.asarray(data), where ragged nested sequences are a ShapeError saying where they are
-    ragged, as PyTorch does (numpy's error names neither the dim nor the lengths)."""
-    try:
-        return np.asarray(data)
-    except ValueError:
-        ragged = _ragged(data)
-        if ragged is None:
-            raise
-        raise ShapeError(f"{where}: nested sequences must be rectangular: {ragged}") from None
-
-
-def _ragged(data) -> str | None:
-    """Where nested sequences first stop being rectangular, in words (None if they are)."""
-    items, dim = [data], 0
-    while items:
-        sequences = [_is_sequence(item) for item in items]
-        if not any(sequences):
-            return None
-        if not all(sequences):
-            return f"at dim {dim}, some elements are sequences and some are not"
-        lengths = [len(item) for item in items]
-        other = next((n for n in lengths if n != lengths[0]), None)
-        if other is not None:
-            return f"expected a sequence of length {lengths[0]} at dim {dim}, got {other}"
-        items, dim = [element for item in items for element in item], dim + 1
-    return None
-
-
-def _is_sequence(item) -> bool:
-    """A list or tuple, or an array or Tensor of at least one dim (numpy takes either)."""
-    return isinstance(item, (list, tuple)) or getattr(item, "ndim", 0) > 0
-
-
-def _check_grad_dtype(array, where: str) -> None:
+def _check_grad_dtype(array, caller: str) -> None:
     if array.dtype.kind != "f":
         raise DTypeError(
-            f"{where}: only floating-point tensors can require grad, got dtype {array.dtype}"
+            f"{caller}: only floating-point tensors can require grad, got dtype {array.dtype}"
         )
-
-
-def _dims(dim, axis, where: str):
-    """One reduction argument from PyTorch's `dim` or numpy's `axis` spelling."""
-    if dim is not None and axis is not None:
-        raise DTypeError(f"{where}: give dim or axis, not both")
-    dim = axis if dim is None else dim
-    if isinstance(dim, bool) or (isinstance(dim, tuple) and any(type(d) is bool for d in dim)):
-        raise DTypeError(f"{where}: dim must be an int or a tuple of ints, got {dim!r}")
-    return dim
-
-
-def _correction(dim, unbiased, correction, where: str):
-    """(dim, correction) from PyTorch's var / std arguments: x.var(False) means unbiased=False."""
-    if isinstance(dim, bool):
-        if unbiased is not None:
-            raise ArgumentError(f"{where}: unbiased given twice ({dim!r} in dim's place)")
-        dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
-        raise ArgumentError(f"{where}: give unbiased or correction, not both")
-    if unbiased is not None:
-        if not isinstance(unbiased, (bool, np.bool_)):
-            raise DTypeError(f"{where}: unbiased must be a bool, got {unbiased!r}")
-        return dim, int(unbiased)
-    return dim, 1 if correction is None else correction
-
-
-def _keep(keepdim, keepdims) -> bool:
-    return bool(keepdims if keepdims is not None else keepdim)
 
 
 class Tensor:
@@ -132,17 +72,18 @@ class Tensor:
             self.requires_grad = True
 
     @staticmethod
-    def _from_op(data, node) -> Tensor:
-        """The fast constructor ops use: data is already an array, node is None or its Node."""
+    def wrap(data) -> Tensor:
+        """A leaf Tensor around an array, without the constructor's checks and copies: the fast
+        constructor ops use for their outputs (Op.apply attaches the Node when it records)."""
         tensor = _new_object(Tensor)
         tensor.data = data
         tensor._grad = None
-        tensor._requires_grad = node is not None
-        tensor.node = node
+        tensor._requires_grad = False
+        tensor.node = None
         tensor._hooks = None
         return tensor
 
-    # --- autograd state -------------------------------------------------------------------
+    # The autograd state: requires_grad, the gradient, hooks.
 
     @property
     def requires_grad(self) -> bool:
@@ -190,7 +131,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same data, outside any graph."""
-        return Tensor._from_op(self.data, None)
+        return Tensor.wrap(self.data)
 
     def backward(self, gradient=None, retain_graph: bool = False, *, grad=None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad`. `gradient` (PyTorch's name;
@@ -200,7 +141,7 @@ class Tensor:
             if gradient is not None:
                 raise ArgumentError("backward: give `gradient` or `grad`, not both")
             gradient = grad
-        seeds = _root_grads([self], [gradient], "backward")
+        seeds = root_grads([self], [gradient], "backward")
         backward([self], seeds, retain_graph=retain_graph)
 
     def register_hook(self, hook) -> RemovableHandle:
@@ -239,11 +180,11 @@ class Tensor:
             # broadcast view, and this .grad must own its memory.
             if not owned:
                 grad = self.xp.array(grad, dtype=self.dtype, copy=True)
-            self._grad = Tensor._from_op(grad, None)
+            self._grad = Tensor.wrap(grad)
         else:
             self._grad.data = self._grad.data + grad
 
-    # --- array facts ----------------------------------------------------------------------
+    # The array's facts: shape, dtype, device, its values in Python.
 
     @property
     def shape(self) -> tuple:
@@ -329,12 +270,14 @@ class Tensor:
             extras.append("requires_grad=True")
         return "tensor(" + ", ".join([body, *extras]) + ")"
 
-    def _repr_html_(self) -> str:
-        from .viz import tensor_html
+    # Drawing hooks in from above: minitrain.viz sets it when imported (a function Tensor -> HTML);
+    # without it, Jupyter shows the plain repr.
+    html_view = None
 
-        return tensor_html(self)
+    def _repr_html_(self) -> str | None:
+        return None if Tensor.html_view is None else Tensor.html_view(self)
 
-    # --- device and dtype -----------------------------------------------------------------
+    # Moves and casts: recorded to a floating dtype, outside the graph to any other.
 
     def to(self, target=None, *, device=None, dtype=None) -> Tensor:
         """Move to a device ('cpu', 'cuda:0', a Device) and/or cast to a dtype, recorded:
@@ -383,7 +326,6 @@ class Tensor:
         """Cast to other's dtype: recorded to a floating dtype, outside the graph otherwise."""
         return ops.cast(self, other.dtype)
 
-    # --- operators ------------------------------------------------------------------------
     # The arithmetic operators call their op class directly: the functional forms (ops.add,
     # ...) add nothing for them but a Python call, and these are the framework's hottest lines.
 
@@ -459,7 +401,7 @@ class Tensor:
             "values can never change under the graph. Build the value with where/concat/pad."
         )
 
-    # --- elementwise ----------------------------------------------------------------------
+    # Elementwise math and activations: each method calls its op.
 
     def exp(self):
         return ops.exp(self)
@@ -558,29 +500,29 @@ class Tensor:
 
     def softmax(self, dim=None, *, axis=None):
         """Softmax over one dim, the last by default (torch's `dim`, numpy's `axis`)."""
-        return ops.softmax(self, _dims(dim, axis, "softmax"))
+        return ops.softmax(self, dim_arg(dim, axis, "softmax"))
 
     def log_softmax(self, dim=None, *, axis=None):
         """Log-softmax over one dim, the last by default (torch's `dim`, numpy's `axis`)."""
-        return ops.log_softmax(self, _dims(dim, axis, "log_softmax"))
+        return ops.log_softmax(self, dim_arg(dim, axis, "log_softmax"))
 
     def matmul(self, other):
         return ops.matmul(self, other)
 
-    # --- reductions -----------------------------------------------------------------------
+    # Reductions: PyTorch's dim and keepdim, or numpy's axis and keepdims.
 
     def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.sum(self, _dims(dim, axis, "sum"), _keep(keepdim, keepdims))
+        return ops.sum(self, dim_arg(dim, axis, "sum"), keepdim_arg(keepdim, keepdims))
 
     def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.mean(self, _dims(dim, axis, "mean"), _keep(keepdim, keepdims))
+        return ops.mean(self, dim_arg(dim, axis, "mean"), keepdim_arg(keepdim, keepdims))
 
     def prod(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.prod(self, _dims(dim, axis, "prod"), _keep(keepdim, keepdims))
+        return ops.prod(self, dim_arg(dim, axis, "prod"), keepdim_arg(keepdim, keepdims))
 
     def cumsum(self, dim=None, *, axis=None):
         """The running sum along one dim; the shape stays."""
-        return ops.cumsum(self, _dims(dim, axis, "cumsum"))
+        return ops.cumsum(self, dim_arg(dim, axis, "cumsum"))
 
     def norm(self, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=None):
         """The p-norm over dim (all elements by default): 'fro' (the default) and 2 are the
@@ -589,57 +531,38 @@ class Tensor:
             if p != "fro":
                 raise ArgumentError(f"norm: p={p!r} is not supported; use 'fro', a number or inf")
             p = 2
-        return ops.norm(self, p, _dims(dim, axis, "norm"), _keep(keepdim, keepdims))
+        return ops.norm(self, p, dim_arg(dim, axis, "norm"), keepdim_arg(keepdim, keepdims))
 
     def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.max(self, _dims(dim, axis, "amax"), _keep(keepdim, keepdims))
+        return ops.max(self, dim_arg(dim, axis, "amax"), keepdim_arg(keepdim, keepdims))
 
     def amin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.min(self, _dims(dim, axis, "amin"), _keep(keepdim, keepdims))
+        return ops.min(self, dim_arg(dim, axis, "amin"), keepdim_arg(keepdim, keepdims))
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Like PyTorch: the maximum of all elements, its gradient split evenly among tied
         maxima, or with one `dim` a (values, indices) pair, the gradient going to the index
         returned; a NaN is the maximum and takes the gradient. `amax` takes several dims (and
         gives a slice holding NaN a NaN gradient)."""
-        return self._extreme(ops.max, ops.argmax, dim, axis, _keep(keepdim, keepdims), "max")
+        dim = dim_arg(dim, axis, "max")
+        return values_and_indices(self, "max", dim, keepdim_arg(keepdim, keepdims))
 
     def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         """Like PyTorch: see `max`."""
-        return self._extreme(ops.min, ops.argmin, dim, axis, _keep(keepdim, keepdims), "min")
-
-    def _extreme(self, reduce, arg, dim, axis, keepdim, where):
-        dim = _dims(dim, axis, where)
-        if dim is None:
-            return reduce(self, None, False, nan_takes_grad=True)
-        # PyTorch's argmax / argmin refuse bool, but its max / min along a dim take it
-        keys = ops.cast(self, np.uint8) if self.dtype == np.bool_ else self
-        if not isinstance(dim, (int, np.integer)):
-            raise DTypeError(
-                f"{where}: takes one int dim (and returns values and indices); "
-                f"use a{where}(dim=...) to reduce over several dims"
-            )
-        if self.ndim == 0:
-            return MinMax(reduce(self, dim, keepdim, nan_takes_grad=True), arg(keys, dim, keepdim))
-        # the values gathered at the indices: the gradient goes to the index returned, as in
-        # PyTorch, where the all-dims form splits it among ties
-        indices = arg(keys, dim, True)
-        values = ops.gather(self, dim, indices)
-        if keepdim:
-            return MinMax(values, indices)
-        return MinMax(values.squeeze(dim), indices.squeeze(dim))
+        dim = dim_arg(dim, axis, "min")
+        return values_and_indices(self, "min", dim, keepdim_arg(keepdim, keepdims))
 
     def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.all(self, _dims(dim, axis, "all"), _keep(keepdim, keepdims))
+        return ops.all(self, dim_arg(dim, axis, "all"), keepdim_arg(keepdim, keepdims))
 
     def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.any(self, _dims(dim, axis, "any"), _keep(keepdim, keepdims))
+        return ops.any(self, dim_arg(dim, axis, "any"), keepdim_arg(keepdim, keepdims))
 
     def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.argmax(self, _dims(dim, axis, "argmax"), _keep(keepdim, keepdims))
+        return ops.argmax(self, dim_arg(dim, axis, "argmax"), keepdim_arg(keepdim, keepdims))
 
     def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.argmin(self, _dims(dim, axis, "argmin"), _keep(keepdim, keepdims))
+        return ops.argmin(self, dim_arg(dim, axis, "argmin"), keepdim_arg(keepdim, keepdims))
 
     def var(
         self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
@@ -647,23 +570,23 @@ class Tensor:
         """The variance over dim (all elements by default), as PyTorch's: `correction`
         (default 1, Bessel's) or the older `unbiased` (True is correction 1, False 0), which
         may also come alone in dim's place, as in x.var(False)."""
-        dim, correction = _correction(dim, unbiased, correction, "var")
-        return ops.var(self, _dims(dim, axis, "var"), _keep(keepdim, keepdims), correction)
+        dim, correction = dim_and_correction(dim, unbiased, correction, "var")
+        return ops.var(self, dim_arg(dim, axis, "var"), keepdim_arg(keepdim, keepdims), correction)
 
     def std(
         self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
     ):
         """The standard deviation: see `var`."""
-        dim, correction = _correction(dim, unbiased, correction, "std")
-        return ops.std(self, _dims(dim, axis, "std"), _keep(keepdim, keepdims), correction)
+        dim, correction = dim_and_correction(dim, unbiased, correction, "std")
+        return ops.std(self, dim_arg(dim, axis, "std"), keepdim_arg(keepdim, keepdims), correction)
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.logsumexp(self, _dims(dim, axis, "logsumexp"), _keep(keepdim, keepdims))
+        return ops.logsumexp(self, dim_arg(dim, axis, "logsumexp"), keepdim_arg(keepdim, keepdims))
 
-    # --- shape ----------------------------------------------------------------------------
+    # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
 
     def reshape(self, *shape):
-        return ops.reshape(self, _shape_args(shape))
+        return ops.reshape(self, shape_args(shape))
 
     def view(self, *shape):
         """reshape, under PyTorch's other name. PyTorch's view never copies, so it refuses a
@@ -671,7 +594,7 @@ class Tensor:
         needed); minitrain has no in-place ops, so a view and a copy cannot be told apart, and
         view takes every shape reshape takes. Use reshape in code that must run on both.
         view(dtype), reinterpreting the bytes, is not supported."""
-        shape = _shape_args(shape)
+        shape = shape_args(shape)
         if not all(isinstance(n, (int, np.integer)) for n in shape):
             raise DTypeError(f"view: takes ints (view(dtype) is not supported), got {shape}")
         return ops.reshape(self, shape)
@@ -690,7 +613,7 @@ class Tensor:
         return ops.transpose(self, dim0, dim1)
 
     def permute(self, *dims):
-        return ops.permute(self, _shape_args(dims))
+        return ops.permute(self, shape_args(dims))
 
     @property
     def T(self):  # noqa: N802
@@ -706,11 +629,11 @@ class Tensor:
         return self.T
 
     def broadcast_to(self, *shape):
-        return ops.broadcast_to(self, _shape_args(shape))
+        return ops.broadcast_to(self, shape_args(shape))
 
     def expand(self, *shape):
         """PyTorch's expand: broadcast_to where -1 keeps an existing dim's size."""
-        shape = _shape_args(shape)
+        shape = shape_args(shape)
         lead = len(shape) - self.ndim
         if any(n == -1 for n in shape[: max(lead, 0)]):
             raise ShapeError(f"expand: -1 in a new leading dim of {shape} (tensor {self.shape})")
@@ -725,7 +648,7 @@ class Tensor:
     def repeat(self, *sizes):
         """Tiled sizes[d] times along each dim d, with a size for every dim (more sizes add
         leading dims): PyTorch's repeat, numpy's tile. The gradient sums over the copies."""
-        sizes = _shape_args(sizes)
+        sizes = shape_args(sizes)
         if len(sizes) < self.ndim:
             raise ShapeError(
                 f"repeat: needs a size for each of the {self.ndim} dims of shape {self.shape}, "
@@ -736,12 +659,12 @@ class Tensor:
     def tile(self, *dims, **keywords):
         """Like repeat, but fewer sizes than dims repeat the last dims (PyTorch's tile);
         tile(dims=...) too."""
-        return ops.tile(self, _dims_args("tile", dims, keywords))
+        return ops.tile(self, dims_args("tile", dims, keywords))
 
     def flip(self, *dims, **keywords):
         """The elements in reverse order along the given dims: flip(0), flip(0, 1), flip([0]),
         flip(dims=...)."""
-        dims = _dims_args("flip", dims, keywords)
+        dims = dims_args("flip", dims, keywords)
         if not dims:
             raise ArgumentError("flip: needs the dims to reverse, got none")
         return ops.flip(self, dims)
@@ -778,224 +701,7 @@ class Tensor:
         )
 
 
-def device_and_dtype(where: str, target, device, dtype) -> tuple:
-    """`to`'s arguments, positional target (a device or a dtype) or keywords, as (Device or
-    None, np.dtype or None)."""
-    if target is not None:
-        is_device = isinstance(target, (str, backend.Device)) and not _is_dtype_name(target)
-        if (device if is_device else dtype) is not None:
-            raise ArgumentError(
-                f"{where}: {'device' if is_device else 'dtype'} given twice, as {target!r} and as "
-                f"a keyword"
-            )
-        if is_device:
-            device = target
-        else:
-            dtype = target
-    return (
-        None if device is None else backend.device(device),
-        None if dtype is None else as_dtype(dtype, where),
-    )
-
-
-def as_dtype(dtype, where: str) -> np.dtype:
-    """`dtype` (np.float32, 'float64', np.dtype(...)) as a numpy dtype, or a DTypeError naming
-    `where` (numpy's own TypeError says nothing of who asked)."""
-    try:
-        return np.dtype(dtype)
-    except TypeError:
-        raise DTypeError(
-            f"{where}: dtype must be a numpy dtype (np.float32, 'float64', ...), got {dtype!r}"
-        ) from None
-
-
-def _is_dtype_name(target) -> bool:
-    if not isinstance(target, str):
-        return False
-    try:
-        np.dtype(target)
-    except TypeError:
-        return False
-    return True
-
-
-def _dims_args(where: str, args, keywords) -> tuple:
-    """The dims given positionally or as PyTorch's `dims=` keyword (not both)."""
-    if set(keywords) - {"dims"}:
-        raise ArgumentError(f"{where}: unexpected keywords {sorted(set(keywords) - {'dims'})}")
-    if "dims" in keywords:
-        if args:
-            raise ArgumentError(f"{where}: dims given both positionally and as a keyword")
-        args = (keywords["dims"],)
-    return _shape_args(args)
-
-
-def _shape_args(args) -> tuple:
-    """Accept f(2, 3) and f((2, 3)) alike."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return tuple(args[0])
-    return tuple(args)
-
-
-# --- creation ---------------------------------------------------------------------------------
-
-
-def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """A new tensor holding a copy of data (Python floats become float32)."""
-    array = as_array(data, dtype, device)
-    if array is data or (isinstance(data, Tensor) and array is data.data):
-        array = array.copy()
-    return Tensor(array, requires_grad=requires_grad)
-
-
-def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
-    shape = _shape_args(shape)
-    array = np.full(shape, fill, dtype=np.dtype(dtype))
-    if device is not None:
-        array = backend.to_device(array, backend.device(device))
-    return Tensor(array, requires_grad=requires_grad)
-
-
-def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    return _filled(0, shape, dtype, requires_grad, device)
-
-
-def ones(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    return _filled(1, shape, dtype, requires_grad, device)
-
-
-def full(shape, fill_value, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    return _filled(fill_value, (shape,), dtype, requires_grad, device)
-
-
-def randn(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    """Standard normal samples from the generator seeded by `manual_seed`."""
-    array = backend.generator().standard_normal(_shape_args(shape)).astype(dtype)
-    return Tensor(array, requires_grad=requires_grad, device=device)
-
-
-def rand(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    """Uniform samples in [0, 1) from the generator seeded by `manual_seed`."""
-    array = backend.generator().random(_shape_args(shape)).astype(dtype)
-    return Tensor(array, requires_grad=requires_grad, device=device)
-
-
-def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, device=None):
-    """Like PyTorch: int arguments give int64, any float gives float32."""
-    if end is None:
-        start, end = 0, start
-    if dtype is None:
-        is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
-        dtype = np.float32 if is_float else np.int64
-    return Tensor(
-        np.arange(start, end, step, dtype=dtype), requires_grad=requires_grad, device=device
-    )
-
-
-def eye(n: int, m: int | None = None, *, dtype=float32, requires_grad=False, device=None):
-    """The n x m identity matrix (m defaults to n)."""
-    for name, size in (("n", n), ("m", n if m is None else m)):
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
-            raise DTypeError(f"eye: {name} must be an int, got {size!r}")
-        if size < 0:
-            raise ArgumentError(f"eye: {name} must be non-negative, got {size}")
-    array = np.eye(n, m, dtype=as_dtype(dtype, "eye"))
-    return Tensor(array, requires_grad=requires_grad, device=device)
-
-
-def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, device=None):
-    """`steps` evenly spaced values from start to end, both included."""
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
-        raise DTypeError(f"linspace: steps must be an int, got {steps!r}")
-    if steps < 0:
-        raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
-    array = np.linspace(start, end, steps).astype(as_dtype(dtype, "linspace"))
-    return Tensor(array, requires_grad=requires_grad, device=device)
-
-
-def randint(low=0, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
-    """Integers drawn uniformly from [low, high), from the generator seeded by `manual_seed`;
-    randint(high, size) and randint(high, size=size) draw from [0, high), as in PyTorch."""
-    if size is None and high is not None and not isinstance(high, (int, np.integer)):
-        low, high, size = 0, low, high  # randint(high, size)
-    elif high is None:
-        low, high = 0, low  # randint(high, size=size)
-    if size is None:
-        raise ArgumentError("randint: size is required, as in randint(10, (2, 3))")
-    for name, bound in (("low", low), ("high", high)):
-        if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
-            raise DTypeError(f"randint: {name} must be an int, got {bound!r}")
-    if low >= high:
-        raise ArgumentError(f"randint: low must be less than high, got low={low}, high={high}")
-    size = _size("randint", size)
-    dtype = _integer_range("randint", dtype, low, high - 1)
-    return Tensor(backend.generator().integers(low, high, size).astype(dtype), device=device)
-
-
-def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
-    """A random permutation of 0..n-1, from the generator seeded by `manual_seed`."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise DTypeError(f"randperm: n must be an int, got {n!r}")
-    if n < 0:
-        raise ArgumentError(f"randperm: n must be non-negative, got {n}")
-    dtype = _integer_range("randperm", dtype, 0, max(n - 1, 0))
-    return Tensor(backend.generator().permutation(n).astype(dtype), device=device)
-
-
-def _size(where: str, size) -> tuple:
-    """A shape: an int or a sequence of non-negative ints."""
-    dims = (size,) if isinstance(size, (int, np.integer)) else size
-    if not isinstance(dims, (tuple, list)) or not all(
-        isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in dims
-    ):
-        raise DTypeError(f"{where}: size must be a tuple of ints, got {size!r}")
-    if any(n < 0 for n in dims):
-        raise ArgumentError(f"{where}: size must not be negative, got {tuple(dims)}")
-    return tuple(int(n) for n in dims)
-
-
-def _integer_range(where: str, dtype, low: int, high: int) -> np.dtype:
-    """`dtype`, checked to be a real dtype that holds every value from low to high (checked
-    before anything is drawn, so a refused call leaves the generator as it was); a floating one
-    takes the integers as they round, as PyTorch's does."""
-    dtype = as_dtype(dtype, where)
-    if dtype.kind not in "iuf":
-        raise DTypeError(f"{where}: dtype must be an integer or floating dtype, got {dtype}")
-    if dtype.kind == "f":
-        return dtype
-    limits = np.iinfo(dtype)
-    if low < limits.min or high > limits.max:
-        raise ArgumentError(
-            f"{where}: {dtype} holds {limits.min} to {limits.max}, not every value from {low} "
-            f"to {high}"
-        )
-    return dtype
-
-
-def _like(t: Tensor, dtype, device):
-    return dict(dtype=t.dtype if dtype is None else dtype, device=device or t.device)
-
-
-def zeros_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    return zeros(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
-
-
-def ones_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    return ones(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
-
-
-def full_like(t: Tensor, fill_value, dtype=None, requires_grad=False, device=None) -> Tensor:
-    return full(t.shape, fill_value, requires_grad=requires_grad, **_like(t, dtype, device))
-
-
-def randn_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    return randn(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
-
-
-def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    return rand(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
-
-
 from . import ops  # noqa: E402  (ops need Tensor defined first)
+from .ops.checks import normalize_axis  # noqa: E402
 from .ops.elementwise import Add, Div, Mul, Neg, Sub  # noqa: E402
-from .ops.reduction import normalize_axis  # noqa: E402
+from .ops.reduction import values_and_indices  # noqa: E402

@@ -1,6 +1,7 @@
-"""Side by side: a batch's chunks on one Python thread per core that BLAS uses, each thread's
-GEMMs on one core, so that the serial kernels between the GEMMs (numba, nogil) run in parallel
-too, instead of one at a time while BLAS's idle threads spin on the other cores.
+"""Side by side: a batch's chunks on one thread per core BLAS uses, BLAS held to one thread.
+
+Each thread's GEMMs run on one core, so that the serial kernels between the GEMMs (numba, nogil)
+run in parallel too, instead of one at a time while BLAS's idle threads spin on the other cores.
 
 BLAS's thread count is process-wide (OpenBLAS has no per-thread setting), so while chunks run
 side by side BLAS is held to one thread (through threadpoolctl) for the whole program. Only

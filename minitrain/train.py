@@ -17,7 +17,7 @@ import numpy as np
 
 from .autograd import no_grad
 from .errors import ArgumentError, DTypeError, MinitrainError
-from .io import _write_atomically
+from .io import write_atomically
 from .tensor import Tensor
 
 
@@ -34,7 +34,7 @@ class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
     """Raise from a callback to end training after the current step or epoch."""
 
 
-# --- metrics -----------------------------------------------------------------------------------
+# Metrics
 
 
 def accuracy(output: Tensor, target) -> float:
@@ -48,7 +48,7 @@ _METRICS: dict[str, Callable] = {"accuracy": accuracy}
 _COLUMNS = ("epoch", "loss", "lr", "seconds", "samples_per_s")  # what no metric may be named
 
 
-def _resolve_metrics(metrics, where: str) -> dict[str, Callable]:
+def _resolve_metrics(metrics, caller: str) -> dict[str, Callable]:
     if metrics is None:
         return {}
     if isinstance(metrics, str):
@@ -61,7 +61,7 @@ def _resolve_metrics(metrics, where: str) -> dict[str, Callable]:
             if isinstance(metric, str):
                 if metric not in _METRICS:
                     raise ArgumentError(
-                        f"{where}: unknown metric {metric!r}; known: {sorted(_METRICS)}, or pass "
+                        f"{caller}: unknown metric {metric!r}; known: {sorted(_METRICS)}, or pass "
                         f"a function (output, target) -> float"
                     )
                 resolved[metric] = _METRICS[metric]
@@ -69,15 +69,15 @@ def _resolve_metrics(metrics, where: str) -> dict[str, Callable]:
                 resolved[getattr(metric, "__name__", f"metric{len(resolved)}")] = metric
     for name, fn in resolved.items():
         if not callable(fn):
-            raise DTypeError(f"{where}: a metric must be a name or a function, got {fn!r}")
+            raise DTypeError(f"{caller}: a metric must be a name or a function, got {fn!r}")
         if name in _COLUMNS or str(name).startswith("val_"):
             raise ArgumentError(
-                f"{where}: a metric may not be named {name!r}, a column the history already has"
+                f"{caller}: a metric may not be named {name!r}, a column the history already has"
             )
     return resolved
 
 
-# --- history -----------------------------------------------------------------------------------
+# History
 
 
 @dataclass
@@ -150,11 +150,11 @@ class History:
             os.makedirs(directory, exist_ok=True)
         image = io.BytesIO()
         figure.savefig(image, dpi=110, format=os.path.splitext(path)[1].lstrip(".") or "png")
-        _write_atomically(path, lambda file: file.write(image.getvalue()), where="History.plot")
+        write_atomically(path, lambda file: file.write(image.getvalue()), caller="History.plot")
         return path
 
 
-# --- callbacks ---------------------------------------------------------------------------------
+# Callbacks
 
 
 class Callback:
@@ -192,42 +192,42 @@ class EarlyStopping(Callback):
             )
 
 
-# --- the loop ----------------------------------------------------------------------------------
+# The loop
 
 
-def _split_batch(batch, where: str):
+def _split_batch(batch, caller: str):
     if not isinstance(batch, (tuple, list)) or len(batch) != 2:
         got = type(batch).__name__
         if isinstance(batch, (tuple, list)):
             got = f"a {got} of {len(batch)} items"
-        raise ArgumentError(f"{where}: each batch must be a pair (inputs, targets), got {got}")
+        raise ArgumentError(f"{caller}: each batch must be a pair (inputs, targets), got {got}")
     return batch
 
 
-def _check_model(model, where: str) -> None:
+def _check_model(model, caller: str) -> None:
     if not callable(model) or not all(hasattr(model, m) for m in ("train", "eval", "modules")):
-        raise DTypeError(f"{where}: model must be a Module, got {type(model).__name__}")
+        raise DTypeError(f"{caller}: model must be a Module, got {type(model).__name__}")
 
 
-def _check_loader(loader, argument: str, passes: int, where: str) -> None:
+def _check_loader(loader, argument: str, passes: int, caller: str) -> None:
     """Refuse, before any training, a loader that cannot give batches `passes` times."""
     if not isinstance(loader, Iterable):
         raise DTypeError(
-            f"{where}: {argument} must give (inputs, targets) batches (a DataLoader or a list), "
+            f"{caller}: {argument} must give (inputs, targets) batches (a DataLoader or a list), "
             f"got {type(loader).__name__}"
         )
     if passes > 1 and isinstance(loader, Iterator):
         raise ArgumentError(
-            f"{where}: {argument} is an iterator ({type(loader).__name__}): it gives its batches "
+            f"{caller}: {argument} is an iterator ({type(loader).__name__}): it gives its batches "
             f"once, but they are needed {passes} times, once per epoch; pass a DataLoader or a list"
         )
     if isinstance(loader, Sized) and len(loader) == 0:
-        raise ArgumentError(f"{where}: {argument} has no batches")
+        raise ArgumentError(f"{caller}: {argument} has no batches")
 
 
-def _check_callable(value, argument: str, where: str) -> None:
+def _check_callable(value, argument: str, caller: str) -> None:
     if not callable(value):
-        raise DTypeError(f"{where}: {argument} must be callable, got {type(value).__name__}")
+        raise DTypeError(f"{caller}: {argument} must be callable, got {type(value).__name__}")
 
 
 def _batch_size(inputs) -> int:

@@ -24,9 +24,9 @@ import graphviz
 import numpy as np
 
 from . import backend
-from .autograd import Node, Tape, _unique_buffers, backward
+from .autograd import Node, Tape, distinct_bytes
 from .errors import ArgumentError, DTypeError, GraphError, MinitrainError
-from .io import _write_atomically
+from .io import write_atomically
 from .tensor import Tensor
 
 INSTALL_GRAPHVIZ = (
@@ -82,7 +82,7 @@ class Graph(graphviz.Digraph):
                 f"Graph.write: give a format or a path with an extension, got {path!r}"
             )
         data = self.pipe(format=format)
-        _write_atomically(path, lambda file: file.write(data), where="Graph.write")
+        write_atomically(path, lambda file: file.write(data), caller="Graph.write")
         return path
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
@@ -92,7 +92,7 @@ class Graph(graphviz.Digraph):
             return {"text/plain": f"{error}\n\n{self.source}"}
 
 
-# --- what a drawing shows ---------------------------------------------------------------------
+# What a drawing shows
 
 
 @dataclass
@@ -118,14 +118,14 @@ class _Drawing:
         return _printable(self.names.get(id(leaf), "leaf" if leaf.requires_grad else "tensor"))
 
     def path_of(self, node) -> str:
-        return self.paths.get(id(node.module), "") if node.module is not None else ""
+        return self.paths.get(id(node.scope), "") if node.scope is not None else ""
 
     def not_drawn(self, node) -> str:
         """Why an input's op has no box: left out by max_nodes, or recorded outside the Tape."""
         return "omitted" if id(node) in self.cut else "outside"
 
 
-def _roots(root, where: str) -> tuple[list, list]:
+def _roots(root, caller: str) -> tuple[list, list]:
     """(outputs, nodes): the tensors to mark and every op they were computed by, in order."""
     if isinstance(root, Tape):
         nodes = list(root.nodes)
@@ -137,15 +137,20 @@ def _roots(root, where: str) -> tuple[list, list]:
     outputs = [root] if isinstance(root, Tensor) else root
     if not isinstance(outputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in outputs):
         raise DTypeError(
-            f"{where}: root must be a Tensor, a list of Tensors or a Tape, got "
+            f"{caller}: root must be a Tensor, a list of Tensors or a Tape, got "
             f"{type(root).__name__}"
         )
     for i, t in enumerate(outputs):
         if not t.requires_grad:
             raise GraphError(
-                f"{where}: root[{i}] (shape {t.shape}) does not require grad, so no graph was "
+                f"{caller}: root[{i}] (shape {t.shape}) does not require grad, so no graph was "
                 f"recorded for it (computed under no_grad, or from tensors that need no gradient)"
             )
+    return list(outputs), _graph_nodes(outputs)
+
+
+def _graph_nodes(outputs) -> list:
+    """Every op the outputs were computed by, in recording order."""
     seen, stack, nodes = set(), [t.node for t in outputs if t.node is not None], []
     while stack:  # iterative: graphs of any depth
         node = stack.pop()
@@ -155,10 +160,10 @@ def _roots(root, where: str) -> tuple[list, list]:
         nodes.append(node)
         stack.extend(p for p in node.parents if type(p) is Node)
     nodes.sort(key=lambda node: node.seq)
-    return list(outputs), nodes
+    return nodes
 
 
-def _names(params, model, where: str) -> dict:
+def _names(params, model, caller: str) -> dict:
     from .nn.module import Module
 
     names = {}
@@ -174,25 +179,27 @@ def _names(params, model, where: str) -> dict:
         for item in items:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], Tensor)):
                 raise DTypeError(
-                    f"{where}: params must be a Module, a dict of name -> Tensor or (name, "
+                    f"{caller}: params must be a Module, a dict of name -> Tensor or (name, "
                     f"Tensor) pairs, got an entry {type(item).__name__}"
                 )
             names[id(item[1])] = str(item[0])
     return names
 
 
-def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawing:
+def _collect(root, params, model, max_nodes, show_values, caller: str) -> _Drawing:
     from .nn.module import Module
 
     if max_nodes is not None and (
         isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1
     ):
-        raise ArgumentError(f"{where}: max_nodes must be a positive int or None, got {max_nodes!r}")
+        raise ArgumentError(
+            f"{caller}: max_nodes must be a positive int or None, got {max_nodes!r}"
+        )
     if model is None and isinstance(params, Module):
         model = params
     if model is not None and not isinstance(model, Module):
-        raise DTypeError(f"{where}: model must be a Module, got {type(model).__name__}")
-    outputs, nodes = _roots(root, where)
+        raise DTypeError(f"{caller}: model must be a Module, got {type(model).__name__}")
+    outputs, nodes = _roots(root, caller)
     omitted, cut = 0, set()
     if max_nodes is not None and len(nodes) > max_nodes:
         omitted = len(nodes) - max_nodes
@@ -210,7 +217,7 @@ def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawin
                 paths[id(module)] = path
                 module_types[path] = type(module).__name__
     drawing = _Drawing(
-        nodes, leaves, outputs, omitted, cut, _names(params, model, where), paths, module_types
+        nodes, leaves, outputs, omitted, cut, _names(params, model, caller), paths, module_types
     )
     for node in nodes:
         for index, parent in enumerate(node.parents):
@@ -219,29 +226,44 @@ def _collect(root, params, model, max_nodes, show_values, where: str) -> _Drawin
     for t in outputs:
         if t.node is not None:
             drawing.output_info[t.node] = (t.shape, t.dtype)
-    saved = _unique_buffers(a for node in nodes for a in node.saved_arrays().values())
+    saved = distinct_bytes(a for node in nodes for a in node.saved_arrays().values())
     drawing.notes.append(f"{len(nodes)} ops, {_format_bytes(saved)} saved for backward")
     if show_values:
-        _trace_gradients(drawing)
+        _replay_gradients(drawing)
     return drawing
 
 
-def _trace_gradients(drawing: _Drawing) -> None:
-    """Every tensor's gradient of sum(outputs), by a read-only walk over the saved values."""
+def _replay_gradients(drawing: _Drawing) -> None:
+    """Every tensor's gradient of sum(outputs), by a read-only replay of the recorded backward:
+    each op's backward runs on its saved values, consumers first, and nothing is freed, no hook
+    fires and no `.grad` changes (unlike `backward`, which is the engine's walk)."""
     if any(node.ctx.released for node in drawing.nodes):
         drawing.notes.append(
             "gradients not shown: backward() freed the saved values; call "
             "backward(retain_graph=True) to look at them after backward"
         )
         return
-    seeds = [backend.array_module(t.data).ones_like(t.data) for t in drawing.outputs]
-    trace: dict = {}
+    grads: dict = {}  # Node (the gradient of its output) or id(leaf) -> gradient
+
+    def add(key, grad):
+        grads[key] = grads[key] + grad if key in grads else grad
+
+    for t in drawing.outputs:
+        add(id(t) if t.node is None else t.node, backend.array_module(t.data).ones_like(t.data))
     try:
-        backward(drawing.outputs, seeds, retain_graph=True, capture=(), trace=trace)
+        for node in reversed(_graph_nodes(drawing.outputs)):
+            if node not in grads:
+                continue
+            for index, (parent, grad) in enumerate(
+                zip(node.parents, node.run_backward(grads[node]), strict=True)
+            ):
+                if parent is not None and grad is not None:
+                    grad = node.fit_input_grad(index, grad)
+                    add(parent if type(parent) is Node else id(parent), grad)
     except GraphError as error:
         drawing.notes.append(f"gradients not shown: {error}")
         return
-    drawing.grads = trace
+    drawing.grads = grads
     one = len(drawing.outputs) == 1
     if all(t.data.size == 1 for t in drawing.outputs):
         of = "the output" if one else "the sum of the outputs"
@@ -250,7 +272,7 @@ def _trace_gradients(drawing: _Drawing) -> None:
     drawing.notes.append(f"grad: d({of})/d(tensor)")
 
 
-# --- text for one item ------------------------------------------------------------------------
+# Text for one item
 
 
 def _printable(text: str) -> str:
@@ -388,7 +410,7 @@ def _leaf_details(drawing, leaf, show_values) -> tuple[list, bool]:
     return lines, finite
 
 
-# --- graphviz ---------------------------------------------------------------------------------
+# Graphviz
 
 
 def _html_text(text: str) -> str:
@@ -549,7 +571,7 @@ def _emit_box(
             _emit_box(box, child, members, children, module_types, ids)
 
 
-# --- text -------------------------------------------------------------------------------------
+# Text
 
 
 def text_graph(
@@ -598,12 +620,12 @@ def text_graph(
                 lines.append(f"{branch}{label}... {why}")
                 continue
             path = drawing.path_of(item)
-            where = f"  [{_printable(path)}: {drawing.module_types[path]}]" if path else ""
+            in_module = f"  [{_printable(path)}: {drawing.module_types[path]}]" if path else ""
             if id(item) in shown:
                 lines.append(f"{branch}{label}{item.name} #{item.seq} (see above)")
                 continue
             shown.add(id(item))
-            lines.append(f"{branch}{label}{item.name}  {_node_title(drawing, item)}{where}")
+            lines.append(f"{branch}{label}{item.name}  {_node_title(drawing, item)}{in_module}")
             details, _ = _node_details(drawing, item, show_saved, show_attrs, show_values)
             lines.extend(f"{inner}· {detail}" for detail in details)
             children = [
@@ -621,7 +643,7 @@ def text_graph(
     print("\n".join(lines), file=sys.stdout if file is None else file)
 
 
-# --- notebooks --------------------------------------------------------------------------------
+# Notebooks
 
 
 def tensor_html(tensor: Tensor) -> str:
@@ -655,3 +677,9 @@ def tape_html(tape: Tape, limit: int = 50) -> str:
     more = len(tape.nodes) - limit
     tail = f"<p>... {more} more nodes</p>" if more > 0 else ""
     return f"<p>{head}</p><table>{''.join(rows)}</table>{tail}"
+
+
+# The engine's Tape and Tensor show themselves through this module, which they know nothing of.
+Tape.draw_graph = draw_graph
+Tape.html_view = tape_html
+Tensor.html_view = tensor_html

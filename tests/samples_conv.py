@@ -157,7 +157,7 @@ def _avg_exclude_pad(x, kernel, pads, stride, ceil_mode):
 
 SAMPLES: dict[str, list[Sample]] = {
     "conv": [
-        # --- 1-D ---
+        # 1-D
         _conv("1d", (2, 3, 7), (4, 3, 3)),
         _conv("1d_no_bias", (2, 3, 6), (2, 3, 2), bias=False),
         _conv(
@@ -169,7 +169,7 @@ SAMPLES: dict[str, list[Sample]] = {
             dilations=2,
         ),
         _conv("1d_depthwise", (2, 3, 8), (3, 1, 3), pads=[1, 1], group=3),
-        # --- 2-D ---
+        # 2-D
         _conv("2d_pad1", (2, 3, 5, 5), (4, 3, 3, 3), pads=[1, 1, 1, 1]),
         _conv(
             "2d_strides_dilations_asymmetric_pads",
@@ -220,7 +220,7 @@ SAMPLES: dict[str, list[Sample]] = {
         _conv("2d_frozen_weight", (2, 2, 4, 4), (3, 2, 3, 3), pads=[1, 1, 1, 1], grad=(0, 2)),
         _conv("2d_first_layer", (2, 2, 4, 4), (3, 2, 3, 3), pads=[1, 1, 1, 1], grad=(1, 2)),
         _conv("2d_input_only", (2, 2, 4, 4), (3, 2, 2, 2), bias=False, grad=(0,)),
-        # --- 3-D ---
+        # 3-D
         _conv("3d_pad1", (1, 2, 4, 4, 3), (2, 2, 2, 2, 2), pads=[1, 1, 1, 1, 1, 1]),
         _conv(
             "3d_strides_groups_asymmetric_pads",
@@ -241,7 +241,7 @@ SAMPLES: dict[str, list[Sample]] = {
             auto_pad="SAME_LOWER",
         ),
         _conv("3d_depthwise_valid", (1, 2, 4, 3, 4), (2, 1, 2, 2, 3), group=2, auto_pad="VALID"),
-        # --- PyTorch's functional forms ---
+        # PyTorch's functional forms
         _functional_conv("F_conv1d_padding_int", (2, 3, 6), (2, 3, 3), {"padding": 2}),
         _functional_conv(
             "F_conv2d_same_dilation",
@@ -321,7 +321,7 @@ SAMPLES: dict[str, list[Sample]] = {
             output_padding=(1, 1, 0),
         ),
         _conv_transpose("3d_pad1", (1, 2, 2, 3, 2), (2, 2, 3, 2, 2), pads=[1, 1, 1, 1, 0, 0]),
-        # --- PyTorch's functional forms, positional (groups comes before dilation) ---
+        # PyTorch's functional forms, positional (groups comes before dilation)
         _functional_conv_transpose("F_conv_transpose1d", (2, 4, 5), (4, 3, 3), (2, 1, 1, 2, 1)),
         _functional_conv_transpose(
             "F_conv_transpose2d_tuples", (2, 6, 3, 4), (6, 1, 3, 2), ((2, 1), (1, 0), (1, 0), 3)

@@ -1,7 +1,9 @@
-"""Activation layers: ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, QuickGELU, Softmax,
-LogSoftmax, ReLU6, Hardtanh, ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid,
-LogSigmoid, Softsign, Tanhshrink, PReLU, GLU. `inplace=` is accepted for PyTorch compatibility;
-minitrain never overwrites the input, so the result is the same either way."""
+"""The activation layers: Modules over the activation ops, with PyTorch's names and options.
+
+ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, QuickGELU, Softmax, LogSoftmax, ReLU6, Hardtanh,
+ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid, Softsign, Tanhshrink, PReLU,
+GLU. `inplace=` is accepted for PyTorch compatibility; minitrain never overwrites the input, so
+the result is the same either way."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ from ..errors import DTypeError
 from .module import Module
 
 
-def _check_module(where: str, module) -> Module:
+def _check_module(caller: str, module) -> Module:
     if not isinstance(module, Module):
-        raise DTypeError(f"{where}: expected a Module, got {type(module).__name__}")
+        raise DTypeError(f"{caller}: expected a Module, got {type(module).__name__}")
     return module
 
 
@@ -46,13 +46,13 @@ class _ModuleSequence(Module):
         return self
 
     def _insert(self, index, module) -> None:
-        where = f"{self._kind}.insert"
-        _check_module(where, module)
+        caller = f"{self._kind}.insert"
+        _check_module(caller, module)
         modules = list(self._modules.values())
-        position = _as_int(index, where)
+        position = _as_int(index, caller)
         if not -len(modules) <= position <= len(modules):
             raise IndexError(
-                f"{where}: index {position} is out of range for inserting into {len(modules)} "
+                f"{caller}: index {position} is out of range for inserting into {len(modules)} "
                 f"modules"
             )
         modules.insert(position, module)
@@ -227,24 +227,24 @@ class ModuleDict(Module):
         raise NotImplementedError("ModuleDict has no forward: look modules up in yours")
 
 
-def _check_iterable(where: str, modules) -> Iterable:
+def _check_iterable(caller: str, modules) -> Iterable:
     if not isinstance(modules, Iterable):
-        raise DTypeError(f"{where}: expected an iterable of Modules, got {type(modules).__name__}")
+        raise DTypeError(f"{caller}: expected an iterable of Modules, got {type(modules).__name__}")
     return modules
 
 
-def _as_int(index, where: str) -> int:
+def _as_int(index, caller: str) -> int:
     """An index as an int: anything with __index__ (numpy integers too), as PyTorch takes."""
     try:
         return operator.index(index)
     except TypeError:
         raise DTypeError(
-            f"{where}: index must be an int or a slice, got {type(index).__name__}"
+            f"{caller}: index must be an int or a slice, got {type(index).__name__}"
         ) from None
 
 
-def _index(index, length: int, where: str) -> int:
-    index = _as_int(index, where)
+def _index(index, length: int, caller: str) -> int:
+    index = _as_int(index, caller)
     if not -length <= index < length:
-        raise IndexError(f"{where}: index {index} is out of range for {length} modules")
+        raise IndexError(f"{caller}: index {index} is out of range for {length} modules")
     return index % length

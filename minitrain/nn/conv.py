@@ -1,5 +1,7 @@
-"""Convolution layers: Conv1d, Conv2d, Conv3d (padding_mode: 'zeros' or one of F.pad's modes)
-and the transposed ConvTranspose1d, ConvTranspose2d, ConvTranspose3d."""
+"""Convolution layers: Conv1d, Conv2d, Conv3d and the transposed ConvTranspose1d/2d/3d.
+
+Conv1d/2d/3d take padding_mode 'zeros' or one of F.pad's modes; the transposed ones 'zeros' only.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +11,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.conv import auto_pads, spatial_ints, torch_pads
-from ..ops.conv_transpose import check_output_padding
+from ..ops.transposed_convolution import check_output_padding
+from ..ops.window import auto_pads, spatial_ints
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
-from .linear import layer_dtype
+from .linear import finish_parameters, layer_dtype
 from .module import Module, Parameter
+from .torch_args import TORCH_NAMES, torch_pads
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -39,40 +42,34 @@ class _ConvNd(Module):
         dtype=None,
     ):
         super().__init__()
-        where = type(self).__name__
+        caller = type(self).__name__
         if padding_mode not in _PADDING_MODES:
             raise ArgumentError(
-                f"{where}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}"
+                f"{caller}: padding_mode must be one of {_PADDING_MODES}, got {padding_mode!r}"
             )
-        dtype = layer_dtype(dtype, where)
+        dtype = layer_dtype(dtype, caller)
         in_channels, out_channels = (
-            _count(value, name, where, minimum=0)
+            _count(value, name, caller, minimum=0)
             for value, name in ((in_channels, "in_channels"), (out_channels, "out_channels"))
         )
-        groups = _count(groups, "groups", where, minimum=1)
+        groups = _count(groups, "groups", caller, minimum=1)
         if in_channels % groups or out_channels % groups:
             raise ArgumentError(
-                f"{where}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+                f"{caller}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
                 f"both be divisible by groups ({groups})"
             )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = spatial_ints(kernel_size, self.dims, "kernel_size", where, minimum=1)
-        self.stride = spatial_ints(stride, self.dims, "stride", where, minimum=1)
-        self.dilation = spatial_ints(dilation, self.dims, "dilation", where, minimum=1)
-        self.padding = _padding(padding, self.dims, where)
+        self.kernel_size = spatial_ints(kernel_size, self.dims, "kernel_size", caller, minimum=1)
+        self.stride = spatial_ints(stride, self.dims, "stride", caller, minimum=1)
+        self.dilation = spatial_ints(dilation, self.dims, "dilation", caller, minimum=1)
+        self.padding = _padding(padding, self.dims, caller)
         self.padding_mode = padding_mode
         if self.transposed:
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
         self.weight = Parameter(np.empty(shape, dtype))
-        if bias:
-            self.bias = Parameter(np.empty(out_channels, dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-        if device is not None:
-            self.to(device)
+        finish_parameters(self, bias, out_channels, dtype, device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # U(-1/sqrt(fan_in), 1/sqrt(fan_in))
@@ -91,11 +88,13 @@ class _ConvNd(Module):
 
     def _pad_widths(self, shape) -> tuple[int, ...]:
         """self.padding as F.pad's widths: (begin, end) per spatial dim, the last dim first."""
-        where = type(self).__name__
-        pads, auto_pad = torch_pads(self.padding, self.dims, where)
+        caller = type(self).__name__
+        pads, auto_pad = torch_pads(self.padding, self.dims, caller)
         if pads is None:  # 'same' or 'valid'
             spatial = shape[-self.dims :]
-            pads = auto_pads(auto_pad, spatial, self.kernel_size, self.stride, self.dilation, where)
+            pads = auto_pads(
+                auto_pad, spatial, self.kernel_size, self.stride, self.dilation, caller
+            )
         begins, ends = pads[: self.dims], pads[self.dims :]
         return tuple(w for b, e in zip(begins[::-1], ends[::-1], strict=True) for w in (b, e))
 
@@ -119,18 +118,18 @@ class _ConvNd(Module):
         return text
 
 
-def _count(value, name: str, where: str, minimum: int) -> int:
+def _count(value, name: str, caller: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise DTypeError(f"{where}: {name} must be an int, got {value!r}")
+        raise DTypeError(f"{caller}: {name} must be an int, got {value!r}")
     if value < minimum:
-        raise ArgumentError(f"{where}: {name} must be >= {minimum}, got {value!r}")
+        raise ArgumentError(f"{caller}: {name} must be >= {minimum}, got {value!r}")
     return int(value)
 
 
-def _padding(padding, dims: int, where: str):
+def _padding(padding, dims: int, caller: str):
     """padding as PyTorch keeps it: 'same' / 'valid', or a tuple per spatial dim (of ints, or
     of (begin, end) pairs), checked as F.conv*d will take it."""
-    torch_pads(padding, dims, where)
+    torch_pads(padding, dims, caller)
     if isinstance(padding, str):
         return padding
     if isinstance(padding, (int, np.integer)):
@@ -178,13 +177,13 @@ class _ConvTransposeNd(_ConvNd):
         device=None,
         dtype=None,
     ):
-        where = type(self).__name__
+        caller = type(self).__name__
         if padding_mode != "zeros":  # as PyTorch: the padding of a transposed conv crops
             raise ArgumentError(
-                f"{where}: only padding_mode='zeros' is supported for a transposed "
+                f"{caller}: only padding_mode='zeros' is supported for a transposed "
                 f"convolution, got {padding_mode!r}"
             )
-        padding = spatial_ints(padding, self.dims, "padding", where, minimum=0)
+        padding = spatial_ints(padding, self.dims, "padding", caller, minimum=0)
         super().__init__(
             in_channels,
             out_channels,
@@ -199,7 +198,7 @@ class _ConvTransposeNd(_ConvNd):
             dtype,
         )
         self.output_padding = check_output_padding(
-            output_padding, self.stride, self.dilation, where, torch_names=True
+            output_padding, self.stride, self.dilation, caller, TORCH_NAMES
         )
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002
@@ -222,10 +221,10 @@ class _ConvTransposeNd(_ConvNd):
         output without output_padding and that plus stride - 1 (PyTorch's range)."""
         if output_size is None:
             return self.output_padding
-        where, dims = type(self).__name__, self.dims
+        caller, dims = type(self).__name__, self.dims
         if input.ndim not in (dims + 1, dims + 2):
             raise ShapeError(
-                f"{where}: input must be (N, C, *spatial) or (C, *spatial) with {dims} "
+                f"{caller}: input must be (N, C, *spatial) or (C, *spatial) with {dims} "
                 f"spatial dims, got shape {input.shape}"
             )
         leading = input.ndim - dims  # batch and channels, or channels alone
@@ -234,10 +233,10 @@ class _ConvTransposeNd(_ConvNd):
             sizes = sizes[leading:]
         if len(sizes) != dims:
             raise ShapeError(
-                f"{where}: for a {input.ndim}-D input, output_size must have {dims} or "
+                f"{caller}: for a {input.ndim}-D input, output_size must have {dims} or "
                 f"{leading + dims} elements, got {len(sizes)}: {output_size!r}"
             )
-        sizes = spatial_ints(sizes, dims, "output_size", where, minimum=0)
+        sizes = spatial_ints(sizes, dims, "output_size", caller, minimum=0)
         spatial = input.shape[leading:]
         smallest = [
             (n - 1) * s - 2 * p + d * (k - 1) + 1
@@ -248,7 +247,7 @@ class _ConvTransposeNd(_ConvNd):
         largest = [low + s - 1 for low, s in zip(smallest, self.stride, strict=True)]
         if any(not low <= n <= high for n, low, high in zip(sizes, smallest, largest, strict=True)):
             raise ShapeError(
-                f"{where}: requested an output size of {list(sizes)}, but valid sizes range "
+                f"{caller}: requested an output size of {list(sizes)}, but valid sizes range "
                 f"from {smallest} to {largest} (for an input of {spatial})"
             )
         return tuple(n - low for n, low in zip(sizes, smallest, strict=True))

@@ -1,4 +1,7 @@
-"""PyTorch's functional names (`F.relu`, `F.conv2d`, `F.batch_norm`, ...) over minitrain.ops."""
+"""PyTorch's functional names (`F.relu`, `F.conv2d`, `F.batch_norm`, ...) over minitrain.ops.
+
+Each takes PyTorch's signature; minitrain.nn.torch_args translates the conv and pool arguments.
+"""
 
 from __future__ import annotations
 
@@ -9,50 +12,18 @@ import numpy as np
 
 from .. import ops
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.conv import conv_nd
-from ..ops.conv_transpose import conv_transpose_nd
-from ..ops.pooling import adaptive_avg_pool_nd, avg_pool_nd, max_pool_nd
 from ..tensor import Tensor
-
-# --- PyTorch arguments minitrain does not support -----------------------------------------------
-# Code pasted from PyTorch that spells out such an argument's default keeps working; any other
-# value is refused by name rather than ignored.
-
-
-def _check_default(where: str, name: str, value, default, reason: str) -> None:
-    plain = isinstance(value, (bool, int, float, str))
-    if value is default or (plain and value == default):
-        return
-    shown = repr(value) if plain else f"<{type(value).__name__}>"
-    raise ArgumentError(
-        f"{where}: {name}={shown} is not supported ({reason}); leave it at {default!r}"
-    )
-
-
-def _check_legacy_reduction(where: str, size_average, reduce) -> None:
-    """PyTorch's deprecated size_average / reduce: refused, naming the `reduction` they mean."""
-    if size_average is None and reduce is None:
-        return
-    if reduce is not None and not reduce:
-        reduction = "none"
-    else:
-        reduction = "sum" if size_average is not None and not size_average else "mean"
-    raise ArgumentError(
-        f"{where}: size_average={size_average!r} and reduce={reduce!r} are deprecated in PyTorch "
-        f"and not supported; pass reduction={reduction!r}"
-    )
-
-
-def _check_embedding_options(where: str, max_norm, scale_grad_by_freq, sparse) -> None:
-    """norm_type is not checked: without max_norm, PyTorch ignores it too."""
-    _check_default(where, "max_norm", max_norm, None, "rows are never renormalized")
-    _check_default(
-        where, "scale_grad_by_freq", scale_grad_by_freq, False, "gradients are never rescaled"
-    )
-    _check_default(where, "sparse", sparse, False, "minitrain has no sparse gradients")
-
-
-# --- activations, linear, dropout, embedding -------------------------------------------------
+from .torch_args import (
+    adaptive_avg_pool_nd,
+    avg_pool_nd,
+    check_default,
+    check_embedding_options,
+    check_legacy_reduction,
+    conv_nd,
+    conv_transpose_nd,
+    max_pool_nd,
+    padding_row,
+)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -165,12 +136,12 @@ def log_softmax(
     return ops.log_softmax(*_softmax_args("log_softmax", input, dim, _stacklevel, dtype))
 
 
-def _softmax_args(where: str, input, dim, stacklevel: int, dtype) -> tuple:  # noqa: A002
+def _softmax_args(caller: str, input, dim, stacklevel: int, dtype) -> tuple:  # noqa: A002
     if dtype is not None:
         input = ops.cast(input, dtype)  # noqa: A001
     if dim is None:
         warnings.warn(
-            f"Implicit dimension choice for {where} has been deprecated. Change the call to "
+            f"Implicit dimension choice for {caller} has been deprecated. Change the call to "
             f"include dim=X as an argument.",
             stacklevel=stacklevel,
         )
@@ -198,7 +169,7 @@ def embedding(
     """weight[input] for integer indices of any shape: the result has shape
     input.shape + (embedding_dim,). Rows looked up at padding_idx get no gradient. max_norm,
     scale_grad_by_freq and sparse take PyTorch's defaults only."""
-    _check_embedding_options("embedding", max_norm, scale_grad_by_freq, sparse)
+    check_embedding_options("embedding", max_norm, scale_grad_by_freq, sparse)
     indices = input.data if isinstance(input, Tensor) else input
     if getattr(indices, "dtype", None) is None or indices.dtype.kind not in "iu":
         raise DTypeError(
@@ -211,29 +182,14 @@ def embedding(
             f"embedding: indices must lie in [{-rows}, {rows}) for a weight of shape "
             f"{weight.shape}, got values from {indices.min()} to {indices.max()}"
         )
-    padding_row = _padding_row(padding_idx, rows, "embedding")
+    pad_row = padding_row(padding_idx, rows, "embedding")
     out = ops.getitem(weight, indices)
-    if padding_row is None:
+    if pad_row is None:
         return out
     # same values, but the padding rows come from a copy outside the graph: no gradient there
-    keep = (indices % rows != padding_row)[..., None]
+    keep = (indices % rows != pad_row)[..., None]
     return ops.where(keep, out, out.detach())
 
-
-def _padding_row(padding_idx: int | None, rows: int, where: str) -> int | None:
-    """padding_idx as a row of a (rows, dim) table: in [-rows, rows), negative ones counting from
-    the end (as PyTorch), else a ValueError rather than a row number that wraps. None stays None."""
-    if padding_idx is None:
-        return None
-    if not -rows <= padding_idx < rows:
-        raise ArgumentError(
-            f"{where}: padding_idx {padding_idx} is out of range for num_embeddings={rows} "
-            f"(valid: {-rows} to {rows - 1})"
-        )
-    return padding_idx % rows
-
-
-# --- padding ----------------------------------------------------------------------------------
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
@@ -317,24 +273,25 @@ def _pad_constant(input: Tensor, sides, value: float) -> Tensor:  # noqa: A002
     return ops.pad(cropped, widths, value)
 
 
-# --- convolution ------------------------------------------------------------------------------
-# padding: an int, one int per dim, one (begin, end) pair per dim, 'valid' or 'same'.
+# Convolutions: padding an int, one int per dim, one (begin, end) pair per dim, 'valid' or
+# 'same'.
 
 
 def conv1d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=1, where="conv1d")
+    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=1, caller="conv1d")
 
 
 def conv2d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=2, where="conv2d")
+    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=2, caller="conv2d")
 
 
 def conv3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=3, where="conv3d")
+    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=3, caller="conv3d")
 
 
-# transposed: weight (in, out/groups, *kernel); padding an int or one int per dim (both ends);
-# output_padding adds outputs at the end, each smaller than the stride or the dilation.
+# Transposed convolutions: weight (in, out/groups, *kernel); padding an int or one int per dim
+# (both ends); output_padding adds outputs at the end, each smaller than the stride or the
+# dilation.
 
 
 def conv_transpose1d(
@@ -349,7 +306,7 @@ def conv_transpose1d(
 ) -> Tensor:
     return conv_transpose_nd(
         input, weight, bias, stride, padding, output_padding, groups, dilation,
-        dims=1, where="conv_transpose1d",
+        dims=1, caller="conv_transpose1d",
     )  # fmt: skip
 
 
@@ -365,7 +322,7 @@ def conv_transpose2d(
 ) -> Tensor:
     return conv_transpose_nd(
         input, weight, bias, stride, padding, output_padding, groups, dilation,
-        dims=2, where="conv_transpose2d",
+        dims=2, caller="conv_transpose2d",
     )  # fmt: skip
 
 
@@ -381,12 +338,12 @@ def conv_transpose3d(
 ) -> Tensor:
     return conv_transpose_nd(
         input, weight, bias, stride, padding, output_padding, groups, dilation,
-        dims=3, where="conv_transpose3d",
+        dims=3, caller="conv_transpose3d",
     )  # fmt: skip
 
 
-# --- pooling ----------------------------------------------------------------------------------
-# stride defaults to kernel_size; padding: an int, one int per dim, or (begin, end) pairs per dim.
+# Pooling: stride defaults to kernel_size; padding an int, one int per dim, or (begin, end) pairs
+# per dim.
 
 
 def max_pool1d(
@@ -399,16 +356,9 @@ def max_pool1d(
     return_indices: bool = False,
 ):
     return max_pool_nd(
-        input,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        return_indices,
-        dims=1,
-        where="max_pool1d",
-    )
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+        dims=1, caller="max_pool1d",
+    )  # fmt: skip
 
 
 def max_pool2d(
@@ -421,16 +371,9 @@ def max_pool2d(
     return_indices: bool = False,
 ):
     return max_pool_nd(
-        input,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        return_indices,
-        dims=2,
-        where="max_pool2d",
-    )
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+        dims=2, caller="max_pool2d",
+    )  # fmt: skip
 
 
 def max_pool3d(
@@ -443,16 +386,9 @@ def max_pool3d(
     return_indices: bool = False,
 ):
     return max_pool_nd(
-        input,
-        kernel_size,
-        stride,
-        padding,
-        dilation,
-        ceil_mode,
-        return_indices,
-        dims=3,
-        where="max_pool3d",
-    )
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+        dims=3, caller="max_pool3d",
+    )  # fmt: skip
 
 
 def avg_pool1d(
@@ -464,16 +400,9 @@ def avg_pool1d(
     count_include_pad: bool = True,
 ) -> Tensor:
     return avg_pool_nd(
-        input,
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        count_include_pad,
-        None,
-        dims=1,
-        where="avg_pool1d",
-    )
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
+        dims=1, caller="avg_pool1d",
+    )  # fmt: skip
 
 
 def avg_pool2d(
@@ -486,16 +415,9 @@ def avg_pool2d(
     divisor_override: int | None = None,
 ) -> Tensor:
     return avg_pool_nd(
-        input,
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        count_include_pad,
-        divisor_override,
-        dims=2,
-        where="avg_pool2d",
-    )
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+        dims=2, caller="avg_pool2d",
+    )  # fmt: skip
 
 
 def avg_pool3d(
@@ -508,31 +430,21 @@ def avg_pool3d(
     divisor_override: int | None = None,
 ) -> Tensor:
     return avg_pool_nd(
-        input,
-        kernel_size,
-        stride,
-        padding,
-        ceil_mode,
-        count_include_pad,
-        divisor_override,
-        dims=3,
-        where="avg_pool3d",
-    )
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+        dims=3, caller="avg_pool3d",
+    )  # fmt: skip
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
-    return adaptive_avg_pool_nd(input, output_size, dims=1, where="adaptive_avg_pool1d")
+    return adaptive_avg_pool_nd(input, output_size, dims=1, caller="adaptive_avg_pool1d")
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
-    return adaptive_avg_pool_nd(input, output_size, dims=2, where="adaptive_avg_pool2d")
+    return adaptive_avg_pool_nd(input, output_size, dims=2, caller="adaptive_avg_pool2d")
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
-    return adaptive_avg_pool_nd(input, output_size, dims=3, where="adaptive_avg_pool3d")
-
-
-# --- normalization -----------------------------------------------------------------------------
+    return adaptive_avg_pool_nd(input, output_size, dims=3, caller="adaptive_avg_pool3d")
 
 
 def batch_norm(
@@ -584,9 +496,8 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: floa
     return ops.group_norm(input, num_groups, weight, bias, eps)
 
 
-# --- losses ------------------------------------------------------------------------------------
 # size_average and reduce (deprecated in PyTorch) are taken only as None: see
-# _check_legacy_reduction. The pointwise losses' `weight` (PyTorch 2.6+) is refused: weigh the
+# check_legacy_reduction. The pointwise losses' `weight` (PyTorch 2.6+) is refused: weigh the
 # losses of reduction='none' instead.
 
 _NO_WEIGHT = "weigh the losses of reduction='none' instead"
@@ -602,7 +513,7 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    _check_legacy_reduction("cross_entropy", size_average, reduce)
+    check_legacy_reduction("cross_entropy", size_average, reduce)
     return ops.cross_entropy(
         input,
         target,
@@ -622,7 +533,7 @@ def nll_loss(
     reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
-    _check_legacy_reduction("nll_loss", size_average, reduce)
+    check_legacy_reduction("nll_loss", size_average, reduce)
     return ops.nll_loss(input, target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
@@ -634,8 +545,8 @@ def mse_loss(
     reduction: str = "mean",
     weight=None,
 ) -> Tensor:
-    _check_legacy_reduction("mse_loss", size_average, reduce)
-    _check_default("mse_loss", "weight", weight, None, _NO_WEIGHT)
+    check_legacy_reduction("mse_loss", size_average, reduce)
+    check_default("mse_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.mse_loss(input, target, reduction=reduction)
 
 
@@ -647,8 +558,8 @@ def l1_loss(
     reduction: str = "mean",
     weight=None,
 ) -> Tensor:
-    _check_legacy_reduction("l1_loss", size_average, reduce)
-    _check_default("l1_loss", "weight", weight, None, _NO_WEIGHT)
+    check_legacy_reduction("l1_loss", size_average, reduce)
+    check_default("l1_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.l1_loss(input, target, reduction=reduction)
 
 
@@ -660,7 +571,7 @@ def smooth_l1_loss(
     reduction: str = "mean",
     beta: float = 1.0,
 ) -> Tensor:
-    _check_legacy_reduction("smooth_l1_loss", size_average, reduce)
+    check_legacy_reduction("smooth_l1_loss", size_average, reduce)
     return ops.smooth_l1_loss(input, target, reduction=reduction, beta=beta)
 
 
@@ -671,7 +582,7 @@ def huber_loss(
     delta: float = 1.0,
     weight=None,
 ) -> Tensor:
-    _check_default("huber_loss", "weight", weight, None, _NO_WEIGHT)
+    check_default("huber_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.huber_loss(input, target, reduction=reduction, delta=delta)
 
 
@@ -683,7 +594,7 @@ def binary_cross_entropy(
     reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
-    _check_legacy_reduction("binary_cross_entropy", size_average, reduce)
+    check_legacy_reduction("binary_cross_entropy", size_average, reduce)
     return ops.binary_cross_entropy(input, target, weight, reduction=reduction)
 
 
@@ -696,7 +607,7 @@ def binary_cross_entropy_with_logits(
     reduction: str = "mean",
     pos_weight=None,
 ) -> Tensor:
-    _check_legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce)
+    check_legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce)
     return ops.binary_cross_entropy_with_logits(
         input, target, weight, reduction=reduction, pos_weight=pos_weight
     )

@@ -7,8 +7,9 @@ import math
 import numpy as np
 
 from .. import ops
+from ..arguments import as_dtype
 from ..errors import DTypeError
-from ..tensor import Tensor, as_dtype
+from ..tensor import Tensor
 from . import init
 from .module import Module, Parameter
 
@@ -23,17 +24,30 @@ class Identity(Module):
         return x
 
 
-def layer_dtype(dtype, where: str) -> np.dtype:
+def layer_dtype(dtype, caller: str) -> np.dtype:
     """A layer's `dtype=` as PyTorch's factories take it: None is the default, float32; a
     floating numpy dtype (np.float64, 'float64') otherwise. The layers with parameters take
     `device=` too: they are built on the CPU, then moved with Module.to."""
-    resolved = as_dtype(np.float32 if dtype is None else dtype, where)
+    resolved = as_dtype(np.float32 if dtype is None else dtype, caller)
     if resolved.kind != "f":
         raise DTypeError(
-            f"{where}: dtype must be a floating numpy dtype (np.float32, 'float64', ...), got "
+            f"{caller}: dtype must be a floating numpy dtype (np.float32, 'float64', ...), got "
             f"{resolved}"
         )
     return resolved
+
+
+def finish_parameters(layer: Module, bias: bool, size: int, dtype, device) -> None:
+    """The end of a layer's constructor, as PyTorch's: a bias of `size` (or a `bias` parameter
+    of None), every parameter initialised by the layer's reset_parameters, then the layer moved
+    to `device` (None leaves it on the CPU)."""
+    if bias:
+        layer.bias = Parameter(np.empty(size, dtype))
+    else:
+        layer.register_parameter("bias", None)
+    layer.reset_parameters()
+    if device is not None:
+        layer.to(device)
 
 
 class Linear(Module):
@@ -47,13 +61,7 @@ class Linear(Module):
         dtype = layer_dtype(dtype, "Linear")
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(np.empty((out_features, in_features), dtype))
-        if bias:
-            self.bias = Parameter(np.empty(out_features, dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-        if device is not None:
-            self.to(device)
+        finish_parameters(self, bias, out_features, dtype, device)
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # = U(-1/sqrt(fan_in), 1/sqrt(fan_in))

@@ -7,14 +7,14 @@ from __future__ import annotations
 from .. import ops
 from ..errors import ArgumentError
 from ..tensor import Tensor
-from .functional import _check_legacy_reduction
 from .module import Module
+from .torch_args import check_legacy_reduction
 
 
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        _check_legacy_reduction(type(self).__name__, size_average, reduce)
+        check_legacy_reduction(type(self).__name__, size_average, reduce)
         if reduction not in ("none", "mean", "sum"):
             raise ArgumentError(
                 f"{type(self).__name__}: reduction must be 'none', 'mean' or 'sum', "

@@ -10,9 +10,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import backend
-from ..autograd import RemovableHandle, _state, no_grad
+from ..arguments import device_and_dtype
+from ..autograd import RemovableHandle, no_grad, recording
 from ..errors import DTypeError, MinitrainError
-from ..tensor import Tensor, device_and_dtype
+from ..tensor import Tensor
+from .utils import zero_grads
 
 
 class Parameter(Tensor):
@@ -83,7 +85,7 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
-        outer, _state.module = _state.module, self  # the nodes recorded now belong to self
+        outer, recording.scope = recording.scope, self  # the nodes recorded now belong to self
         try:
             out = self.forward(*args, **kwargs)
             for hook in list(self._forward_hooks):
@@ -91,10 +93,10 @@ class Module:
                 if result is not None:
                     out = result
         finally:
-            _state.module = outer
+            recording.scope = outer
         return out
 
-    # --- registration -------------------------------------------------------------------
+    # Registration
 
     def __setattr__(self, name: str, value) -> None:
         if "_parameters" not in self.__dict__:
@@ -200,22 +202,22 @@ class Module:
 
     register_module = add_module
 
-    def _check_new_name(self, name: str, where: str, table: dict) -> None:
+    def _check_new_name(self, name: str, caller: str, table: dict) -> None:
         """A name for `table`: a string without '.', not already some other kind of attribute
         (re-registering within the same table replaces the entry in place, as in PyTorch)."""
         if not isinstance(name, str):
-            raise DTypeError(f"{where}: name must be a string, got {type(name).__name__}")
+            raise DTypeError(f"{caller}: name must be a string, got {type(name).__name__}")
         if not name or "." in name:
-            raise KeyError(f"{where}: name must be a non-empty string without '.', got {name!r}")
+            raise KeyError(f"{caller}: name must be a non-empty string without '.', got {name!r}")
         if name in table:
             return
         if name in self.__dict__ or hasattr(type(self), name) or self._owns(name):
-            raise KeyError(f"{where}: attribute '{name}' already exists")
+            raise KeyError(f"{caller}: attribute '{name}' already exists")
 
     def _owns(self, name: str) -> bool:
         return name in self._parameters or name in self._buffers or name in self._modules
 
-    # --- traversal ----------------------------------------------------------------------
+    # Traversal
 
     def named_modules(
         self, prefix: str = "", memo: set | None = None, remove_duplicate: bool = True
@@ -298,7 +300,7 @@ class Module:
             module = child
         return module
 
-    # --- modes, gradients, devices --------------------------------------------------------
+    # Modes, gradients, devices
 
     def train(self, mode: bool = True) -> Module:
         """Training mode for this module and, through their own `train`, every descendant
@@ -321,13 +323,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear every parameter's gradient: to None (the default), or to zeros in place."""
-        for param in self.parameters():
-            if param.grad is None:
-                continue
-            if set_to_none:
-                param.grad = None
-            else:
-                param.grad.data[...] = 0
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call fn on every descendant, then on this module (children first, as in PyTorch)."""
@@ -375,7 +371,7 @@ class Module:
                     tensor.grad.data = convert(tensor.grad.data)
         return self
 
-    # --- hooks ----------------------------------------------------------------------------
+    # Hooks
 
     def register_forward_hook(self, hook) -> RemovableHandle:
         """Call `hook(module, inputs, output)` after forward; a returned value replaces the
@@ -386,7 +382,7 @@ class Module:
         """Call `hook(module, inputs)` before forward; a returned value replaces the inputs."""
         return _add_hook(self._forward_pre_hooks, hook)
 
-    # --- state dicts ----------------------------------------------------------------------
+    # State dicts
 
     def state_dict(self, prefix: str = "", *, keep_vars: bool = False) -> OrderedDict:
         """Every parameter and persistent buffer by dotted name, as Tensors outside the graph
@@ -472,7 +468,7 @@ class Module:
 
         return sorted(keys, key=owner)
 
-    # --- repr -----------------------------------------------------------------------------
+    # Repr
 
     def extra_repr(self) -> str:
         """The layer's own settings for its repr (override: 'in_features=2, out_features=3')."""

@@ -7,9 +7,10 @@ import numpy as np
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import init
-from .functional import _check_embedding_options, _padding_row, embedding
+from .functional import embedding
 from .linear import layer_dtype
 from .module import Module, Parameter
+from .torch_args import check_embedding_options, padding_row
 
 
 class Embedding(Module):
@@ -32,9 +33,9 @@ class Embedding(Module):
         dtype=None,
     ):
         super().__init__()
-        _check_embedding_options("Embedding", max_norm, scale_grad_by_freq, sparse)
+        check_embedding_options("Embedding", max_norm, scale_grad_by_freq, sparse)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.padding_idx = _padding_row(padding_idx, num_embeddings, "Embedding")
+        self.padding_idx = padding_row(padding_idx, num_embeddings, "Embedding")
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
@@ -65,7 +66,7 @@ class Embedding(Module):
         """An Embedding over an existing (num_embeddings, embedding_dim) table, sharing its
         array; frozen (weight.requires_grad False) unless freeze=False. The padding row keeps
         its values and gets no gradient."""
-        _check_embedding_options("Embedding.from_pretrained", max_norm, scale_grad_by_freq, sparse)
+        check_embedding_options("Embedding.from_pretrained", max_norm, scale_grad_by_freq, sparse)
         table = embeddings if isinstance(embeddings, Tensor) else Tensor(embeddings)
         if table.ndim != 2:
             raise ShapeError(

@@ -1,5 +1,5 @@
-"""Gradient clipping and flat parameter vectors: clip_grad_norm_, clip_grad_value_,
-parameters_to_vector, vector_to_parameters."""
+"""Many parameters at once: their gradients cleared (zero_grads) or clipped (clip_grad_norm_,
+clip_grad_value_), their values as one flat vector (parameters_to_vector, vector_to_parameters)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,18 @@ import numpy as np
 
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
+
+
+def zero_grads(parameters, set_to_none: bool = True) -> None:
+    """Clear the gradients of `parameters` (tensors): to None, which frees them, or to zeros in
+    place (`set_to_none=False`). What Module.zero_grad and Optimizer.zero_grad do."""
+    for param in parameters:
+        if param.grad is None:
+            continue
+        if set_to_none:
+            param.grad = None
+        else:
+            param.grad.data[...] = 0
 
 
 def _as_list(parameters) -> list[Tensor]:

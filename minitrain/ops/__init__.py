@@ -1,164 +1,33 @@
-"""Every op as a function, and the registry that lists them with their backward kernels."""
+"""Every op as a function, every backward kernel, and `registry()`, which lists the ops with
+their backward kernels. Each family module lists its public names once, in its `__all__`."""
 
-from .activation import (
-    celu,
-    elu,
-    gelu,
-    gelu_grad,
-    glu,
-    hardsigmoid,
-    hardswish,
-    hardtanh,
-    leaky_relu,
-    leaky_relu_grad,
-    log_softmax,
-    log_softmax_grad,
-    logsigmoid,
-    mish,
-    prelu,
-    quick_gelu,
-    quick_gelu_grad,
-    relu,
-    relu6,
-    relu_grad,
-    selu,
-    sigmoid,
-    sigmoid_grad,
-    silu,
-    softmax,
-    softmax_grad,
-    softplus,
-    softsign,
-    tanh,
-    tanh_grad,
-    tanhshrink,
-)
-from .conv import col2im, conv, conv_grad, im2col
-from .conv_transpose import conv_transpose
-from .elementwise import (
-    abs,
-    add,
-    cast,
-    ceil,
-    clip,
-    cos,
-    div,
-    equal,
-    exp,
-    floor,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    log,
-    masked_fill,
-    maximum,
-    minimum,
-    mul,
-    neg,
-    not_equal,
-    pow,
-    round,
-    sign,
-    sin,
-    sqrt,
-    sub,
-    to_device,
-    tril,
-    triu,
-    trunc,
-    where,
-)
-from .linalg import linear, matmul
-from .loss import (
-    binary_cross_entropy,
-    binary_cross_entropy_with_logits,
-    cross_entropy,
-    huber_loss,
-    l1_loss,
-    mse_loss,
-    nll_loss,
-    smooth_l1_loss,
-    softmax_cross_entropy_grad,
-)
-from .normalization import (
-    batch_norm,
-    batch_norm_composite,
-    batch_norm_grad,
-    group_norm,
-    invertible_layer_norm_grad,
-    layer_norm,
-    layer_norm_grad,
-    rms_norm,
-    simplified_layer_norm_grad,
-)
-from .pooling import (
-    adaptive_avg_pool,
-    adaptive_avg_pool_grad,
-    avg_pool,
-    avg_pool_grad,
-    max_pool,
-    max_pool_grad,
-)
-from .random import dropout, dropout_grad
-from .reduction import (
-    all,
-    any,
-    argmax,
-    argmin,
-    cumsum,
-    logsumexp,
-    max,
-    mean,
-    min,
-    norm,
-    prod,
-    std,
-    sum,
-    var,
-)
-from .registry import Ctx, Op, registry
-from .shape import (
-    broadcast_to,
-    chunk,
-    concat,
-    flatten,
-    flip,
-    gather,
-    getitem,
-    pad,
-    permute,
-    reshape,
-    split,
-    stack,
-    tile,
-    transpose,
-    unbind,
-)
+import sys
 
+from .activation import *  # noqa: F403
+from .adaptive_pooling import *  # noqa: F403
+from .batch_normalization import *  # noqa: F403
+from .class_loss import *  # noqa: F403
+from .columns import *  # noqa: F403
+from .convolution import *  # noqa: F403
+from .elementwise import *  # noqa: F403
+from .layer_normalization import *  # noqa: F403
+from .linalg import *  # noqa: F403
+from .masking import *  # noqa: F403
+from .op import *  # noqa: F403
+from .pointwise_loss import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .pytorch_activations import *  # noqa: F403
+from .random import *  # noqa: F403
+from .reduction import *  # noqa: F403
+from .rounding import *  # noqa: F403
+from .shape import *  # noqa: F403
+from .softmax_family import *  # noqa: F403
+from .transposed_convolution import *  # noqa: F403
+
+# every family module's public names, each listed once, in its own `__all__`
 __all__ = [
-    "Ctx", "Op", "registry",
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sqrt", "abs", "maximum", "minimum",
-    "sin", "cos", "sign", "floor", "ceil", "trunc", "round",
-    "where", "clip", "cast", "to_device", "masked_fill", "tril", "triu",
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "sum", "mean", "prod", "max", "min", "var", "std", "logsumexp", "norm", "cumsum",
-    "argmax", "argmin", "all", "any",
-    "reshape", "flatten", "transpose", "permute", "broadcast_to", "getitem", "gather", "concat",
-    "stack", "pad", "split", "chunk", "unbind", "flip", "tile",
-    "matmul", "linear",
-    "dropout", "dropout_grad",
-    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "softmax_cross_entropy_grad",
-    "relu", "leaky_relu", "sigmoid", "tanh", "quick_gelu", "silu", "gelu", "softmax", "log_softmax",
-    "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "quick_gelu_grad", "gelu_grad",
-    "softmax_grad", "log_softmax_grad",
-    "hardtanh", "relu6", "elu", "selu", "celu", "softplus", "mish", "hardswish", "hardsigmoid",
-    "logsigmoid", "softsign", "tanhshrink", "prelu", "glu",
-    "batch_norm", "batch_norm_composite", "layer_norm", "rms_norm", "group_norm",
-    "batch_norm_grad", "layer_norm_grad", "invertible_layer_norm_grad",
-    "simplified_layer_norm_grad",
-    "conv", "conv_grad", "im2col", "col2im", "conv_transpose",
-    "max_pool", "avg_pool", "adaptive_avg_pool",
-    "max_pool_grad", "avg_pool_grad", "adaptive_avg_pool_grad",
-]  # fmt: skip
+    name
+    for module in sorted(sys.modules)
+    if module.startswith(__name__ + ".") and hasattr(sys.modules[module], "__all__")
+    for name in sys.modules[module].__all__
+]

@@ -8,7 +8,9 @@ import numpy as np
 
 from ..autograd import unbroadcast
 from ..errors import ShapeError
-from .registry import Op, shape_of
+from .op import Op, shape_of
+
+__all__ = ["linear", "matmul"]
 
 
 class MatMul(Op):
@@ -58,6 +60,25 @@ class MatMul(Op):
         )
 
 
+def matmul(a, b):
+    """a @ b with numpy's rules (1-D operands, broadcast batch dims); a and b of one dtype, as
+    in PyTorch."""
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        raise ShapeError(f"matmul: operands must have at least 1 dim, got {sa} and {sb}")
+    inner_a, inner_b = sa[-1], (sb[0] if len(sb) == 1 else sb[-2])
+    if inner_a != inner_b:
+        raise ShapeError(
+            f"matmul: a {sa} and b {sb} do not fit: a's last dim {inner_a} != "
+            f"b's {'only' if len(sb) == 1 else 'second-to-last'} dim {inner_b}"
+        )
+    try:
+        np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise ShapeError(f"matmul: batch dims of a {sa} and b {sb} do not broadcast") from None
+    return MatMul.apply(a, b)
+
+
 class Linear(Op):
     """x @ weight^T + bias, with weight (out_features, in_features) as in PyTorch."""
 
@@ -87,25 +108,6 @@ class Linear(Op):
         grad_w = grad_2d.T @ x.reshape(rows, x.shape[-1]) if ctx.needs_grad[1] else None
         grad_b = grad_2d.sum(axis=0) if ctx.needs_grad[2] else None
         return grad_x, grad_w, grad_b
-
-
-def matmul(a, b):
-    """a @ b with numpy's rules (1-D operands, broadcast batch dims); a and b of one dtype, as
-    in PyTorch."""
-    sa, sb = shape_of(a), shape_of(b)
-    if not sa or not sb:
-        raise ShapeError(f"matmul: operands must have at least 1 dim, got {sa} and {sb}")
-    inner_a, inner_b = sa[-1], (sb[0] if len(sb) == 1 else sb[-2])
-    if inner_a != inner_b:
-        raise ShapeError(
-            f"matmul: a {sa} and b {sb} do not fit: a's last dim {inner_a} != "
-            f"b's {'only' if len(sb) == 1 else 'second-to-last'} dim {inner_b}"
-        )
-    try:
-        np.broadcast_shapes(sa[:-2], sb[:-2])
-    except ValueError:
-        raise ShapeError(f"matmul: batch dims of a {sa} and b {sb} do not broadcast") from None
-    return MatMul.apply(a, b)
 
 
 def linear(x, weight, bias=None):

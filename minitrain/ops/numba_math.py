@@ -136,8 +136,7 @@ def loop(parallel: bool):
     loop, that keeps the two builds apart in numba's on-disk cache, whose key ignores the
     `parallel` option but includes the closure's contents. Which build a call runs is the
     caller's choice, by the size of its work (each family's threshold): a parallel region wakes
-    a thread, and after a multi-threaded GEMM OpenBLAS's workers spin on the cores for ~0.1 s,
-    so a parallel loop between GEMMs waits for a core. Measured on 2 cores: a parallel region's
-    median was 2-3 ms right after a GEMM and ~1.8 ms after 0.3 s idle, for inputs up to 6M
-    elements; serial softmax, cross entropy and layer norm take 1-1.5 ms per million."""
+    a thread, and after a multi-threaded GEMM OpenBLAS's workers spin on the cores for a while,
+    so a parallel loop between GEMMs waits for a core; only work well above that wait pays for
+    a parallel build."""
     return importlib.import_module("numba").prange if parallel else range

@@ -7,7 +7,9 @@ import numpy as np
 from .. import backend
 from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
-from .registry import Op
+from .op import Op
+
+__all__ = ["dropout", "dropout_grad"]
 
 
 def dropout_grad(dY, mask):
@@ -39,10 +41,10 @@ class Dropout(Op):
         return (dropout_grad(grad, ctx.mask),)
 
 
-def check_probability(p, where: str) -> float:
-    """p itself, when it is a number in [0, 1]; a ValueError naming `where` otherwise."""
+def check_probability(p, caller: str) -> float:
+    """p itself, when it is a number in [0, 1]; a ValueError naming `caller` otherwise."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"{where}: p must be a probability in [0, 1], got {p!r}")
+        raise ArgumentError(f"{caller}: p must be a probability in [0, 1], got {p!r}")
     return p
 
 

@@ -10,45 +10,33 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections import namedtuple
 
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import elementwise
-from .registry import Op, shape_of
+from .checks import NOT_BOOL, normalize_axis, normalize_one_axis, require_kind
+from .op import Op, shape_of
+from .shape import gather
 
-
-def normalize_axis(axis, ndim: int, op: str) -> tuple[int, ...]:
-    """axis (None, int or sequence) as a sorted tuple of distinct non-negative dims."""
-    if axis is None:
-        return tuple(range(ndim))
-    try:
-        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    except TypeError:  # not iterable: a float, say
-        raise DTypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}") from None
-    # (this module's max/min/sum/all/any are the ops: builtins of those names only as builtins.*)
-    limit = ndim if ndim else 1  # a 0-d tensor accepts axis 0 / -1, as numpy does
-    result = []
-    for a in axes:
-        if not isinstance(a, (int, np.integer)):
-            raise DTypeError(f"{op}: axis must be ints, got {axis!r}")
-        if not -limit <= a < limit:
-            raise ShapeError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
-        result.append(int(a) % limit)
-    if ndim == 0:
-        return ()
-    if len(set(result)) != len(result):
-        raise ShapeError(f"{op}: axis {axis!r} repeats a dim")
-    return tuple(sorted(result))
-
-
-def normalize_one_axis(axis, ndim: int, op: str) -> int | None:
-    """One int axis as a non-negative dim; None for a 0-d tensor's axis 0 or -1."""
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise DTypeError(f"{op}: takes one int axis, got {axis!r}")
-    axes = normalize_axis(axis, ndim, op)
-    return axes[0] if axes else None
+__all__ = [
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "norm",
+    "prod",
+    "std",
+    "sum",
+    "var",
+]
 
 
 def _kept(ctx, grad):
@@ -57,6 +45,7 @@ def _kept(ctx, grad):
 
 
 def _count(shape, axis) -> int:
+    """The number of values reduced into each output: the sizes of the axes, multiplied."""
     return int(np.prod([shape[a] for a in axis], dtype=np.int64))
 
 
@@ -64,6 +53,22 @@ def _accumulator(x):
     """The dtype sum, prod and cumsum give x: int64 for every integer and bool dtype, as in
     PyTorch (numpy gives uint64 for unsigned ones); None (x's own) for floating x."""
     return np.int64 if x.dtype.kind in "biu" else None
+
+
+def _reduction(op, x, axis, keepdims, **attrs):
+    """Run reduction op over axis (normalised to a sorted tuple)."""
+    ndim = len(shape_of(x))
+    return op.apply(x, axis=normalize_axis(axis, ndim, op.name), keepdims=bool(keepdims), **attrs)
+
+
+def _require_nonempty(x, axis, caller: str) -> None:
+    """Refuse a reduction over an empty dim (max of nothing, mean of nothing)."""
+    shape = shape_of(x)
+    norm = normalize_axis(axis, len(shape), caller)
+    if builtins.any(shape[a] == 0 for a in norm):
+        raise ShapeError(
+            f"{caller}: reducing over an empty dim (input shape {shape}, axis {axis!r})"
+        )
 
 
 class Sum(Op):
@@ -83,6 +88,11 @@ class Sum(Op):
         return ctx.xp.broadcast_to(_kept(ctx, grad), ctx.shapes[0])
 
 
+def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 (the op's name)
+    """Sum over axis; integer and bool x sum to int64, as in PyTorch."""
+    return _reduction(Sum, x, axis, keepdims)
+
+
 class Mean(Op):
     name = "mean"
     inputs = ("x",)
@@ -97,6 +107,13 @@ class Mean(Op):
         """dx = grad / M broadcast back over the reduced axes, M the count of values averaged."""
         shape = ctx.shapes[0]
         return ctx.xp.broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
+
+
+def mean(x, axis=None, keepdims: bool = False):
+    """Mean over axis; an empty axis is an error, not nan. Floating x only, as in PyTorch."""
+    require_kind("mean", x, "f", "floating point", "float")
+    _require_nonempty(x, axis, "mean")
+    return _reduction(Mean, x, axis, keepdims)
 
 
 class Prod(Op):
@@ -136,6 +153,12 @@ def _product_of_the_others(xp, x, axis):
     return xp.transpose((before * after).reshape(moved.shape), tuple(np.argsort(order)))
 
 
+def prod(x, axis=None, keepdims: bool = False):
+    """Product over axis (1 over no elements); exact gradients where x holds zeros. Integer and
+    bool x multiply in int64, as in PyTorch."""
+    return _reduction(Prod, x, axis, keepdims)
+
+
 class CumSum(Op):
     """The running sum along one axis: out[..., i, ...] = sum of x[..., j, ...] for j <= i;
     integer and bool x sum in int64."""
@@ -159,37 +182,10 @@ class CumSum(Op):
         return xp.flip(total, axis).reshape(grad.shape)  # (the engine casts float16 back)
 
 
-class Norm(Op):
-    """The p-norm over axis, (sum |x|^p)^(1/p), for a finite p > 0 (p = 2: Euclidean)."""
-
-    name = "norm"
-    inputs = ("x",)
-    attrs = ("p", "axis", "keepdims")
-    saved = ("x", "out")
-
-    @staticmethod
-    def forward(ctx, x):
-        xp, p = ctx.xp, ctx.p
-        wide = elementwise.widened(x)  # float16's squares overflow at 256
-        if p == 2:
-            out = xp.sqrt((wide * wide).sum(axis=ctx.axis, keepdims=True))
-        else:
-            out = (xp.abs(wide) ** p).sum(axis=ctx.axis, keepdims=True) ** (1 / p)
-        ctx.save(x=x, out=out)
-        return (out if ctx.keepdims else out.squeeze(ctx.axis)).astype(x.dtype, copy=False)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = grad * sign(x) |x|^(p-1) / out^(p-1) (p = 2: grad * x / out), 0 where out = 0.
-
-        A slice whose norm is 0 is all zeros, where the norm has no derivative: 0 is taken, as
-        PyTorch does (and so is 0 at x = 0 for p < 1, where |x|^(p-1) is infinite)."""
-        xp, x, out, p = ctx.xp, elementwise.widened(ctx.x), ctx.out, ctx.p
-        with np.errstate(divide="ignore", invalid="ignore"):  # discarded by the where()s
-            scale = xp.where(out == 0, 0, _kept(ctx, grad) / out ** (p - 1))
-            if p == 2:
-                return scale * x
-            return scale * xp.where(x == 0, 0, xp.sign(x) * xp.abs(x) ** (p - 1))
+def cumsum(x, axis: int):
+    """The running sum along one axis; the shape stays. Integer and bool x sum in int64, as in
+    PyTorch."""
+    return CumSum.apply(x, axis=normalize_one_axis(axis, len(shape_of(x)), "cumsum"))
 
 
 class _Extreme(Op, register=False):
@@ -225,9 +221,72 @@ class Max(_Extreme):
     reduce = "max"
 
 
+def max(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
+    """Maximum over axis (numpy's amax); tied maxima share the gradient equally. A slice holding
+    NaN has maximum NaN and a NaN gradient (torch.amax); with `nan_takes_grad` its NaNs share the
+    gradient instead (torch.max)."""
+    _require_nonempty(x, axis, "max")
+    return _reduction(Max, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
+
+
 class Min(_Extreme):
     name = "min"
     reduce = "min"
+
+
+def min(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
+    """Minimum over axis (numpy's amin); tied minima share the gradient equally; NaN as in max."""
+    _require_nonempty(x, axis, "min")
+    return _reduction(Min, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
+
+
+class Norm(Op):
+    """The p-norm over axis, (sum |x|^p)^(1/p), for a finite p > 0 (p = 2: Euclidean)."""
+
+    name = "norm"
+    inputs = ("x",)
+    attrs = ("p", "axis", "keepdims")
+    saved = ("x", "out")
+
+    @staticmethod
+    def forward(ctx, x):
+        xp, p = ctx.xp, ctx.p
+        wide = elementwise.widened(x)  # float16's squares overflow at 256
+        if p == 2:
+            out = xp.sqrt((wide * wide).sum(axis=ctx.axis, keepdims=True))
+        else:
+            out = (xp.abs(wide) ** p).sum(axis=ctx.axis, keepdims=True) ** (1 / p)
+        ctx.save(x=x, out=out)
+        return (out if ctx.keepdims else out.squeeze(ctx.axis)).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * sign(x) |x|^(p-1) / out^(p-1) (p = 2: grad * x / out), 0 where out = 0.
+
+        A slice whose norm is 0 is all zeros, where the norm has no derivative: 0 is taken, as
+        PyTorch does (and so is 0 at x = 0 for p < 1, where |x|^(p-1) is infinite)."""
+        xp, x, out, p = ctx.xp, elementwise.widened(ctx.x), ctx.out, ctx.p
+        with np.errstate(divide="ignore", invalid="ignore"):  # discarded by the where()s
+            scale = xp.where(out == 0, 0, _kept(ctx, grad) / out ** (p - 1))
+            if p == 2:
+                return scale * x
+            return scale * xp.where(x == 0, 0, xp.sign(x) * xp.abs(x) ** (p - 1))
+
+
+def norm(x, p=2, axis=None, keepdims: bool = False):
+    """The p-norm over axis: (sum |x|^p)^(1/p) for p > 0, max |x| for p = inf, min |x| for
+    p = -inf (as abs then max / min: tied extremes share the gradient). Where a slice is all
+    zeros the gradient is 0, as in PyTorch. Floating x only."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind != "f":
+        raise DTypeError(f"norm: x must be a floating-point tensor, got dtype {dtype}")
+    number = isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)
+    if not number or not (p > 0 or p == -math.inf):
+        raise ArgumentError(f"norm: p must be a number > 0, inf or -inf, got {p!r}")
+    if math.isinf(p):
+        reduce = max if p > 0 else min
+        return reduce(elementwise.abs(x), axis, keepdims, nan_takes_grad=True)
+    return _reduction(Norm, x, axis, keepdims, p=float(p))
 
 
 def _dof(ctx, shape) -> int:
@@ -239,6 +298,20 @@ def _centered_variance(ctx, x):
     """var / std's forward: x - mean(x), and the variance with the reduced dims kept (size 1)."""
     centered = x - x.mean(axis=ctx.axis, keepdims=True)
     return centered, (centered * centered).sum(axis=ctx.axis, keepdims=True) / _dof(ctx, x.shape)
+
+
+def _spread(op, x, axis, keepdims, correction):
+    require_kind(op.name, x, "f", "floating point", "float")  # as in PyTorch
+    shape = shape_of(x)
+    norm = normalize_axis(axis, len(shape), op.name)
+    count = _count(shape, norm)
+    if count - correction <= 0:
+        raise ShapeError(
+            f"{op.name}: {count} elements per reduction with correction={correction} leaves no "
+            f"degrees of freedom (input shape {shape}, axis {axis!r}); use correction=0 or more "
+            "elements"
+        )
+    return op.apply(x, axis=norm, keepdims=bool(keepdims), correction=correction)
 
 
 class Var(Op):
@@ -261,6 +334,12 @@ class Var(Op):
 
         M: the number of values reduced into each output; x - mean(x) is saved as `centered`."""
         return _kept(ctx, grad) * (2 / _dof(ctx, ctx.shapes[0])) * ctx.centered
+
+
+def var(x, axis=None, keepdims: bool = False, correction: int = 1):
+    """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased).
+    Floating x only, as in PyTorch."""
+    return _spread(Var, x, axis, keepdims, correction)
 
 
 class Std(Op):
@@ -289,6 +368,12 @@ class Std(Op):
             zero, 0, 1 / (_dof(ctx, ctx.shapes[0]) * ctx.xp.where(zero, 1, ctx.std))
         )
         return _kept(ctx, grad) * scale * ctx.centered
+
+
+def std(x, axis=None, keepdims: bool = False, correction: int = 1):
+    """Standard deviation over axis, sqrt(var(x)) with var's `correction`; where it is 0 (every
+    value equal) its gradient is 0, as in PyTorch. Floating x only, as in PyTorch."""
+    return _spread(Std, x, axis, keepdims, correction)
 
 
 class LogSumExp(Op):
@@ -321,106 +406,15 @@ class LogSumExp(Op):
         return _kept(ctx, grad) * ctx.xp.exp(ctx.x - ctx.out)
 
 
-def _reduction(op, x, axis, keepdims, **attrs):
-    ndim = len(shape_of(x))
-    return op.apply(x, axis=normalize_axis(axis, ndim, op.name), keepdims=bool(keepdims), **attrs)
-
-
-def _require_nonempty(x, axis, op: str) -> None:
-    shape = shape_of(x)
-    norm = normalize_axis(axis, len(shape), op)
-    if builtins.any(shape[a] == 0 for a in norm):
-        raise ShapeError(f"{op}: reducing over an empty dim (input shape {shape}, axis {axis!r})")
-
-
-def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 (the op's name)
-    """Sum over axis; integer and bool x sum to int64, as in PyTorch."""
-    return _reduction(Sum, x, axis, keepdims)
-
-
-def mean(x, axis=None, keepdims: bool = False):
-    """Mean over axis; an empty axis is an error, not nan. Floating x only, as in PyTorch."""
-    elementwise.require_kind("mean", x, "f", "floating point", "float")
-    _require_nonempty(x, axis, "mean")
-    return _reduction(Mean, x, axis, keepdims)
-
-
-def prod(x, axis=None, keepdims: bool = False):
-    """Product over axis (1 over no elements); exact gradients where x holds zeros. Integer and
-    bool x multiply in int64, as in PyTorch."""
-    return _reduction(Prod, x, axis, keepdims)
-
-
-def cumsum(x, axis: int):
-    """The running sum along one axis; the shape stays. Integer and bool x sum in int64, as in
-    PyTorch."""
-    return CumSum.apply(x, axis=normalize_one_axis(axis, len(shape_of(x)), "cumsum"))
-
-
-def norm(x, p=2, axis=None, keepdims: bool = False):
-    """The p-norm over axis: (sum |x|^p)^(1/p) for p > 0, max |x| for p = inf, min |x| for
-    p = -inf (as abs then max / min: tied extremes share the gradient). Where a slice is all
-    zeros the gradient is 0, as in PyTorch. Floating x only."""
-    dtype = getattr(x, "dtype", None)
-    if dtype is None or dtype.kind != "f":
-        raise DTypeError(f"norm: x must be a floating-point tensor, got dtype {dtype}")
-    number = isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)
-    if not number or not (p > 0 or p == -math.inf):
-        raise ArgumentError(f"norm: p must be a number > 0, inf or -inf, got {p!r}")
-    if math.isinf(p):
-        reduce = max if p > 0 else min
-        return reduce(elementwise.abs(x), axis, keepdims, nan_takes_grad=True)
-    return _reduction(Norm, x, axis, keepdims, p=float(p))
-
-
-def max(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
-    """Maximum over axis (numpy's amax); tied maxima share the gradient equally. A slice holding
-    NaN has maximum NaN and a NaN gradient (torch.amax); with `nan_takes_grad` its NaNs share the
-    gradient instead (torch.max)."""
-    _require_nonempty(x, axis, "max")
-    return _reduction(Max, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
-
-
-def min(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
-    """Minimum over axis (numpy's amin); tied minima share the gradient equally; NaN as in max."""
-    _require_nonempty(x, axis, "min")
-    return _reduction(Min, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
-
-
-def var(x, axis=None, keepdims: bool = False, correction: int = 1):
-    """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased).
-    Floating x only, as in PyTorch."""
-    return _spread(Var, x, axis, keepdims, correction)
-
-
-def std(x, axis=None, keepdims: bool = False, correction: int = 1):
-    """Standard deviation over axis, sqrt(var(x)) with var's `correction`; where it is 0 (every
-    value equal) its gradient is 0, as in PyTorch. Floating x only, as in PyTorch."""
-    return _spread(Std, x, axis, keepdims, correction)
-
-
-def _spread(op, x, axis, keepdims, correction):
-    elementwise.require_kind(op.name, x, "f", "floating point", "float")  # as in PyTorch
-    shape = shape_of(x)
-    norm = normalize_axis(axis, len(shape), op.name)
-    count = _count(shape, norm)
-    if count - correction <= 0:
-        raise ShapeError(
-            f"{op.name}: {count} elements per reduction with correction={correction} leaves no "
-            f"degrees of freedom (input shape {shape}, axis {axis!r}); use correction=0 or more "
-            "elements"
-        )
-    return op.apply(x, axis=norm, keepdims=bool(keepdims), correction=correction)
-
-
 def logsumexp(x, axis=None, keepdims: bool = False):
     """log(sum(exp(x))) over axis, stable for large x; an empty axis gives -inf."""
     return _reduction(LogSumExp, x, axis, keepdims)
 
 
 def _arg(name, x, axis, keepdims):
+    """argmax / argmin (name), outside the graph: one axis, or the flattened tensor."""
     array = x.data if isinstance(x, Tensor) else np.asarray(x)
-    elementwise.require_kind(name, array, "iuf", elementwise.NOT_BOOL, "int")  # as in PyTorch
+    require_kind(name, array, "iuf", NOT_BOOL, "int")  # as in PyTorch
     _require_nonempty(array, axis, name)
     if axis is not None:
         axes = normalize_axis(axis, array.ndim, name)
@@ -430,7 +424,20 @@ def _arg(name, x, axis, keepdims):
     return Tensor(getattr(array, name)(axis=axis, keepdims=keepdims))
 
 
+def argmax(x, axis=None, keepdims: bool = False):
+    """Index of the first maximum along axis (over the flattened tensor when None); bool x is
+    refused, as in PyTorch."""
+    return _arg("argmax", x, axis, keepdims)
+
+
+def argmin(x, axis=None, keepdims: bool = False):
+    """Index of the first minimum along axis (over the flattened tensor when None); bool x is
+    refused, as in PyTorch."""
+    return _arg("argmin", x, axis, keepdims)
+
+
 def _truth(name, x, axis, keepdims):
+    """all / any (name) over axis, outside the graph."""
     array = x.data if isinstance(x, Tensor) else np.asarray(x)
     axes = normalize_axis(axis, array.ndim, name)
     truth = getattr(array.astype(bool), name)(axis=axes, keepdims=bool(keepdims))
@@ -450,13 +457,28 @@ def any(x, axis=None, keepdims: bool = False):  # noqa: A001 (PyTorch's name)
     return _truth("any", x, axis, keepdims)
 
 
-def argmax(x, axis=None, keepdims: bool = False):
-    """Index of the first maximum along axis (over the flattened tensor when None); bool x is
-    refused, as in PyTorch."""
-    return _arg("argmax", x, axis, keepdims)
+MinMax = namedtuple("MinMax", ["values", "indices"])
 
 
-def argmin(x, axis=None, keepdims: bool = False):
-    """Index of the first minimum along axis (over the flattened tensor when None); bool x is
-    refused, as in PyTorch."""
-    return _arg("argmin", x, axis, keepdims)
+def values_and_indices(x, which: str, dim, keepdim: bool):
+    """PyTorch's max / min of x (`which`, "max" or "min"): with dim None the reduction over all
+    elements; along one int dim a MinMax of the values and the indices where they sit, the values
+    gathered at the indices so that the gradient goes to the index returned, as in PyTorch
+    (where the all-dims form splits it among ties)."""
+    reduce, arg = (max, argmax) if which == "max" else (min, argmin)
+    if dim is None:
+        return reduce(x, None, False, nan_takes_grad=True)
+    # PyTorch's argmax / argmin refuse bool, but its max / min along a dim take it
+    keys = elementwise.cast(x, np.uint8) if x.dtype == np.bool_ else x
+    if not isinstance(dim, (int, np.integer)):
+        raise DTypeError(
+            f"{which}: takes one int dim (and returns values and indices); "
+            f"use a{which}(dim=...) to reduce over several dims"
+        )
+    if x.ndim == 0:
+        return MinMax(reduce(x, dim, keepdim, nan_takes_grad=True), arg(keys, dim, keepdim))
+    indices = arg(keys, dim, True)
+    values = gather(x, dim, indices)
+    if keepdim:
+        return MinMax(values, indices)
+    return MinMax(values.squeeze(dim), indices.squeeze(dim))

@@ -9,11 +9,30 @@ import math
 import numpy as np
 
 from .. import backend
+from ..arguments import nested_array
 from ..autograd import unbroadcast
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..tensor import Tensor, nested_array
-from .reduction import normalize_axis, normalize_one_axis
-from .registry import Op, result_type, shape_of
+from ..tensor import Tensor
+from .checks import normalize_axis, normalize_one_axis
+from .op import Op, result_type, shape_of
+
+__all__ = [
+    "broadcast_to",
+    "chunk",
+    "concat",
+    "flatten",
+    "flip",
+    "gather",
+    "getitem",
+    "pad",
+    "permute",
+    "reshape",
+    "split",
+    "stack",
+    "tile",
+    "transpose",
+    "unbind",
+]
 
 
 class Reshape(Op):
@@ -29,6 +48,25 @@ class Reshape(Op):
     def backward(ctx, grad):
         """dx = grad reshaped to x's shape."""
         return grad.reshape(ctx.shapes[0])
+
+
+def reshape(x, shape):
+    """x with a new shape of the same size; one dim may be -1."""
+    old = shape_of(x)
+    shape = tuple(int(n) for n in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
+    size = int(np.prod(old, dtype=np.int64))
+    known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
+    if shape.count(-1) > 1 or any(n < -1 for n in shape):
+        raise ShapeError(f"reshape: invalid target shape {shape}")
+    if -1 in shape:
+        if known == 0 or size % known:
+            raise ShapeError(f"reshape: cannot reshape {old} ({size} elements) to {shape}")
+        shape = tuple(size // known if n == -1 else n for n in shape)
+    elif known != size:
+        raise ShapeError(
+            f"reshape: cannot reshape {old} ({size} elements) to {shape} ({known} elements)"
+        )
+    return Reshape.apply(x, shape=shape)
 
 
 class Flatten(Op):
@@ -53,6 +91,20 @@ class Flatten(Op):
         return grad.reshape(ctx.shapes[0])
 
 
+def flatten(x, start_dim: int = 0, end_dim: int = -1):
+    """Dims start_dim..end_dim (inclusive) merged into one."""
+    ndim = len(shape_of(x))
+    if ndim == 0:
+        return Flatten.apply(x, start_dim=0, end_dim=0)
+    start, end = (
+        normalize_axis(start_dim, ndim, "flatten")[0],
+        normalize_axis(end_dim, ndim, "flatten")[0],
+    )
+    if start > end:
+        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    return Flatten.apply(x, start_dim=start, end_dim=end)
+
+
 class Transpose(Op):
     """Two dims swapped."""
 
@@ -68,6 +120,16 @@ class Transpose(Op):
     def backward(ctx, grad):
         """dx = grad with dim0 and dim1 swapped back."""
         return ctx.xp.swapaxes(grad, ctx.dim0, ctx.dim1)
+
+
+def transpose(x, dim0: int, dim1: int):
+    """x with dims dim0 and dim1 swapped."""
+    ndim = len(shape_of(x))
+    dims = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
+    if not ndim:  # dims 0 and -1 name a 0-d tensor's one place, as in PyTorch: nothing moves
+        return Permute.apply(x, dims=())
+    (d0,), (d1,) = dims
+    return Transpose.apply(x, dim0=d0, dim1=d1)
 
 
 class Permute(Op):
@@ -87,6 +149,18 @@ class Permute(Op):
         return ctx.xp.transpose(grad, tuple(np.argsort(ctx.dims)))
 
 
+def permute(x, dims):
+    """x with its dims reordered: output dim i is input dim dims[i]."""
+    ndim = len(shape_of(x))
+    dims = tuple(dims)
+    normalized = tuple(d % ndim if -ndim <= d < ndim else d for d in dims) if ndim else dims
+    if sorted(normalized) != list(range(ndim)):
+        raise ShapeError(
+            f"permute: dims {dims} are not a permutation of the {ndim} dims of shape {shape_of(x)}"
+        )
+    return Permute.apply(x, dims=normalized)
+
+
 class BroadcastTo(Op):
     name = "broadcast_to"
     inputs = ("x",)
@@ -100,6 +174,18 @@ class BroadcastTo(Op):
     def backward(ctx, grad):
         """dx = grad summed over the broadcast dims, back to x's shape."""
         return unbroadcast(grad, ctx.shapes[0])
+
+
+def broadcast_to(x, shape):
+    """x repeated along new leading dims and dims of size 1 to reach `shape`."""
+    old, shape = shape_of(x), tuple(int(n) for n in shape)
+    try:
+        fits = np.broadcast_shapes(old, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(f"broadcast_to: cannot broadcast shape {old} to {shape}")
+    return BroadcastTo.apply(x, shape=shape)
 
 
 class GetItem(Op):
@@ -131,164 +217,6 @@ class GetItem(Op):
         return grad_x
 
 
-class Gather(Op):
-    """Elements of x picked along one axis by an integer index of x's rank: out has index's
-    shape, out[i, j] = x[index[i, j], j] along axis 0 and x[i, index[i, j]] along axis 1."""
-
-    name = "gather"
-    inputs = ("x", "index")
-    attrs = ("axis",)
-    saved = ("index",)
-
-    @staticmethod
-    def forward(ctx, x, index):
-        ctx.save(index=index)
-        return x[_along(ctx.xp, index, ctx.axis)]
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = zeros of x's shape with dx[.., index, ..] += grad (a repeated index gets both)."""
-        xp = ctx.xp
-        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
-        backend.scatter_add(xp, grad_x, _along(xp, ctx.index, ctx.axis), grad)
-        return grad_x, None
-
-
-def _along(xp, index, axis) -> tuple:
-    """The full index that reads x at index[p] along `axis` for every position p of index: index
-    itself there, and in each other dim d the position's own coordinate (an arange along d)."""
-    ndim = index.ndim
-    return tuple(
-        index if d == axis else xp.arange(n).reshape((n,) + (1,) * (ndim - 1 - d))
-        for d, n in enumerate(index.shape)
-    )
-
-
-class Concat(Op):
-    name = "concat"
-    inputs = ("tensors",)
-    attrs = ("axis",)
-    variadic = True
-
-    @staticmethod
-    def forward(ctx, *arrays):
-        return ctx.xp.concatenate(arrays, axis=ctx.axis, dtype=result_type(arrays))
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dtensors[i] = the slice of grad along axis where tensors[i] sits."""
-        ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1]
-        return tuple(ctx.xp.split(grad, ends, axis=ctx.axis))
-
-
-class Stack(Op):
-    name = "stack"
-    inputs = ("tensors",)
-    attrs = ("axis",)
-    variadic = True
-
-    @staticmethod
-    def forward(ctx, *arrays):
-        return ctx.xp.stack(arrays, axis=ctx.axis, dtype=result_type(arrays))
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dtensors[i] = grad[..., i, ...], index i along the stacked axis."""
-        lead = (slice(None),) * ctx.axis
-        return tuple(grad[lead + (i,)] for i in range(len(ctx.shapes)))
-
-
-class Pad(Op):
-    """Constant padding: pad_width[d] = (before, after) elements of `value` around dim d."""
-
-    name = "pad"
-    inputs = ("x",)
-    attrs = ("pad_width", "value")
-
-    @staticmethod
-    def forward(ctx, x):
-        shape = tuple(n + b + a for n, (b, a) in zip(x.shape, ctx.pad_width, strict=True))
-        out = ctx.xp.full(shape, ctx.value, dtype=x.dtype)
-        out[_interior(ctx.pad_width, x.shape)] = x
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = grad with the padding cut off: grad[before:before + n] along each dim of size n."""
-        return grad[_interior(ctx.pad_width, ctx.shapes[0])]
-
-
-def _interior(pad_width, shape) -> tuple:
-    return tuple(slice(b, b + n) for n, (b, _) in zip(shape, pad_width, strict=True))
-
-
-def reshape(x, shape):
-    """x with a new shape of the same size; one dim may be -1."""
-    old = shape_of(x)
-    shape = tuple(int(n) for n in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
-    size = int(np.prod(old, dtype=np.int64))
-    known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
-    if shape.count(-1) > 1 or any(n < -1 for n in shape):
-        raise ShapeError(f"reshape: invalid target shape {shape}")
-    if -1 in shape:
-        if known == 0 or size % known:
-            raise ShapeError(f"reshape: cannot reshape {old} ({size} elements) to {shape}")
-        shape = tuple(size // known if n == -1 else n for n in shape)
-    elif known != size:
-        raise ShapeError(
-            f"reshape: cannot reshape {old} ({size} elements) to {shape} ({known} elements)"
-        )
-    return Reshape.apply(x, shape=shape)
-
-
-def flatten(x, start_dim: int = 0, end_dim: int = -1):
-    """Dims start_dim..end_dim (inclusive) merged into one."""
-    ndim = len(shape_of(x))
-    if ndim == 0:
-        return Flatten.apply(x, start_dim=0, end_dim=0)
-    start, end = (
-        normalize_axis(start_dim, ndim, "flatten")[0],
-        normalize_axis(end_dim, ndim, "flatten")[0],
-    )
-    if start > end:
-        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    return Flatten.apply(x, start_dim=start, end_dim=end)
-
-
-def transpose(x, dim0: int, dim1: int):
-    """x with dims dim0 and dim1 swapped."""
-    ndim = len(shape_of(x))
-    dims = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
-    if not ndim:  # dims 0 and -1 name a 0-d tensor's one place, as in PyTorch: nothing moves
-        return Permute.apply(x, dims=())
-    (d0,), (d1,) = dims
-    return Transpose.apply(x, dim0=d0, dim1=d1)
-
-
-def permute(x, dims):
-    """x with its dims reordered: output dim i is input dim dims[i]."""
-    ndim = len(shape_of(x))
-    dims = tuple(dims)
-    normalized = tuple(d % ndim if -ndim <= d < ndim else d for d in dims) if ndim else dims
-    if sorted(normalized) != list(range(ndim)):
-        raise ShapeError(
-            f"permute: dims {dims} are not a permutation of the {ndim} dims of shape {shape_of(x)}"
-        )
-    return Permute.apply(x, dims=normalized)
-
-
-def broadcast_to(x, shape):
-    """x repeated along new leading dims and dims of size 1 to reach `shape`."""
-    old, shape = shape_of(x), tuple(int(n) for n in shape)
-    try:
-        fits = np.broadcast_shapes(old, shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ShapeError(f"broadcast_to: cannot broadcast shape {old} to {shape}")
-    return BroadcastTo.apply(x, shape=shape)
-
-
 def _index_item(item, xp):
     """One index entry as numpy takes it; tensors and lists become arrays on x's device."""
     if isinstance(item, Tensor):
@@ -307,7 +235,32 @@ def _index_item(item, xp):
 
 
 def _is_mask(item) -> bool:
+    """Whether an index entry is a boolean array."""
     return backend.is_array(item) and item.dtype == np.bool_
+
+
+def _is_int(entry) -> bool:
+    return isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
+
+
+def _is_advanced(entry) -> bool:
+    """An array, or a bool (numpy's 0-d mask): beside one, numpy reads ints as arrays too."""
+    return backend.is_array(entry) or isinstance(entry, bool)
+
+
+def _plain_part(entry):
+    """PyTorch's first step of an index with arrays: ints select, a bool adds a dim."""
+    if backend.is_array(entry):
+        return slice(None)
+    return None if isinstance(entry, bool) else entry
+
+
+def _array_part(entry, xp):
+    """The second: the arrays index what is left, a bool's new dim with [0] (True) or no
+    index (False), as PyTorch reads a bool beside arrays."""
+    if isinstance(entry, bool):
+        return xp.zeros(int(entry), np.int64)
+    return entry if backend.is_array(entry) or entry is Ellipsis else slice(None)
 
 
 def getitem(x, index):
@@ -349,84 +302,37 @@ def getitem(x, index):
     return GetItem.apply(x, index=tuple(entries), accumulate=accumulate)
 
 
-def _is_int(entry) -> bool:
-    return isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
+class Gather(Op):
+    """Elements of x picked along one axis by an integer index of x's rank: out has index's
+    shape, out[i, j] = x[index[i, j], j] along axis 0 and x[i, index[i, j]] along axis 1."""
+
+    name = "gather"
+    inputs = ("x", "index")
+    attrs = ("axis",)
+    saved = ("index",)
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.save(index=index)
+        return x[_along(ctx.xp, index, ctx.axis)]
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = zeros of x's shape with dx[.., index, ..] += grad (a repeated index gets both)."""
+        xp = ctx.xp
+        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
+        backend.scatter_add(xp, grad_x, _along(xp, ctx.index, ctx.axis), grad)
+        return grad_x, None
 
 
-def _is_advanced(entry) -> bool:
-    """An array, or a bool (numpy's 0-d mask): beside one, numpy reads ints as arrays too."""
-    return backend.is_array(entry) or isinstance(entry, bool)
-
-
-def _plain_part(entry):
-    """PyTorch's first step of an index with arrays: ints select, a bool adds a dim."""
-    if backend.is_array(entry):
-        return slice(None)
-    return None if isinstance(entry, bool) else entry
-
-
-def _array_part(entry, xp):
-    """The second: the arrays index what is left, a bool's new dim with [0] (True) or no
-    index (False), as PyTorch reads a bool beside arrays."""
-    if isinstance(entry, bool):
-        return xp.zeros(int(entry), np.int64)
-    return entry if backend.is_array(entry) or entry is Ellipsis else slice(None)
-
-
-def _check_same(tensors, op: str):
-    shapes = [shape_of(t) for t in tensors]
-    ndim = len(shapes[0]) if shapes else 0
-    if any(len(s) != ndim for s in shapes):
-        raise ShapeError(f"{op}: tensors have different numbers of dims: {shapes}")
-    return shapes, ndim
-
-
-def concat(tensors, axis: int = 0):
-    """Tensors joined along an existing axis; the other dims must match. The result has their
-    PyTorch result_type (int64 with float32 gives float32, where numpy widens to float64)."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ShapeError("concat: 'tensors' is empty")
-    shapes, ndim = _check_same(tensors, "concat")
-    if ndim == 0:
-        raise ShapeError("concat: cannot concatenate 0-d tensors; use stack")
-    (axis,) = normalize_axis(axis, ndim, "concat")
-    rest = {s[:axis] + s[axis + 1 :] for s in shapes}
-    if len(rest) > 1:
-        raise ShapeError(f"concat: shapes {shapes} differ outside axis {axis}")
-    return Concat.apply(tensors, axis=axis)
-
-
-def stack(tensors, axis: int = 0):
-    """Tensors of one shape joined along a new axis, in their PyTorch result_type (as concat)."""
-    tensors = list(tensors)
-    if not tensors:
-        raise ShapeError("stack: 'tensors' is empty")
-    shapes, ndim = _check_same(tensors, "stack")
-    if len(set(shapes)) > 1:
-        raise ShapeError(f"stack: tensors must all have one shape, got {shapes}")
-    (axis,) = normalize_axis(axis, ndim + 1, "stack")
-    return Stack.apply(tensors, axis=axis)
-
-
-def pad(x, pad_width, value: float = 0.0):
-    """x surrounded by `value`: pad_width is an int (every side of every dim) or one
-    (before, after) pair per dim, numpy-style."""
-    shape = shape_of(x)
-    if isinstance(pad_width, (int, np.integer)):
-        pad_width = [(pad_width, pad_width)] * len(shape)
-    try:
-        pairs = tuple((int(b), int(a)) for b, a in pad_width)
-    except (TypeError, ValueError):
-        raise ShapeError(
-            f"pad: pad_width must be (before, after) pairs, got {pad_width!r}"
-        ) from None
-    if len(pairs) != len(shape) or any(n < 0 for pair in pairs for n in pair):
-        raise ShapeError(
-            f"pad: need one non-negative (before, after) pair per dim of shape {shape}, "
-            f"got {pad_width!r}"
-        )
-    return Pad.apply(x, pad_width=pairs, value=value)
+def _along(xp, index, axis) -> tuple:
+    """The full index that reads x at index[p] along `axis` for every position p of index: index
+    itself there, and in each other dim d the position's own coordinate (an arange along d)."""
+    ndim = index.ndim
+    return tuple(
+        index if d == axis else xp.arange(n).reshape((n,) + (1,) * (ndim - 1 - d))
+        for d, n in enumerate(index.shape)
+    )
 
 
 def gather(x, axis: int, index):
@@ -461,6 +367,138 @@ def gather(x, axis: int, index):
     return Gather.apply(x, array, axis=axis)
 
 
+def _check_same(tensors, caller: str):
+    """(shapes, ndim) of tensors that must have one number of dims."""
+    shapes = [shape_of(t) for t in tensors]
+    ndim = len(shapes[0]) if shapes else 0
+    if any(len(s) != ndim for s in shapes):
+        raise ShapeError(f"{caller}: tensors have different numbers of dims: {shapes}")
+    return shapes, ndim
+
+
+class Concat(Op):
+    name = "concat"
+    inputs = ("tensors",)
+    attrs = ("axis",)
+    variadic = True
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        return ctx.xp.concatenate(arrays, axis=ctx.axis, dtype=result_type(arrays))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dtensors[i] = the slice of grad along axis where tensors[i] sits."""
+        ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1]
+        return tuple(ctx.xp.split(grad, ends, axis=ctx.axis))
+
+
+def concat(tensors, axis: int = 0):
+    """Tensors joined along an existing axis; the other dims must match. The result has their
+    PyTorch result_type (int64 with float32 gives float32, where numpy widens to float64)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("concat: 'tensors' is empty")
+    shapes, ndim = _check_same(tensors, "concat")
+    if ndim == 0:
+        raise ShapeError("concat: cannot concatenate 0-d tensors; use stack")
+    (axis,) = normalize_axis(axis, ndim, "concat")
+    rest = {s[:axis] + s[axis + 1 :] for s in shapes}
+    if len(rest) > 1:
+        raise ShapeError(f"concat: shapes {shapes} differ outside axis {axis}")
+    return Concat.apply(tensors, axis=axis)
+
+
+class Stack(Op):
+    name = "stack"
+    inputs = ("tensors",)
+    attrs = ("axis",)
+    variadic = True
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        return ctx.xp.stack(arrays, axis=ctx.axis, dtype=result_type(arrays))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dtensors[i] = grad[..., i, ...], index i along the stacked axis."""
+        lead = (slice(None),) * ctx.axis
+        return tuple(grad[lead + (i,)] for i in range(len(ctx.shapes)))
+
+
+def stack(tensors, axis: int = 0):
+    """Tensors of one shape joined along a new axis, in their PyTorch result_type (as concat)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("stack: 'tensors' is empty")
+    shapes, ndim = _check_same(tensors, "stack")
+    if len(set(shapes)) > 1:
+        raise ShapeError(f"stack: tensors must all have one shape, got {shapes}")
+    (axis,) = normalize_axis(axis, ndim + 1, "stack")
+    return Stack.apply(tensors, axis=axis)
+
+
+class Pad(Op):
+    """Constant padding: pad_width[d] = (before, after) elements of `value` around dim d."""
+
+    name = "pad"
+    inputs = ("x",)
+    attrs = ("pad_width", "value")
+
+    @staticmethod
+    def forward(ctx, x):
+        shape = tuple(n + b + a for n, (b, a) in zip(x.shape, ctx.pad_width, strict=True))
+        out = ctx.xp.full(shape, ctx.value, dtype=x.dtype)
+        out[_interior(ctx.pad_width, x.shape)] = x
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad with the padding cut off: grad[before:before + n] along each dim of size n."""
+        return grad[_interior(ctx.pad_width, ctx.shapes[0])]
+
+
+def _interior(pad_width, shape) -> tuple:
+    """The slices of a padded array that hold the unpadded one."""
+    return tuple(slice(b, b + n) for n, (b, _) in zip(shape, pad_width, strict=True))
+
+
+def pad(x, pad_width, value: float = 0.0):
+    """x surrounded by `value`: pad_width is an int (every side of every dim) or one
+    (before, after) pair per dim, numpy-style."""
+    shape = shape_of(x)
+    if isinstance(pad_width, (int, np.integer)):
+        pad_width = [(pad_width, pad_width)] * len(shape)
+    try:
+        pairs = tuple((int(b), int(a)) for b, a in pad_width)
+    except (TypeError, ValueError):
+        raise ShapeError(
+            f"pad: pad_width must be (before, after) pairs, got {pad_width!r}"
+        ) from None
+    if len(pairs) != len(shape) or any(n < 0 for pair in pairs for n in pair):
+        raise ShapeError(
+            f"pad: need one non-negative (before, after) pair per dim of shape {shape}, "
+            f"got {pad_width!r}"
+        )
+    return Pad.apply(x, pad_width=pairs, value=value)
+
+
+def _whole(value) -> int:
+    """An int (numpy's too, not bool) as int; a TypeError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError
+    return int(value)
+
+
+def _pieces(x, axis, sizes) -> tuple:
+    """x cut along axis into consecutive slices of the given sizes."""
+    lead, ends = (slice(None),) * axis, np.cumsum([0, *sizes]).tolist()
+    return tuple(
+        GetItem.apply(x, index=lead + (slice(start, end),), accumulate=False)
+        for start, end in zip(ends[:-1], ends[1:], strict=True)
+    )
+
+
 def split(x, split_size_or_sections, axis: int = 0) -> tuple:
     """x cut along `axis` into pieces of split_size_or_sections elements (the last one smaller
     when it does not divide the dim), or of the listed sizes, which must sum to the dim
@@ -492,21 +530,6 @@ def split(x, split_size_or_sections, axis: int = 0) -> tuple:
                 f"dim {axis} of shape {shape}"
             )
     return _pieces(x, axis, sizes)
-
-
-def _whole(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError
-    return int(value)
-
-
-def _pieces(x, axis, sizes) -> tuple:
-    """x cut along axis into consecutive slices of the given sizes."""
-    lead, ends = (slice(None),) * axis, np.cumsum([0, *sizes]).tolist()
-    return tuple(
-        GetItem.apply(x, index=lead + (slice(start, end),), accumulate=False)
-        for start, end in zip(ends[:-1], ends[1:], strict=True)
-    )
 
 
 def chunk(x, chunks: int, axis: int = 0) -> tuple:
@@ -548,20 +571,20 @@ def flip(x, axis):
     )
 
 
-def tile(x, reps, where: str = "tile"):
+def tile(x, reps, caller: str = "tile"):
     """x repeated reps[d] times along each dim d (numpy's tile; PyTorch's tile, and its repeat
     when reps has a number per dim): x gains leading dims of size 1 when reps is longer, reps
     leading 1s when shorter. Composed of reshape, broadcast_to, reshape: each element's gradient
-    is the sum over its copies."""
+    is the sum over its copies. Errors name `caller` (Tensor.repeat passes "repeat")."""
     shape = shape_of(x)
     try:
         reps = (_whole(reps),) if isinstance(reps, (int, np.integer)) else tuple(map(_whole, reps))
     except TypeError:
-        raise DTypeError(f"{where}: reps must be ints, got {reps!r}") from None
+        raise DTypeError(f"{caller}: reps must be ints, got {reps!r}") from None
     if not reps:
-        raise ArgumentError(f"{where}: needs at least one repetition count, got none")
+        raise ArgumentError(f"{caller}: needs at least one repetition count, got none")
     if any(r < 0 for r in reps):
-        raise ArgumentError(f"{where}: reps must be non-negative, got {reps}")
+        raise ArgumentError(f"{caller}: reps must be non-negative, got {reps}")
     ndim = max(len(reps), len(shape))
     reps = (1,) * (ndim - len(reps)) + reps
     shape = (1,) * (ndim - len(shape)) + shape

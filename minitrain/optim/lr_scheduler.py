@@ -16,10 +16,10 @@ from ..errors import ArgumentError, DTypeError
 from .optimizer import Optimizer, check_range
 
 
-def _positive_int(where: str, name: str, value) -> int:
+def _positive_int(caller: str, name: str, value) -> int:
     """`value` as a Python int, numpy's included (counts are often computed with numpy)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ArgumentError(f"{where}: {name} must be a positive int, got {value!r}")
+        raise ArgumentError(f"{caller}: {name} must be a positive int, got {value!r}")
     return int(value)
 
 

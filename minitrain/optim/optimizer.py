@@ -13,20 +13,21 @@ from typing import Any
 from .. import backend
 from ..autograd import enable_grad
 from ..errors import ArgumentError, DTypeError, ShapeError
+from ..nn.utils import zero_grads
 from ..tensor import Tensor
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
 
 
-def check_range(where: str, name: str, value, low: float, high: float | None = None) -> None:
+def check_range(caller: str, name: str, value, low: float, high: float | None = None) -> None:
     """Raise unless `value` is a real number with `low <= value`, and `value < high` when `high`
     is given (NaN fails both)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise DTypeError(f"{where}: {name} must be a real number, got {type(value).__name__}")
+        raise DTypeError(f"{caller}: {name} must be a real number, got {type(value).__name__}")
     if high is None and not low <= value:
-        raise ArgumentError(f"{where}: {name} must be >= {low:g}, got {value}")
+        raise ArgumentError(f"{caller}: {name} must be >= {low:g}, got {value}")
     if high is not None and not low <= value < high:
-        raise ArgumentError(f"{where}: {name} must be in [{low:g}, {high:g}), got {value}")
+        raise ArgumentError(f"{caller}: {name} must be in [{low:g}, {high:g}), got {value}")
 
 
 class Optimizer:
@@ -71,7 +72,7 @@ class Optimizer:
                 f"already consumed?)"
             )
 
-    # --- parameter groups -----------------------------------------------------------------
+    # Parameter groups
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own options (the missing ones taken from
@@ -139,18 +140,11 @@ class Optimizer:
         """Raise for options the optimizer cannot run with (subclasses extend it)."""
         check_range(type(self).__name__, "lr", group["lr"], 0.0)
 
-    # --- the update -----------------------------------------------------------------------
+    # The update
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients: to None (the default, which frees them), or to zeros in place."""
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                if set_to_none:
-                    param.grad = None
-                else:
-                    param.grad.data[...] = 0
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; parameters whose `.grad` is None are
@@ -183,7 +177,7 @@ class Optimizer:
             grad = grad.astype(param.dtype)
         return grad
 
-    # --- saving and restoring -------------------------------------------------------------
+    # Saving and restoring
 
     def state_dict(self) -> dict[str, Any]:
         """The optimizer's state in PyTorch's layout, as copies (later steps leave it alone):
@@ -273,10 +267,10 @@ class Optimizer:
         return "\n".join(lines)
 
 
-def _check_ordered(where: str, params) -> None:
+def _check_ordered(caller: str, params) -> None:
     if isinstance(params, (set, frozenset)):
         raise DTypeError(
-            f"{where}: params must be an ordered collection, not a set: a set's order changes "
+            f"{caller}: params must be an ordered collection, not a set: a set's order changes "
             f"between runs, and the state dict refers to parameters by position"
         )
 
@@ -288,7 +282,7 @@ def _copy_values(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _restore(value, param: Tensor, index, key: str, where: str):
+def _restore(value, param: Tensor, index, key: str, caller: str):
     """A saved state value ready for `param`: arrays copied onto its device and, but for the
     step count, cast to its dtype, as PyTorch does. Every array but the step count is one value
     per element of the parameter, so must have its shape: the update (Adam's numba loop above
@@ -297,7 +291,7 @@ def _restore(value, param: Tensor, index, key: str, where: str):
         return copy.deepcopy(value)
     if key != "step" and value.shape != param.shape:
         raise ShapeError(
-            f"{where}.load_state_dict: state {key!r} of parameter {index} has shape "
+            f"{caller}.load_state_dict: state {key!r} of parameter {index} has shape "
             f"{value.shape}, but the parameter has shape {param.shape}"
         )
     array = backend.to_device(value, param.device)

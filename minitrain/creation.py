@@ -1,0 +1,170 @@
+"""The functions that create tensors (tensor, zeros, ones, full, randn, rand, arange, eye,
+linspace, randint, randperm and the *_like ones), and the dtype names they take."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import backend
+from .arguments import as_dtype, shape_args
+from .errors import ArgumentError, DTypeError
+from .tensor import Tensor, as_array
+
+float16, float32, float64 = np.float16, np.float32, np.float64
+int32, int64 = np.int32, np.int64
+
+
+def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A new tensor holding a copy of data (Python floats become float32)."""
+    array = as_array(data, dtype, device)
+    if array is data or (isinstance(data, Tensor) and array is data.data):
+        array = array.copy()
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
+    shape = shape_args(shape)
+    array = np.full(shape, fill, dtype=np.dtype(dtype))
+    if device is not None:
+        array = backend.to_device(array, backend.device(device))
+    return Tensor(array, requires_grad=requires_grad)
+
+
+def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    return _filled(0, shape, dtype, requires_grad, device)
+
+
+def ones(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    return _filled(1, shape, dtype, requires_grad, device)
+
+
+def full(shape, fill_value, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    return _filled(fill_value, (shape,), dtype, requires_grad, device)
+
+
+def randn(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """Standard normal samples from the generator seeded by `manual_seed`."""
+    array = backend.generator().standard_normal(shape_args(shape)).astype(dtype)
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def rand(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """Uniform samples in [0, 1) from the generator seeded by `manual_seed`."""
+    array = backend.generator().random(shape_args(shape)).astype(dtype)
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, device=None):
+    """Like PyTorch: int arguments give int64, any float gives float32."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
+        dtype = np.float32 if is_float else np.int64
+    return Tensor(
+        np.arange(start, end, step, dtype=dtype), requires_grad=requires_grad, device=device
+    )
+
+
+def eye(n: int, m: int | None = None, *, dtype=float32, requires_grad=False, device=None):
+    """The n x m identity matrix (m defaults to n)."""
+    for name, size in (("n", n), ("m", n if m is None else m)):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise DTypeError(f"eye: {name} must be an int, got {size!r}")
+        if size < 0:
+            raise ArgumentError(f"eye: {name} must be non-negative, got {size}")
+    array = np.eye(n, m, dtype=as_dtype(dtype, "eye"))
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, device=None):
+    """`steps` evenly spaced values from start to end, both included."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise DTypeError(f"linspace: steps must be an int, got {steps!r}")
+    if steps < 0:
+        raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
+    array = np.linspace(start, end, steps).astype(as_dtype(dtype, "linspace"))
+    return Tensor(array, requires_grad=requires_grad, device=device)
+
+
+def randint(low=0, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
+    """Integers drawn uniformly from [low, high), from the generator seeded by `manual_seed`;
+    randint(high, size) and randint(high, size=size) draw from [0, high), as in PyTorch."""
+    if size is None and high is not None and not isinstance(high, (int, np.integer)):
+        low, high, size = 0, low, high  # randint(high, size)
+    elif high is None:
+        low, high = 0, low  # randint(high, size=size)
+    if size is None:
+        raise ArgumentError("randint: size is required, as in randint(10, (2, 3))")
+    for name, bound in (("low", low), ("high", high)):
+        if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
+            raise DTypeError(f"randint: {name} must be an int, got {bound!r}")
+    if low >= high:
+        raise ArgumentError(f"randint: low must be less than high, got low={low}, high={high}")
+    size = _size("randint", size)
+    dtype = _integer_range("randint", dtype, low, high - 1)
+    return Tensor(backend.generator().integers(low, high, size).astype(dtype), device=device)
+
+
+def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
+    """A random permutation of 0..n-1, from the generator seeded by `manual_seed`."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise DTypeError(f"randperm: n must be an int, got {n!r}")
+    if n < 0:
+        raise ArgumentError(f"randperm: n must be non-negative, got {n}")
+    dtype = _integer_range("randperm", dtype, 0, max(n - 1, 0))
+    return Tensor(backend.generator().permutation(n).astype(dtype), device=device)
+
+
+def _size(caller: str, size) -> tuple:
+    """A shape: an int or a sequence of non-negative ints."""
+    dims = (size,) if isinstance(size, (int, np.integer)) else size
+    if not isinstance(dims, (tuple, list)) or not all(
+        isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in dims
+    ):
+        raise DTypeError(f"{caller}: size must be a tuple of ints, got {size!r}")
+    if any(n < 0 for n in dims):
+        raise ArgumentError(f"{caller}: size must not be negative, got {tuple(dims)}")
+    return tuple(int(n) for n in dims)
+
+
+def _integer_range(caller: str, dtype, low: int, high: int) -> np.dtype:
+    """`dtype`, checked to be a real dtype that holds every value from low to high (checked
+    before anything is drawn, so a refused call leaves the generator as it was); a floating one
+    takes the integers as they round, as PyTorch's does."""
+    dtype = as_dtype(dtype, caller)
+    if dtype.kind not in "iuf":
+        raise DTypeError(f"{caller}: dtype must be an integer or floating dtype, got {dtype}")
+    if dtype.kind == "f":
+        return dtype
+    limits = np.iinfo(dtype)
+    if low < limits.min or high > limits.max:
+        raise ArgumentError(
+            f"{caller}: {dtype} holds {limits.min} to {limits.max}, not every value from {low} "
+            f"to {high}"
+        )
+    return dtype
+
+
+def _like(t: Tensor, dtype, device):
+    return dict(dtype=t.dtype if dtype is None else dtype, device=device or t.device)
+
+
+def zeros_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return zeros(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def ones_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return ones(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def full_like(t: Tensor, fill_value, dtype=None, requires_grad=False, device=None) -> Tensor:
+    return full(t.shape, fill_value, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def randn_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return randn(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return rand(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))

@@ -1,0 +1,117 @@
+"""The piecewise-constant elementwise ops: sign, floor, ceil, trunc and round. Each is flat
+wherever it has a derivative, so its gradient is zero."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import DTypeError
+from .checks import NOT_BOOL, require_kind
+from .elementwise import widened
+from .op import Op
+
+__all__ = ["ceil", "floor", "round", "sign", "trunc"]
+
+
+class _Step(Op, register=False):
+    """A piecewise-constant function of x (sign, floor, ceil, trunc, round): flat wherever it has
+    a derivative, so its gradient is zero; at the jumps PyTorch takes zero too."""
+
+    inputs = ("x",)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = 0: the function is flat between its jumps (and 0 is taken at them)."""
+        return ctx.xp.zeros_like(grad)
+
+
+class Sign(_Step):
+    """-1, 0 or 1 as x is negative, zero or positive, 0 for NaN (an integer x keeps its dtype,
+    and a bool x is its own sign, as in PyTorch: numpy has no sign of bools)."""
+
+    name = "sign"
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.dtype == np.bool_:
+            return x
+        sign = ctx.xp.sign(x)
+        if x.dtype.kind != "f":
+            return sign
+        return ctx.xp.where(ctx.xp.isnan(x), 0, sign).astype(x.dtype)
+
+
+def sign(x):
+    """-1, 0 or 1 by the sign of x; the gradient is zero."""
+    return Sign.apply(x)
+
+
+class _Rounding(_Step, register=False):
+    """x rounded to a whole number by `function`; an integer x is whole already and comes back
+    as it is, in its own dtype (numpy would make floats of it; PyTorch keeps it)."""
+
+    function = ""
+
+    @classmethod
+    def forward(cls, ctx, x):
+        return x if x.dtype.kind in "biu" else getattr(ctx.xp, cls.function)(x)
+
+
+class Floor(_Rounding):
+    name = "floor"
+    function = "floor"
+
+
+def floor(x):
+    """The largest whole number <= x; the gradient is zero. Bool x is refused, as in PyTorch."""
+    require_kind("floor", x, "iuf", NOT_BOOL, "int")
+    return Floor.apply(x)
+
+
+class Ceil(_Rounding):
+    name = "ceil"
+    function = "ceil"
+
+
+def ceil(x):
+    """The smallest whole number >= x; the gradient is zero. Bool x is refused, as in PyTorch."""
+    require_kind("ceil", x, "iuf", NOT_BOOL, "int")
+    return Ceil.apply(x)
+
+
+class Trunc(_Rounding):
+    """x rounded toward zero."""
+
+    name = "trunc"
+    function = "trunc"
+
+
+def trunc(x):
+    """x rounded toward zero; the gradient is zero. Bool x is refused, as in PyTorch."""
+    require_kind("trunc", x, "iuf", NOT_BOOL, "int")
+    return Trunc.apply(x)
+
+
+class Round(_Step):
+    """x rounded to `decimals` places, halves to even (PyTorch's and numpy's rule)."""
+
+    name = "round"
+    attrs = ("decimals",)
+
+    @staticmethod
+    def forward(ctx, x):
+        # float16's x * 10**decimals would overflow
+        return ctx.xp.round(widened(x), ctx.decimals).astype(x.dtype, copy=False)
+
+
+def round(x, decimals: int = 0):  # noqa: A001 (the op's name)
+    """x rounded to `decimals` places (negative: to tens, hundreds...), halves to even; the
+    gradient is zero. As in PyTorch, bool x is refused, and so is integer x with decimals other
+    than 0 (with 0, an integer x comes back as it is)."""
+    if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
+        raise DTypeError(f"round: decimals must be an int, got {decimals!r}")
+    if decimals:
+        require_kind("round", x, "f", f"floating point for decimals={decimals}", "float")
+    else:
+        require_kind("round", x, "iuf", NOT_BOOL, "int")
+    return Round.apply(x, decimals=int(decimals))

@@ -1,0 +1,177 @@
+"""Sample table entries for the elementwise ops, merged into op_samples.SAMPLES.
+
+Arithmetic with broadcasting, 0-d tensors and Python numbers; math functions; step functions away
+from their jumps; maximum / minimum, pow, where, clip, cast and to_device."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from op_samples import (
+    Sample,
+    draws,
+    mask,
+    nonzero,
+    normal,
+    off_grid,
+    on_grid,
+    positive,
+    unary_samples,
+)
+
+import minitrain as mt
+from minitrain import ops
+
+try:
+    import torch
+except ImportError:  # the PyTorch comparison skips itself; the table still loads
+    torch = None
+
+
+def _binary(call, ref, left=normal, right=normal, number=2.5) -> list[Sample]:
+    """Same shapes, broadcasting, 0-d tensors and a Python number on either side."""
+    return [
+        Sample("same_shape", draws(left(3, 4), right(3, 4)), call, ref),
+        Sample("broadcast_row", draws(left(3, 4), right(4)), call, ref),
+        Sample("broadcast_outer", draws(left(3, 1), right(1, 4)), call, ref),
+        Sample("broadcast_rank", draws(left(2, 3, 4), right(3, 1)), call, ref),
+        Sample("zero_d_right", draws(left(3, 4), right()), call, ref),
+        Sample("zero_d_both", draws(left(), right()), call, ref),
+        Sample("number_right", draws(left(3, 4), number), call, ref),
+        Sample("number_left", draws(number, right(2, 3)), call, ref),
+    ]
+
+
+def _steps(step: float):
+    """Values for a step function with its jumps at multiples of `step` (floor, ceil, trunc,
+    sign's 0) or halfway between them (round): `off_grid` or `on_grid` at that step."""
+    return lambda draw: lambda *shape: draw(*shape, step=step)
+
+
+def _as_torch(*values):
+    """Numbers as float64 0-d tensors, for PyTorch functions that take only tensors."""
+    return [
+        v if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float64) for v in values
+    ]
+
+
+# Keep inputs away from kinks (ties, clip bounds, |x| at 0, log/sqrt of x <= 0); a kink gets
+# its own hand-derived test in tests/ops/test_ops.py. clip's bounds below sit on multiples of
+# 0.25, which off_grid(step=0.25) values avoid.
+SAMPLES: dict[str, list[Sample]] = {
+    "add": _binary(ops.add, operator.add),
+    "sub": _binary(ops.sub, operator.sub),
+    "mul": _binary(ops.mul, operator.mul),
+    "div": _binary(ops.div, operator.truediv, right=nonzero),
+    "neg": unary_samples(ops.neg, operator.neg),
+    "exp": unary_samples(ops.exp, lambda x: torch.exp(x)),
+    "log": unary_samples(ops.log, lambda x: torch.log(x), values=positive),
+    "sqrt": unary_samples(ops.sqrt, lambda x: torch.sqrt(x), values=positive),
+    "abs": unary_samples(ops.abs, lambda x: torch.abs(x), values=nonzero),
+    "sin": unary_samples(ops.sin, lambda x: torch.sin(x)),
+    "cos": unary_samples(ops.cos, lambda x: torch.cos(x)),
+    # step functions: values away from their jumps, where the finite differences are 0 too
+    "sign": unary_samples(ops.sign, lambda x: torch.sign(x), values=nonzero),
+    "floor": unary_samples(ops.floor, lambda x: torch.floor(x), values=_steps(1.0)(off_grid)),
+    "ceil": unary_samples(ops.ceil, lambda x: torch.ceil(x), values=_steps(1.0)(off_grid)),
+    "trunc": unary_samples(ops.trunc, lambda x: torch.trunc(x), values=_steps(1.0)(off_grid)),
+    "round": unary_samples(ops.round, lambda x: torch.round(x), values=_steps(1.0)(on_grid))
+    + [
+        Sample(
+            f"decimals{decimals}",
+            draws(on_grid(3, 4, step=10.0**-decimals)),
+            lambda x, d=decimals: ops.round(x, d),
+            lambda x, d=decimals: torch.round(x, decimals=d),
+        )
+        for decimals in (1, 2, -1)
+    ],
+    "maximum": _binary(
+        ops.maximum, lambda a, b: torch.maximum(*_as_torch(a, b)), off_grid, on_grid, 0.6
+    ),
+    "minimum": _binary(
+        ops.minimum, lambda a, b: torch.minimum(*_as_torch(a, b)), off_grid, on_grid, 0.6
+    ),
+    "pow": [
+        Sample(name, draws(*specs), ops.pow, lambda a, b: torch.pow(a, b))
+        for name, specs in [
+            ("tensor_tensor", (positive(3, 4), normal(3, 4))),
+            ("broadcast", (positive(3, 1), normal(4))),
+            ("zero_d_exponent", (positive(2, 3), normal())),
+            ("number_exponent", (positive(2, 3), 2.5)),
+            ("int_exponent_negative_base", (normal(2, 3), 3)),
+            ("negative_exponent", (positive(4), -1.5)),
+            ("number_base", (1.7, normal(2, 3))),
+        ]
+    ],
+    "where": [
+        Sample(name, draws(*specs), ops.where, lambda c, a, b: torch.where(c, a, b))
+        for name, specs in [
+            ("same_shape", (mask(3, 4), normal(3, 4), normal(3, 4))),
+            ("broadcast", (mask(3, 1), normal(1, 4), normal(4))),
+            ("broadcast_cond", (mask(2, 3, 4), normal(3, 1), normal(4))),
+            ("number_b", (mask(3, 4), normal(3, 4), 0.0)),
+            ("zero_d_a", (mask(3, 4), normal(), normal(3, 4))),
+        ]
+    ],
+    "clip": [
+        Sample(
+            "both",
+            draws(off_grid(4, 5, step=0.25)),
+            lambda x: ops.clip(x, -0.5, 0.5),
+            lambda x: torch.clamp(x, -0.5, 0.5),
+        ),
+        Sample(
+            "min_only",
+            draws(off_grid(4, 5, step=0.25)),
+            lambda x: ops.clip(x, -0.25, None),
+            lambda x: torch.clamp(x, min=-0.25),
+        ),
+        Sample(
+            "max_only",
+            draws(off_grid(4, 5, step=0.25)),
+            lambda x: ops.clip(x, None, 0.25),
+            lambda x: torch.clamp(x, max=0.25),
+        ),
+        Sample(
+            "int_bounds",
+            draws(off_grid(3, 4, step=0.25)),
+            lambda x: ops.clip(x, -1, 0),
+            lambda x: torch.clamp(x, -1, 0),
+        ),
+        Sample(
+            "zero_d",
+            draws(off_grid(step=0.25)),
+            lambda x: ops.clip(x, -0.5, 0.5),
+            lambda x: torch.clamp(x, -0.5, 0.5),
+        ),
+    ],
+    "cast": [
+        Sample(
+            "to_float32",
+            draws(normal(3, 4)),
+            lambda x: ops.cast(x, np.float32),
+            lambda x: x.to(torch.float32),
+            check={"eps": 1e-3, "atol": 1e-3},
+            float32=False,
+        ),
+        Sample(
+            "to_float64",
+            draws(normal(3, 4)),
+            lambda x: ops.cast(x, "float64"),
+            lambda x: x.to(torch.float64),
+            float32=False,
+        ),
+    ],
+    "to_device": [
+        Sample(
+            "cpu", draws(normal(3, 4)), lambda x: ops.to_device(x, "cpu"), lambda x: x.to("cpu")
+        ),
+        Sample(
+            "cpu_device_object_zero_d",
+            draws(normal()),
+            lambda x: ops.to_device(x, mt.device("cpu")),
+            lambda x: x.to("cpu"),
+        ),
+    ],
+}

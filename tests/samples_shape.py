@@ -1,0 +1,228 @@
+"""Sample table entries for the shape ops, merged into op_samples.SAMPLES.
+
+reshape, flatten, transpose, permute, broadcast_to, getitem with every kind of index, gather,
+concat, stack and pad."""
+
+from __future__ import annotations
+
+import numpy as np
+from op_samples import Draw, Sample, draws, indices, normal
+
+import minitrain as mt
+from minitrain import ops
+
+try:
+    import torch
+except ImportError:  # the PyTorch comparison skips itself; the table still loads
+    torch = None
+
+
+def _torch_index(index):
+    """A numpy index with integer or boolean arrays as PyTorch tensors."""
+    items = index if isinstance(index, tuple) else (index,)
+    converted = tuple(torch.from_numpy(i) if isinstance(i, np.ndarray) else i for i in items)
+    return converted if isinstance(index, tuple) else converted[0]
+
+
+def _getitem(name, shape, index, ref=None) -> Sample:
+    """x[index] on a normal x; PyTorch indexes with the same index unless `ref` is given."""
+    return Sample(
+        name,
+        draws(normal(*shape)),
+        lambda x: ops.getitem(x, index),
+        ref or (lambda x: x[_torch_index(index)]),
+    )
+
+
+def _torch_pad(pad_width):
+    """numpy (before, after) pairs as PyTorch's flat list, last dim first."""
+    return [n for before, after in reversed(pad_width) for n in (before, after)]
+
+
+def _pad(name, shape, pad_width, value=0.0) -> Sample:
+    return Sample(
+        name,
+        draws(normal(*shape)),
+        lambda x: ops.pad(x, pad_width, value),
+        lambda x: torch.nn.functional.pad(x, _torch_pad(pad_width), value=value),
+    )
+
+
+def _joined(name, shapes, call, ref) -> Sample:
+    """concat / stack of len(shapes) normal tensors: `call(list_of_tensors)`."""
+    return Sample(
+        name,
+        draws(*(normal(*s) for s in shapes)),
+        lambda *xs: call(list(xs)),
+        lambda *xs: ref(list(xs)),
+    )
+
+
+SAMPLES: dict[str, list[Sample]] = {
+    "reshape": [
+        Sample(
+            name,
+            draws(normal(*old)),
+            lambda x, new=new: ops.reshape(x, new),
+            lambda x, new=new: torch.reshape(x, new if isinstance(new, tuple) else (new,)),
+        )
+        for name, old, new in [
+            ("matrix", (2, 6), (3, 4)),
+            ("infer", (2, 3, 4), (4, -1)),
+            ("int_shape", (2, 3), 6),
+            ("to_zero_d", (1,), ()),
+            ("from_zero_d", (), (1, 1)),
+            ("empty", (0, 3), (3, 0)),
+            ("empty_infer", (2, 0), (-1, 4)),
+        ]
+    ],
+    "flatten": [
+        Sample(
+            name,
+            draws(normal(*shape)),
+            lambda x, s=start, e=end: ops.flatten(x, s, e),
+            lambda x, s=start, e=end: torch.flatten(x, s, e),
+        )
+        for name, shape, start, end in [
+            ("all", (2, 3, 4), 0, -1),
+            ("trailing", (2, 3, 4), 1, -1),
+            ("leading", (2, 3, 4), 0, 1),
+            ("negative_dims", (2, 3, 4, 2), -3, -2),
+            ("one_dim", (2, 3), 1, 1),
+            ("zero_d", (), 0, -1),
+        ]
+    ],
+    "transpose": [
+        Sample(
+            f"dims{d0}_{d1}",
+            draws(normal(*shape)),
+            lambda x, d0=d0, d1=d1: ops.transpose(x, d0, d1),
+            lambda x, d0=d0, d1=d1: torch.transpose(x, d0, d1),
+        )
+        for shape, d0, d1 in [((3, 4), 0, 1), ((2, 3, 4), 0, 2), ((2, 3, 4), -1, -2)]
+    ],
+    "permute": [
+        Sample(
+            "dims" + "_".join(map(str, dims)),
+            draws(normal(*shape)),
+            lambda x, dims=dims: ops.permute(x, dims),
+            lambda x, dims=dims: torch.permute(x, dims),
+        )
+        for shape, dims in [((2, 3, 4), (2, 0, 1)), ((2, 3, 4), (-1, 0, 1)), ((3, 4), (1, 0))]
+    ],
+    "broadcast_to": [
+        Sample(
+            name,
+            draws(normal(*shape)),
+            lambda x, new=new: ops.broadcast_to(x, new),
+            lambda x, new=new: torch.broadcast_to(x, new),
+        )
+        for name, shape, new in [
+            ("new_and_stretched_dims", (3, 1), (2, 3, 4)),
+            ("leading", (4,), (3, 4)),
+            ("zero_d", (), (2, 3)),
+            ("same", (2, 3), (2, 3)),
+        ]
+    ],
+    "getitem": [
+        _getitem("slices", (4, 5), (slice(1, 3), slice(None, None, 2))),
+        _getitem("int_and_slice", (4, 5), (-1, slice(1, None))),
+        _getitem("scalar_element", (4, 5), (2, 3)),
+        _getitem(
+            "negative_steps",
+            (4, 5),
+            (slice(None, None, -1), slice(3, 0, -2)),
+            ref=lambda x: torch.flip(x, [0])[:, [3, 1]],
+        ),
+        _getitem("negative_step_1d", (6,), slice(4, None, -2), ref=lambda x: x[[4, 2, 0]]),
+        _getitem("none_ellipsis", (2, 3, 4), (None, Ellipsis, 1)),
+        _getitem("ellipsis_step", (2, 3, 4), (Ellipsis, slice(None, None, 2))),
+        _getitem("int_array_repeated", (4, 3), np.array([0, 0, 2, 3, 0])),
+        _getitem("list_repeated", (4,), [1, 1, 0]),
+        _getitem("int_arrays_2d_repeated", (3, 4), (np.array([0, 0, 2]), np.array([1, 1, 3]))),
+        _getitem("slice_then_int_array", (3, 4), (slice(None), np.array([2, 0, 2]))),
+        _getitem("bool_mask", (3, 4), np.arange(12).reshape(3, 4) % 3 == 0),
+        _getitem("bool_mask_rows", (4, 3), np.array([True, False, True, True])),
+        _getitem("slice_then_bool_mask", (2, 3), (slice(None), np.array([True, False, True]))),
+        _getitem(
+            "int_array_then_negative_step",
+            (3, 4),
+            ([0, 2, 0], slice(None, None, -1)),
+            ref=lambda x: torch.flip(x, [1])[[0, 2, 0]],
+        ),
+        # PyTorch's rule where numpy's differs: an int beside an index array selects first,
+        # so the array's dim stays in place ((3, 2) here; numpy's x[0, :, [0, 2]] is (2, 3))
+        _getitem("int_slice_list", (2, 3, 4), (0, slice(None), [0, 2])),
+        _getitem("int_array_int", (3, 4, 5), (1, np.array([0, 2, 2]), -1)),
+        _getitem("mask_slice_int", (3, 4, 5), (np.array([True, False, True]), slice(None), 1)),
+        _getitem("bool_int_list", (3, 4), (True, 1, [0, 2, 0])),
+        _getitem("zero_d_index_slice_list", (2, 3, 4), (np.array(1), slice(None), [0, 2])),
+        Sample(
+            "tensor_index_repeated",
+            draws(normal(4, 2)),
+            lambda x: ops.getitem(x, mt.tensor(np.array([3, 1, 3]))),
+            lambda x: x[torch.tensor([3, 1, 3])],
+        ),
+    ],
+    # gather: repeated indices add their gradients; index may be smaller than x outside axis
+    "gather": [
+        Sample(
+            name,
+            draws(normal(*shape), index),
+            lambda x, i, a=axis: ops.gather(x, a, i),
+            lambda x, i, a=axis: torch.gather(x, a, i),
+        )
+        for name, shape, axis, index in [
+            ("axis0", (3, 4), 0, indices(3, 5, 4)),
+            ("axis1_repeated", (3, 4), 1, Draw(lambda rng: np.array([[0, 0, 3], [1, 1, 1]]))),
+            ("axis_minus1_smaller", (3, 5), -1, indices(5, 2, 3)),
+            ("3d_axis1", (2, 3, 4), 1, indices(3, 2, 6, 3)),
+            ("vector", (5,), 0, Draw(lambda rng: np.array([4, 0, 4, 4]))),
+            ("empty_index", (3, 4), 1, indices(4, 3, 0)),
+        ]
+    ],
+    "concat": [
+        _joined("axis0", [(2, 3), (4, 3)], ops.concat, lambda xs: torch.cat(xs, 0)),
+        _joined(
+            "axis_minus1_three",
+            [(2, 3), (2, 1), (2, 2)],
+            lambda xs: ops.concat(xs, -1),
+            lambda xs: torch.cat(xs, -1),
+        ),
+        _joined(
+            "axis_minus2_3d",
+            [(2, 1, 3), (2, 2, 3)],
+            lambda xs: ops.concat(xs, -2),
+            lambda xs: torch.cat(xs, -2),
+        ),
+        _joined(
+            "with_empty",
+            [(2, 0), (2, 3)],
+            lambda xs: ops.concat(xs, 1),
+            lambda xs: torch.cat(xs, 1),
+        ),
+        _joined("single", [(3,)], ops.concat, lambda xs: torch.cat(xs, 0)),
+    ],
+    "stack": [
+        _joined("axis0", [(2, 3), (2, 3)], ops.stack, lambda xs: torch.stack(xs, 0)),
+        _joined(
+            "axis_minus1_three",
+            [(2, 3), (2, 3), (2, 3)],
+            lambda xs: ops.stack(xs, -1),
+            lambda xs: torch.stack(xs, -1),
+        ),
+        _joined(
+            "axis1_vectors",
+            [(4,), (4,)],
+            lambda xs: ops.stack(xs, 1),
+            lambda xs: torch.stack(xs, 1),
+        ),
+        _joined("zero_d", [(), (), ()], ops.stack, lambda xs: torch.stack(xs, 0)),
+    ],
+    "pad": [
+        _pad("asymmetric_2d", (2, 3), ((1, 2), (0, 3))),
+        _pad("value_3d", (2, 2, 3), ((0, 0), (2, 1), (1, 0)), value=1.5),
+        _pad("asymmetric_1d", (4,), ((3, 1),), value=-2.0),
+        _pad("none", (2, 3), ((0, 0), (0, 0))),
+    ],
+}
