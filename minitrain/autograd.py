@@ -194,11 +194,14 @@ class Node:
     def run_backward(self, grad) -> tuple:
         """The op's backward for `grad`, the gradient of this node's output: one array (or None)
         per input, as the op returns them (`fit_input_grad` brings each to its input). Runs the
-        numba kernel where the forward ran one; frees nothing."""
+        numba kernel where the forward ran one and numba is still on; frees nothing."""
         ctx, op = self.ctx, self.op
         if ctx.released:
             raise self.freed_error()
-        grads = op.numba_backward(ctx, grad) if ctx.numba_backward else op.backward(ctx, grad)
+        if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
+            grads = op.numba_backward(ctx, grad)
+        else:
+            grads = op.backward(ctx, grad)
         if type(grads) is not tuple:
             grads = (grads,)
         if len(grads) != len(self.parents):
@@ -437,15 +440,8 @@ def _nodes_above(roots, capture_nodes, capture_leaves) -> set:
     """The nodes between `roots` and the captured tensors: those whose backward grad() runs,
     PyTorch's exec_info. A node is in it when a captured node or leaf is among its inputs or
     below one of them."""
-    stack = [root.node for root in roots if root.node is not None]
-    reachable = set(stack)
-    while stack:
-        for parent in stack.pop().parents:
-            if type(parent) is Node and parent not in reachable:
-                reachable.add(parent)
-                stack.append(parent)
     runs: set = set()
-    for node in sorted(reachable, key=_by_seq):  # inputs before the nodes that consume them
+    for node in graph_nodes(roots):  # inputs before the nodes that consume them
         for parent in node.parents:
             if type(parent) is Node:
                 if parent in runs or parent in capture_nodes:
@@ -458,6 +454,45 @@ def _nodes_above(roots, capture_nodes, capture_leaves) -> set:
 
 
 _by_seq = operator.attrgetter("seq")
+
+
+def graph_nodes(tensors) -> list:
+    """Every Node the tensors were computed by, in recording order (inputs before the nodes
+    that consume them)."""
+    stack = [t.node for t in tensors if t.node is not None]
+    reachable = set(stack)
+    while stack:  # iterative: graphs of any depth
+        for parent in stack.pop().parents:
+            if type(parent) is Node and parent not in reachable:
+                reachable.add(parent)
+                stack.append(parent)
+    return sorted(reachable, key=_by_seq)
+
+
+def replay_backward(outputs) -> dict:
+    """Every gradient a backward from `outputs` (each seeded with ones) computes, by Node (the
+    gradient of its output) and by id(leaf): a read-only look at the recorded graph, as a
+    drawing shows it. Each op's backward runs on its saved values, consumers first, as in
+    `backward`, but nothing is freed, no hook fires and no `.grad` changes. A node whose saved
+    values were freed raises its GraphError."""
+    grads: dict = {}
+
+    def add(key, grad):
+        grads[key] = grads[key] + grad if key in grads else grad
+
+    for t in outputs:
+        add(id(t) if t.node is None else t.node, t.xp.ones_like(t.data))
+    for node in reversed(graph_nodes(outputs)):
+        if node not in grads:
+            continue
+        for index, (parent, grad) in enumerate(
+            zip(node.parents, node.run_backward(grads[node]), strict=True)
+        ):
+            if parent is not None and grad is not None:
+                add(
+                    parent if type(parent) is Node else id(parent), node.fit_input_grad(index, grad)
+                )
+    return grads
 
 
 def root_grads(outputs, grad_outputs, op_name):
@@ -614,6 +649,8 @@ class Tape:
     def draw(self, **options):
         """The recorded graph as a graphviz.Digraph: every node, each tensor that no recorded
         op consumed marked as an output. Options as `minitrain.viz.draw_graph`'s."""
+        if Tape.draw_graph is None:
+            raise GraphError("Tape.draw: drawing needs minitrain.viz (import minitrain)")
         return Tape.draw_graph(self, **options)
 
     def __repr__(self):

@@ -156,7 +156,8 @@ def set_numba(enabled: bool) -> bool:
     return previous
 
 
-_NUMBA_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# the dtypes minitrain's numba kernels are compiled for
+NUMBA_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def numba_takes(*arrays) -> bool:
@@ -172,7 +173,7 @@ def numba_takes(*arrays) -> bool:
         if type(array) is not np.ndarray:
             return False
         if first is None:
-            if array.dtype not in _NUMBA_DTYPES or array.size == 0:
+            if array.dtype not in NUMBA_DTYPES or array.size == 0:
                 return False
             first = array
         elif array.dtype != first.dtype:

@@ -654,7 +654,7 @@ class Tensor:
                 f"repeat: needs a size for each of the {self.ndim} dims of shape {self.shape}, "
                 f"got {sizes}"
             )
-        return ops.tile(self, sizes, "repeat")
+        return ops.shape.tile_as("repeat", self, sizes)
 
     def tile(self, *dims, **keywords):
         """Like repeat, but fewer sizes than dims repeat the last dims (PyTorch's tile);

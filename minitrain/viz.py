@@ -24,7 +24,7 @@ import graphviz
 import numpy as np
 
 from . import backend
-from .autograd import Node, Tape, distinct_bytes
+from .autograd import Node, Tape, distinct_bytes, graph_nodes, replay_backward
 from .errors import ArgumentError, DTypeError, GraphError, MinitrainError
 from .io import write_atomically
 from .tensor import Tensor
@@ -146,21 +146,7 @@ def _roots(root, caller: str) -> tuple[list, list]:
                 f"{caller}: root[{i}] (shape {t.shape}) does not require grad, so no graph was "
                 f"recorded for it (computed under no_grad, or from tensors that need no gradient)"
             )
-    return list(outputs), _graph_nodes(outputs)
-
-
-def _graph_nodes(outputs) -> list:
-    """Every op the outputs were computed by, in recording order."""
-    seen, stack, nodes = set(), [t.node for t in outputs if t.node is not None], []
-    while stack:  # iterative: graphs of any depth
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        nodes.append(node)
-        stack.extend(p for p in node.parents if type(p) is Node)
-    nodes.sort(key=lambda node: node.seq)
-    return nodes
+    return list(outputs), graph_nodes(outputs)
 
 
 def _names(params, model, caller: str) -> dict:
@@ -234,32 +220,16 @@ def _collect(root, params, model, max_nodes, show_values, caller: str) -> _Drawi
 
 
 def _replay_gradients(drawing: _Drawing) -> None:
-    """Every tensor's gradient of sum(outputs), by a read-only replay of the recorded backward:
-    each op's backward runs on its saved values, consumers first, and nothing is freed, no hook
-    fires and no `.grad` changes (unlike `backward`, which is the engine's walk)."""
+    """Every tensor's gradient of sum(outputs), by a read-only replay of the recorded backward
+    (autograd.replay_backward: nothing is freed, no hook fires, no `.grad` changes)."""
     if any(node.ctx.released for node in drawing.nodes):
         drawing.notes.append(
             "gradients not shown: backward() freed the saved values; call "
             "backward(retain_graph=True) to look at them after backward"
         )
         return
-    grads: dict = {}  # Node (the gradient of its output) or id(leaf) -> gradient
-
-    def add(key, grad):
-        grads[key] = grads[key] + grad if key in grads else grad
-
-    for t in drawing.outputs:
-        add(id(t) if t.node is None else t.node, backend.array_module(t.data).ones_like(t.data))
     try:
-        for node in reversed(_graph_nodes(drawing.outputs)):
-            if node not in grads:
-                continue
-            for index, (parent, grad) in enumerate(
-                zip(node.parents, node.run_backward(grads[node]), strict=True)
-            ):
-                if parent is not None and grad is not None:
-                    grad = node.fit_input_grad(index, grad)
-                    add(parent if type(parent) is Node else id(parent), grad)
+        grads = replay_backward(drawing.outputs)
     except GraphError as error:
         drawing.notes.append(f"gradients not shown: {error}")
         return

@@ -5,7 +5,8 @@ functional form. size_average and reduce, deprecated in PyTorch, are taken as No
 from __future__ import annotations
 
 from .. import ops
-from ..errors import ArgumentError
+from ..ops.loss_reduction import check_reduction
+from ..ops.op import as_tensor
 from ..tensor import Tensor
 from .module import Module
 from .torch_args import check_legacy_reduction
@@ -15,11 +16,7 @@ class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
         check_legacy_reduction(type(self).__name__, size_average, reduce)
-        if reduction not in ("none", "mean", "sum"):
-            raise ArgumentError(
-                f"{type(self).__name__}: reduction must be 'none', 'mean' or 'sum', "
-                f"got {reduction!r}"
-            )
+        check_reduction(type(self).__name__, reduction)
         self.reduction = reduction
 
     def extra_repr(self) -> str:
@@ -29,11 +26,7 @@ class _Loss(Module):
 class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", None if weight is None else _as_tensor(weight))
-
-
-def _as_tensor(value) -> Tensor:
-    return value if isinstance(value, Tensor) else Tensor(value)
+        self.register_buffer("weight", None if weight is None else as_tensor(weight))
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -127,7 +120,7 @@ class BCEWithLogitsLoss(_WeightedLoss):
         self, weight=None, size_average=None, reduce=None, reduction: str = "mean", pos_weight=None
     ):
         super().__init__(weight, size_average, reduce, reduction)
-        self.register_buffer("pos_weight", None if pos_weight is None else _as_tensor(pos_weight))
+        self.register_buffer("pos_weight", None if pos_weight is None else as_tensor(pos_weight))
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
         return ops.binary_cross_entropy_with_logits(

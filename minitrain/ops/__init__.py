@@ -1,7 +1,7 @@
 """Every op as a function, every backward kernel, and `registry()`, which lists the ops with
 their backward kernels. Each family module lists its public names once, in its `__all__`."""
 
-import sys
+from types import ModuleType as _ModuleType
 
 from .activation import *  # noqa: F403
 from .adaptive_pooling import *  # noqa: F403
@@ -24,10 +24,10 @@ from .shape import *  # noqa: F403
 from .softmax_family import *  # noqa: F403
 from .transposed_convolution import *  # noqa: F403
 
-# every family module's public names, each listed once, in its own `__all__`
+# every public name the families' star imports bound here (each family lists its own once,
+# in its __all__); the submodules themselves are not exported
 __all__ = [
     name
-    for module in sorted(sys.modules)
-    if module.startswith(__name__ + ".") and hasattr(sys.modules[module], "__all__")
-    for name in sys.modules[module].__all__
+    for name, value in list(globals().items())
+    if not name.startswith("_") and not isinstance(value, _ModuleType)
 ]

@@ -9,7 +9,7 @@ numpy or CuPy in and out, callable on its own. Sigmoid, tanh and leaky relu save
 *output*: their gradients need only that, so the input can be freed. Relu and exact gelu also
 have numba kernels, which run instead on the CPU when numba is enabled (serial builds for small
 inputs, parallel loops for large ones: see _PARALLEL_ELEMENTS). softmax and log_softmax live in
-ops/softmax.py, PyTorch's other activations in ops/pytorch_activations.py, and the special
+ops/softmax_family.py, PyTorch's other activations in ops/pytorch_activations.py, and the special
 functions they compute with (erfc, the normal CDF, the stable sigmoid) in ops/special.py.
 """
 
@@ -26,7 +26,7 @@ from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from . import numba_math
 from .checks import NOT_BOOL, check_real, check_same_shape, require_kind
-from .op import Op
+from .op import Op, as_tensor
 from .special import SQRT1_2, normal_cdf, stable_sigmoid
 
 __all__ = [
@@ -61,7 +61,7 @@ def floating_input(caller: str, x, ints_as_float32: bool = False) -> Tensor:
     unsigned ints) or rounded to float16 (tanh of bools) by numpy's rules; PyTorch raises for
     most of them, and computes sigmoid and tanh of them in float32 (`ints_as_float32`; such an
     x never needs a gradient). Errors name `caller`."""
-    x = x if isinstance(x, Tensor) else Tensor(x)
+    x = as_tensor(x)
     if ints_as_float32 and x.dtype.kind in "biu":
         return Tensor(x.data.astype(np.float32))
     if x.dtype.kind != "f":
@@ -359,10 +359,12 @@ class Gelu(Op):
         return gelu_grad(grad, ctx.x, ctx.approximate)
 
     @staticmethod
+    def numba_applies(ctx, x) -> bool:
+        """The exact form only: the tanh form has no numba kernel."""
+        return ctx.approximate == "none" and backend.numba_takes(x)
+
+    @staticmethod
     def numba_forward(ctx, x):
-        if ctx.approximate != "none":  # the tanh form has no numba kernel: generic both ways
-            ctx.numba_backward = False
-            return Gelu.forward(ctx, x)
         out = _run_elementwise_kernel(_gelu_kernels, "gelu", x)
         ctx.save(x=x)
         return out

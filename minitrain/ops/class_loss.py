@@ -20,9 +20,9 @@ from ..tensor import Tensor
 from . import numba_math
 from .checks import check_floating
 from .loss_reduction import (
-    array_of,
     check_constant,
     check_reduction,
+    loss_array,
     mean_divisor,
     position_scale,
     reduce_losses,
@@ -106,7 +106,7 @@ def _one_sample(caller: str, input, target, probabilities: bool):  # noqa: A002
     """One sample's input (C,) and its target as a batch of one, as PyTorch takes them: input
     (1, C) with class indices (1,), given 0-d or (1,), or with class probabilities (1, C), given
     (C,) (where `probabilities`). Shape errors name the shapes the caller gave."""
-    (classes,), t = array_of(input).shape, array_of(target)
+    (classes,), t = loss_array(input).shape, loss_array(target)
     if not classes:
         raise ShapeError(f"{caller}: input (0,) holds no classes")
     if probabilities and t.dtype.kind == "f":
@@ -301,13 +301,13 @@ class SoftmaxCrossEntropy(Op):
         return _xent_finish(ctx, losses, probs, log_probs, target, weight)
 
     @staticmethod
-    def numba_applies(logits, target, weight) -> bool:
+    def numba_applies(ctx, logits, target, weight) -> bool:
         """The numba row kernels take class indices (of any integer dtype) with float32 or
         float64 logits, and a weight of any dtype (cast to the logits'); probability targets
         run the generic kernels."""
         return (
             backend.numba_enabled()
-            and logits.dtype in numba_math.SUPPORTED
+            and logits.dtype in backend.NUMBA_DTYPES
             and target.dtype.kind in "iu"
         )
 
@@ -489,7 +489,7 @@ def cross_entropy(
     check_constant(caller, weight=weight)
     if not isinstance(target, Tensor) and not backend.is_array(target):
         target = np.asarray(target)
-    single = array_of(logits).ndim == 1  # one sample (C,): PyTorch's unbatched form
+    single = loss_array(logits).ndim == 1  # one sample (C,): PyTorch's unbatched form
     if single:
         logits, target = _one_sample(caller, logits, target, probabilities=True)
     out = SoftmaxCrossEntropy.apply(
@@ -558,7 +558,7 @@ def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduct
     check_constant(caller, weight=weight)
     if not isinstance(target, Tensor) and not backend.is_array(target):
         target = np.asarray(target)
-    single = array_of(log_probs).ndim == 1
+    single = loss_array(log_probs).ndim == 1
     if single:
         log_probs, target = _one_sample(caller, log_probs, target, probabilities=False)
     out = NLLLoss.apply(

@@ -30,7 +30,7 @@ from .columns import (
     im2col_into,
     images_to_columns,
 )
-from .op import Op, check_one_dtype, shape_of
+from .op import Op, array_of, check_one_dtype, shape_of
 from .window import ONNX_NAMES, Window, check_conv_window, conv_window
 
 __all__ = ["conv", "conv_grad"]
@@ -45,16 +45,9 @@ def check_float_inputs(caller: str, **values) -> None:
     """The inputs of a conv or transposed conv (Tensors, arrays, numbers or lists; None
     skipped) must be floating point and of one dtype. PyTorch's conv refuses mixed dtypes too,
     but on the CPU takes integers; minitrain's is floating point only (BLAS's GEMMs)."""
-    arrays = {name: _array(value) for name, value in values.items()}
+    arrays = {name: array_of(value) for name, value in values.items()}
     check_floating(caller, **arrays)
     check_one_dtype(caller, **arrays)
-
-
-def _array(value):
-    """The array behind an input, for dtype checks (None stays None)."""
-    if value is None or isinstance(value, Tensor):
-        return None if value is None else value.data
-    return value if backend.is_array(value) else np.asarray(value)
 
 
 def conv_forward(X, W, B, window: Window, group: int):

@@ -26,8 +26,6 @@ from .checks import check_eps, check_floating, check_same_shape, check_shape, no
 from .elementwise import add, mul
 from .normalization_common import (
     FASTMATH,
-    array_of,
-    as_tensor,
     as_vector,
     needed_grads,
     param_dtype,
@@ -35,7 +33,7 @@ from .normalization_common import (
     scale_shift,
     work_dtype,
 )
-from .op import Op
+from .op import Op, array_of, as_tensor
 from .shape import reshape
 
 __all__ = [

@@ -18,9 +18,10 @@ from ..tensor import Tensor
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def array_of(value):
+def loss_array(value):
     """The array behind a loss's argument: a Tensor's data, an array as it is, anything else
-    (numbers, lists) through np.asarray, so that a number becomes a 0-d array."""
+    through np.asarray, so that a number becomes a 0-d array and None one of dtype object,
+    which the losses' shape and dtype checks then refuse by name (ops.op.array_of keeps None)."""
     if isinstance(value, Tensor):
         return value.data
     return value if backend.is_array(value) else np.asarray(value)

@@ -13,9 +13,6 @@ import importlib
 
 import numpy as np
 
-from .. import backend
-from ..tensor import Tensor
-
 _FLOAT64 = np.dtype(np.float64)
 
 # "reassoc" lets LLVM split each sum of the numba kernels into vector lanes and "contract" fuse
@@ -34,18 +31,6 @@ def param_dtype(fallback, *params) -> np.dtype:
     """V: the parameters' common dtype (None skipped), or `fallback` without parameters."""
     dtypes = [p.dtype for p in params if p is not None]
     return np.result_type(*dtypes) if dtypes else np.dtype(fallback)
-
-
-def as_tensor(x) -> Tensor:
-    """x as it is when a Tensor, else a new Tensor holding it."""
-    return x if isinstance(x, Tensor) else Tensor(x)
-
-
-def array_of(value):
-    """The array behind a Tensor; arrays and None as they are, anything else as an array."""
-    if value is None or backend.is_array(value):
-        return value
-    return value.data if isinstance(value, Tensor) else np.asarray(value)
 
 
 def needed_grads(ctx, grads) -> tuple:

@@ -32,8 +32,6 @@ _EXP_FORMATS = {
     ),
 }
 
-SUPPORTED = tuple(_EXP_FORMATS)
-
 
 def exp_nonpositive(v):
     """exp(v) for v <= 0, float32 or float64, within 2 ulps of numpy's exp (1 in float64), 0

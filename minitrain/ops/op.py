@@ -35,14 +35,14 @@ _CTX_FIELDS = frozenset(
         "op",
         "xp",
         "needs_grad",
-        "recording",
+        "records",
         "shapes",
         "dtypes",
         "released",
         "save",
         "release",
         "saved_values",
-        "numba_backward",
+        "ran_numba",
     }
 )
 
@@ -57,19 +57,19 @@ class Ctx:
     """
 
     released = False  # set once backward has freed the saved values
-    numba_backward = False  # the forward ran the op's numba kernel, and its backward will too
+    ran_numba = False  # the forward ran the op's numba kernel (so may its backward)
 
-    def __init__(self, op, xp, needs_grad, recording, attrs):
+    def __init__(self, op, xp, needs_grad, records, attrs):
         self.op = op
         self.xp = xp
         self.needs_grad = needs_grad
-        self.recording = recording
+        self.records = records
         if attrs:
             self.__dict__.update(attrs)
 
     def save(self, **values) -> None:
         """Keep values for backward: exactly the names the op declares in `saved`."""
-        if not self.recording:
+        if not self.records:
             return
         if values.keys() != self.op._saved_names:
             raise GraphError(
@@ -126,10 +126,13 @@ class Op(metaclass=_OpType):
     one gradient per input (None where `ctx.needs_grad[i]` is False).
 
     Optional `numba_forward` / `numba_backward`, with the same signatures, run instead where
-    `numba_applies(*arrays)` says the numba kernels take the forward's inputs (by default
-    `backend.numba_takes`: numba on, CPU float32 or float64 arrays of one dtype, not empty). The
-    choice is made once, in `apply`: a backward runs the numba kernel exactly when its forward
-    did, so neither variant checks again.
+    `numba_applies(ctx, *arrays)` says the numba kernels take the forward's inputs and attributes
+    (by default `backend.numba_takes(*arrays)`: numba on, CPU float32 or float64 arrays of one
+    dtype, not empty). The choice is made once, in `apply`, and neither variant checks again: a
+    backward runs the numba kernel when its forward did and numba is still on (the generic
+    backward reads what a numba forward saved; a numba backward never reads a generic forward's).
+    Ops whose kernels are public array functions users call directly (conv_grad, im2col, the
+    pooling kernels) have no numba variants: each such kernel chooses for itself, per call.
     """
 
     name: ClassVar[str] = ""
@@ -164,7 +167,9 @@ class Op(metaclass=_OpType):
     def forward(ctx, *arrays):
         raise NotImplementedError
 
-    numba_applies = staticmethod(backend.numba_takes)
+    @staticmethod
+    def numba_applies(ctx, *arrays) -> bool:
+        return backend.numba_takes(*arrays)
 
     @staticmethod
     def backward(ctx, grad):
@@ -239,9 +244,9 @@ class Op(metaclass=_OpType):
         ctx = Ctx(cls, xp, needs_grad, records, attrs)
 
         forward = cls.forward
-        if cls.numba_forward is not None and xp is np and cls.numba_applies(*arrays):
+        if cls.numba_forward is not None and xp is np and cls.numba_applies(ctx, *arrays):
             forward = cls.numba_forward
-            ctx.numba_backward = cls.numba_backward is not None
+            ctx.ran_numba = True
         try:
             out = forward(ctx, *arrays)
         except ValueError:
@@ -386,6 +391,19 @@ def _operand(value, op, index):
         f"{op.name}: argument '{op.input_name(index)}' must be a Tensor, an array or a number, "
         f"got {type(value).__name__}"
     )
+
+
+def as_tensor(value) -> Tensor:
+    """value itself when a Tensor (its graph kept), else a new leaf Tensor holding it."""
+    return value if isinstance(value, Tensor) else Tensor(value)
+
+
+def array_of(value):
+    """The array behind an op's argument: a Tensor's data, an array as it is, None as None,
+    anything else (numbers, lists) through np.asarray: for checks before an op runs."""
+    if value is None or backend.is_array(value):
+        return value
+    return value.data if isinstance(value, Tensor) else np.asarray(value)
 
 
 def shape_of(value) -> tuple:

@@ -10,9 +10,9 @@ from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from .checks import check_floating
 from .loss_reduction import (
-    array_of,
     check_constant,
     check_reduction,
+    loss_array,
     mean_divisor,
     position_scale,
     reduce_losses,
@@ -33,7 +33,7 @@ __all__ = [
 def _input_and_target(caller: str, input, target) -> tuple:  # noqa: A002 (PyTorch's name)
     """The arrays of input and target, checked: input floating point, target of its shape (where
     PyTorch broadcasts them with a warning, which is almost always a bug)."""
-    x, t = array_of(input), array_of(target)
+    x, t = loss_array(input), loss_array(target)
     check_floating(caller, input=x)
     if x.shape != t.shape:
         raise ShapeError(
@@ -214,7 +214,7 @@ def _elementwise_weights(caller: str, x, **weights) -> tuple:
         if value is None:
             taken.append(None)
             continue
-        array = array_of(value)
+        array = loss_array(value)
         try:
             fits = np.broadcast_shapes(array.shape, x.shape) == x.shape
         except ValueError:

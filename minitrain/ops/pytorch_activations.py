@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from . import elementwise
 from .activation import floating_input, sigmoid, tanh
 from .checks import check_real, normalize_one_axis
-from .op import Op, shape_of
+from .op import Op, as_tensor, shape_of
 from .shape import split
 from .special import stable_sigmoid, stable_softplus
 
@@ -120,7 +120,7 @@ def _clip_as_hardtanh(caller: str, x, min_val, max_val) -> Tensor:
         raise ArgumentError(
             f"{caller}: min_val must be <= max_val, got min_val={min_val}, max_val={max_val}"
         )
-    x = x if isinstance(x, Tensor) else Tensor(x)
+    x = as_tensor(x)
     if x.dtype.kind not in "iuf":
         raise DTypeError(f"{caller}: needs a floating-point or integer input, got {x.dtype}")
     min_val, max_val = _hardtanh_limits(caller, min_val, max_val, x.dtype)
@@ -337,7 +337,7 @@ def logsigmoid(x) -> Tensor:
 def _real_input(caller: str, x) -> Tensor:
     """x as a floating Tensor for the activations PyTorch computes for integers in float32
     (softsign, tanhshrink); bool refused, as PyTorch does."""
-    x = x if isinstance(x, Tensor) else Tensor(x)
+    x = as_tensor(x)
     if x.dtype.kind == "b":
         raise DTypeError(f"{caller}: needs a floating-point or integer input, got {x.dtype}")
     return floating_input(caller, x, ints_as_float32=True)

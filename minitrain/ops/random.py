@@ -7,7 +7,7 @@ import numpy as np
 from .. import backend
 from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
-from .op import Op
+from .op import Op, as_tensor
 
 __all__ = ["dropout", "dropout_grad"]
 
@@ -53,7 +53,7 @@ def dropout(x, p: float = 0.5, training: bool = True) -> Tensor:
     input itself when not training or p == 0. p == 1 zeroes everything."""
     check_probability(p, "dropout")
     if not training or p == 0:
-        return x if isinstance(x, Tensor) else Tensor(x)
+        return as_tensor(x)
     dtype = getattr(x, "dtype", None)
     if dtype is None or np.dtype(dtype).kind != "f":
         raise DTypeError(f"dropout: x must be a floating tensor, got dtype {dtype}")

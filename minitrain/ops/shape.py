@@ -571,11 +571,16 @@ def flip(x, axis):
     )
 
 
-def tile(x, reps, caller: str = "tile"):
+def tile(x, reps):
     """x repeated reps[d] times along each dim d (numpy's tile; PyTorch's tile, and its repeat
     when reps has a number per dim): x gains leading dims of size 1 when reps is longer, reps
     leading 1s when shorter. Composed of reshape, broadcast_to, reshape: each element's gradient
-    is the sum over its copies. Errors name `caller` (Tensor.repeat passes "repeat")."""
+    is the sum over its copies."""
+    return tile_as("tile", x, reps)
+
+
+def tile_as(caller: str, x, reps):
+    """`tile`, its errors naming `caller` (Tensor.repeat's say "repeat")."""
     shape = shape_of(x)
     try:
         reps = (_whole(reps),) if isinstance(reps, (int, np.integer)) else tuple(map(_whole, reps))

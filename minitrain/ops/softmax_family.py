@@ -157,7 +157,7 @@ class _RowSoftmax(Op, register=False):
     saved = ("out",)
 
     @staticmethod
-    def numba_applies(x) -> bool:
+    def numba_applies(ctx, x) -> bool:
         """The row kernels take numba's arrays (backend.numba_takes) with a row: not 0-d."""
         return backend.numba_takes(x) and x.ndim > 0
 

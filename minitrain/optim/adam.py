@@ -113,7 +113,7 @@ def _fused_update(param: Tensor, grad, state: dict[str, Any], group: dict[str, A
         arrays.append(state["max_exp_avg_sq"])
     if not (
         backend.numba_enabled()
-        and data.dtype in (np.float32, np.float64)
+        and data.dtype in backend.NUMBA_DTYPES
         and all(
             isinstance(a, np.ndarray)
             and a.dtype == data.dtype

@@ -21,7 +21,7 @@ TF = torch.nn.functional
 
 # minitrain's names that PyTorch does not have
 BEYOND_TORCH = {"quick_gelu", "QuickGELU"}
-# minitrain's keyword-only parameters beyond PyTorch's, each a feature DESIGN.md names
+# minitrain's keyword-only parameters beyond PyTorch's, each a documented feature (docs/kernels.md)
 EXTRA_KEYWORDS = {
     "layer_norm": {"invertible"},  # saves the output instead of the input for backward
     "LayerNorm": {"invertible"},

@@ -81,20 +81,28 @@ def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize(
+    "forward_numba", [False, True], ids=["on-for-backward", "off-for-backward"]
+)
 @pytest.mark.parametrize("case", CASES[:3] + [CASES[5], CASES[7], CASES[9]], ids=str)
-def test_backward_follows_its_forwards_kernels(kernel_runs, case):
-    # numba switched on between forward and backward: the backward runs the generic kernel, as
-    # its forward did (Op.apply chooses once), on what that forward saved (a non-contiguous x)
+def test_backward_runs_numba_where_its_forward_did_and_numba_is_on(
+    kernel_runs, case, forward_numba
+):
+    # numba switched between forward and backward: the backward runs the generic kernel either
+    # way (Op.apply chose for the forward; numba off is off), on what the forward saved (the
+    # numba forward's arrays, or a non-contiguous x)
     x, weight, bias, dy = case.make(np.float32, seed=5)
     x = np.asfortranarray(x)
     want = run(case, x, weight, bias, dy)[1]
     leaves = [
         mt.Tensor(a, requires_grad=True) if a is not None else None for a in (x, weight, bias)
     ]
-    with backend.use_numba(False):
-        out = case.call(*leaves)
     kernel_runs.clear()
-    with backend.use_numba(True):
+    with backend.use_numba(forward_numba):
+        out = case.call(*leaves)
+    assert bool(kernel_runs) == forward_numba
+    kernel_runs.clear()
+    with backend.use_numba(not forward_numba):
         out.backward(dy)
     assert kernel_runs == []
     got = [None if leaf is None else leaf.grad.data for leaf in leaves]
