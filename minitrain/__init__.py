@@ -1,7 +1,7 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
 from . import data, functions, nn, ops, optim, train, viz
-from .autograd import Tape, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import Tape, grad
 from .backend import Device, device, manual_seed
 from .creation import (
     arange,
@@ -27,6 +27,7 @@ from .creation import (
     zeros_like,
 )
 from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck
 from .io import load, save
 from .ops import concat, matmul, maximum, minimum, stack, where

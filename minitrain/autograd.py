@@ -1,4 +1,5 @@
-"""The graph and its walk: Node, grad modes, the Tape, and the backward engine.
+"""The graph and its walk: Node, the Tape, and the backward engine (the grad modes it follows
+are in grad_mode.py).
 
 Recording an op creates a Node holding the op, its ctx (attributes and saved arrays), references to
 the nodes (or leaf tensors) that produced its inputs, and a sequence number from a global counter.
@@ -9,10 +10,7 @@ when the node is popped. No recursion, so chains of any length work.
 
 from __future__ import annotations
 
-import functools
 import heapq
-import inspect
-import itertools
 import operator
 import sys
 import threading
@@ -20,130 +18,21 @@ import weakref
 
 import numpy as np
 
-from . import backend
+from . import backend, versions
+from .anomaly import check_backward
 from .errors import DTypeError, GraphError, ShapeError
+from .grad_mode import (  # noqa: F401 (minitrain.autograd.no_grad, ... as in PyTorch)
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    recording,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
 
-_sequence = itertools.count()
-
-
-class RecordingState(threading.local):
-    """What recording looks at, per thread: whether it is on, the open tapes, and the innermost
-    scope (any object: nn.Module opens one with itself around its forward) that each new Node
-    remembers, so that whoever reads the graph can group its ops."""
-
-    def __init__(self):
-        self.enabled = True
-        self.tapes: list[Tape] = []
-        self.scope = None
-
-
-recording = RecordingState()
 _tape_count_lock = threading.Lock()
-
-
-def is_grad_enabled() -> bool:
-    """Whether ops on tensors that require grad are being recorded (per thread)."""
-    return recording.enabled
-
-
-def _in_mode(fn, make_mode):
-    """`fn` run inside `make_mode()`; a generator function's body runs in it at every step (its
-    caller's mode holds between steps), as PyTorch's decorators do."""
-    if not inspect.isgeneratorfunction(fn):
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with make_mode():
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-    @functools.wraps(fn)
-    def generator_wrapper(*args, **kwargs):
-        generator = fn(*args, **kwargs)
-        try:
-            with make_mode():
-                response = generator.send(None)
-            while True:
-                try:
-                    request = yield response
-                except GeneratorExit:
-                    with make_mode():
-                        generator.close()
-                    raise
-                except BaseException as error:  # passed on into the generator
-                    with make_mode():
-                        response = generator.throw(error)
-                else:
-                    with make_mode():
-                        response = generator.send(request)
-        except StopIteration as stop:
-            return stop.value
-
-    return generator_wrapper
-
-
-class _GradMode:
-    """Context manager and decorator that sets grad recording for the current thread.
-    Decorates with or without the call: `@no_grad()` and `@no_grad` alike, as PyTorch's."""
-
-    enabled: bool
-
-    def __new__(cls, fn=None):
-        if fn is None:
-            return super().__new__(cls)
-        if not callable(fn):
-            raise DTypeError(f"{cls.__name__}: takes no arguments, or a function to decorate")
-        return cls()(fn)
-
-    def __init__(self):
-        self._previous: list[bool] = []
-
-    def __enter__(self):
-        self._previous.append(recording.enabled)
-        recording.enabled = self.enabled
-        return self
-
-    def __exit__(self, *exc_info):
-        recording.enabled = self._previous.pop()
-
-    def __call__(self, fn):
-        return _in_mode(fn, type(self))
-
-
-class no_grad(_GradMode):  # noqa: N801 (PyTorch's name)
-    """Record nothing and save nothing inside this block (or decorated function)."""
-
-    enabled = False
-
-
-class enable_grad(_GradMode):  # noqa: N801
-    """Record again inside a no_grad block."""
-
-    enabled = True
-
-
-class set_grad_enabled(_GradMode):  # noqa: N801
-    """Set recording on or off, as PyTorch's: takes effect when called
-    (`set_grad_enabled(False)`), and as a context manager or decorator restores the previous
-    mode afterwards (`with set_grad_enabled(training): ...`)."""
-
-    def __new__(cls, mode: bool):
-        return object.__new__(cls)
-
-    def __init__(self, mode: bool):
-        super().__init__()
-        self.enabled = bool(mode)
-        self._previous.append(recording.enabled)
-        recording.enabled = self.enabled
-
-    def __enter__(self):
-        return self  # the mode was set in __init__
-
-    def __call__(self, fn):
-        recording.enabled = self._previous.pop()  # as a decorator, construction changes nothing
-        mode = self.enabled
-        return _in_mode(fn, lambda: set_grad_enabled(mode))
 
 
 class Node:
@@ -172,7 +61,7 @@ class Node:
         self.op = op
         self.ctx = ctx
         self.parents = parents
-        self.seq = next(_sequence)
+        self.seq = next(versions.clock)
         self.output = weakref.ref(output)
         self.scope = recording.scope
         self.hooks = None  # hooks registered on the (non-leaf) tensor this node produced
@@ -198,6 +87,8 @@ class Node:
         ctx, op = self.ctx, self.op
         if ctx.released:
             raise self.freed_error()
+        if versions.latest_write > self.seq:  # an in-place write since this op ran
+            self._check_saved_unwritten()
         if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
             grads = op.numba_backward(ctx, grad)
         else:
@@ -210,6 +101,40 @@ class Node:
                 f"{len(self.parents)} inputs"
             )
         return grads
+
+    def _check_saved_unwritten(self) -> None:
+        """Refuse a saved value whose memory an in-place op wrote after this op was recorded
+        (an in-place op's own saved output: after its write)."""
+        ctx = self.ctx
+        for name, value in ctx.saved_values().items():
+            if not backend.is_array(value):
+                continue
+            since = ctx.out_written if name == "out" and ctx.out_written is not None else self.seq
+            written = versions.written_since(value, since)
+            if written is not None:
+                raise GraphError(
+                    f"{self.name}: '{name}', a value {self.op.name} saved for its backward, was "
+                    f"modified by an in-place operation: saved at version {written[0]}, now at "
+                    f"version {written[1]}. Clone it before changing it, or change it after "
+                    f"backward"
+                )
+
+    def check_view_current(self) -> None:
+        """Refuse to use the output of this view node where an in-place op has made its base
+        another node's output since the view was taken: the view's values changed with the
+        base, but its gradient would go to the base's old node."""
+        origin = self.parents[0]
+        while type(origin) is Node and origin.op.views:
+            origin = origin.parents[0]
+        if type(origin) is not Node:
+            return
+        base = origin.output()
+        if base is not None and base.node is not origin:
+            raise GraphError(
+                f"{self.op.name}: this view was taken from the output of {origin.op.name} "
+                f"before that tensor changed in place ({base.node.op.name}); take the view after "
+                f"the change, or change a clone"
+            )
 
     def freed_error(self) -> GraphError:
         """The error of a backward through this node after its saved values were freed."""
@@ -329,6 +254,7 @@ def backward(roots, seeds, retain_graph: bool = False, capture=None):
     only the nodes with a captured tensor below them, so the rest keep their saved values and
     their hooks do not fire.
     """
+    anomaly = recording.anomaly
     pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
     leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
     heap: list = []
@@ -382,6 +308,8 @@ def backward(roots, seeds, retain_graph: bool = False, capture=None):
             for position in capture_nodes[node]:
                 captured[position] = grad
         grads = node.run_backward(grad)
+        if anomaly:
+            check_backward(node, grad, grads)
         ctx = node.ctx
         if not retain_graph and node.op.saved:
             ctx.release()

@@ -1,7 +1,8 @@
 """The exceptions minitrain raises, each also an instance of the matching builtin.
 
 Every error minitrain raises on purpose is a MinitrainError, except where Python's protocols
-name the builtin: IndexError for an index out of range (getitem, containers, datasets),
+name the builtin: IndexError for an index out of range (getitem, containers, datasets; a dim
+or a class index out of range is a DimensionError or IndexOutOfRangeError, both IndexErrors),
 KeyError for a missing or bad name (ModuleDict, History), and RuntimeError from
 clip_grad_norm_ on a non-finite norm, as in PyTorch."""
 
@@ -17,6 +18,15 @@ class ArgumentError(MinitrainError, ValueError):
 
 class ShapeError(MinitrainError, ValueError):
     """Shapes that do not fit: broadcasting, matmul dims, reshape sizes, axes out of range."""
+
+
+class DimensionError(ShapeError, IndexError):
+    """A dim out of range for a tensor's rank: also the IndexError PyTorch raises."""
+
+
+class IndexOutOfRangeError(MinitrainError, IndexError):
+    """An index value outside what it indexes (a class index past the number of classes):
+    also the IndexError PyTorch raises."""
 
 
 class DTypeError(MinitrainError, TypeError):

@@ -12,8 +12,8 @@ import numpy as np
 
 from . import ops
 from .arguments import as_dtype
-from .autograd import is_grad_enabled
 from .errors import ArgumentError, DTypeError
+from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 __all__ = [

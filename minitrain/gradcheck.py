@@ -7,8 +7,9 @@ import math
 
 import numpy as np
 
-from .autograd import grad, no_grad
+from .autograd import grad
 from .errors import ArgumentError, DTypeError, GradcheckError
+from .grad_mode import no_grad
 from .tensor import Tensor
 
 

@@ -19,6 +19,7 @@ from .arguments import (
 )
 from .autograd import RemovableHandle, backward, root_grads
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
+from .inplace import InPlaceMethods
 
 _new_object = object.__new__
 
@@ -53,13 +54,20 @@ def _check_grad_dtype(array, caller: str) -> None:
         )
 
 
-class Tensor:
+class Tensor(InPlaceMethods):
     """An n-dimensional array that can record the ops applied to it and carry a gradient.
 
     `Tensor(array)` wraps an array without copying; `minitrain.tensor(data)` copies.
     """
 
-    __slots__ = ("data", "_grad", "_requires_grad", "node", "_hooks", "__weakref__")
+    __slots__ = (
+        "data",
+        "_grad",
+        "_requires_grad",
+        "node",
+        "_hooks",
+        "__weakref__",
+    )
     __array_ufunc__ = None  # `ndarray + Tensor` calls Tensor.__radd__ instead of looping in numpy
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
@@ -100,10 +108,6 @@ class Tensor:
             _check_grad_dtype(self.data, "requires_grad")
         self._requires_grad = bool(value)
 
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        self.requires_grad = requires_grad
-        return self
-
     @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient, a Tensor, or None. Any Tensor may be assigned (an optimizer
@@ -130,7 +134,7 @@ class Tensor:
         return self.node
 
     def detach(self) -> Tensor:
-        """The same data, outside any graph."""
+        """The same data (and so the same version), outside any graph."""
         return Tensor.wrap(self.data)
 
     def backward(self, gradient=None, retain_graph: bool = False, *, grad=None) -> None:
@@ -396,10 +400,8 @@ class Tensor:
         return ops.getitem(self, index)
 
     def __setitem__(self, index, value):
-        raise GraphError(
-            "Tensor does not support item assignment: minitrain has no in-place ops, so saved "
-            "values can never change under the graph. Build the value with where/concat/pad."
-        )
+        """x[index] = value, in place (getitem's index rules; see minitrain/inplace.py)."""
+        ops.assign(self, index, value)
 
     # Elementwise math and activations: each method calls its op.
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .autograd import no_grad
 from .errors import ArgumentError, DTypeError, MinitrainError
+from .grad_mode import no_grad
 from .io import write_atomically
 from .tensor import Tensor
 

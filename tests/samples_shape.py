@@ -1,7 +1,7 @@
 """Sample table entries for the shape ops, merged into op_samples.SAMPLES.
 
-reshape, flatten, transpose, permute, broadcast_to, getitem with every kind of index, gather,
-concat, stack and pad."""
+reshape, flatten, transpose, permute, broadcast_to, getitem and setitem with every kind of index,
+gather, concat, stack and pad."""
 
 from __future__ import annotations
 
@@ -31,6 +31,23 @@ def _getitem(name, shape, index, ref=None) -> Sample:
         draws(normal(*shape)),
         lambda x: ops.getitem(x, index),
         ref or (lambda x: x[_torch_index(index)]),
+    )
+
+
+def _setitem(name, shape, index, value_shape) -> Sample:
+    """x with x[index] = value, out of place, for x and value normal; PyTorch assigns into a
+    clone. Repeated integer indices are left out: which copy wins is unspecified in PyTorch."""
+
+    def reference(x, value):
+        y = x.clone()
+        y[_torch_index(index)] = value
+        return y
+
+    return Sample(
+        name,
+        draws(normal(*shape), normal(*value_shape)),
+        lambda x, value: ops.setitem(x, index, value),
+        reference,
     )
 
 
@@ -165,6 +182,30 @@ SAMPLES: dict[str, list[Sample]] = {
         ),
     ],
     # gather: repeated indices add their gradients; index may be smaller than x outside axis
+    "setitem": [
+        _setitem("slices", (4, 5), (slice(1, 3), slice(None, None, 2)), (2, 3)),
+        _setitem("row_broadcast", (4, 5), 1, (1,)),
+        _setitem("element", (4, 5), (2, 3), ()),
+        _setitem("steps", (4, 5), (slice(None, None, 2), slice(1, None, 2)), (2, 2)),
+        _setitem("none_ellipsis", (2, 3, 4), (None, Ellipsis, 1), (1, 2, 3)),
+        _setitem("int_array", (4, 3), np.array([0, 2, 3]), (3, 3)),
+        _setitem("int_arrays_2d", (3, 4), (np.array([0, 1, 2]), np.array([1, 0, 3])), (3,)),
+        _setitem("bool_mask", (3, 4), np.arange(12).reshape(3, 4) % 3 == 0, (4,)),
+        _setitem("bool_mask_rows_broadcast", (4, 3), np.array([True, False, True, True]), (3,)),
+        # PyTorch's rule: an int beside an index array selects first (x[0][:, [0, 2]], (3, 2))
+        _setitem("int_slice_list", (2, 3, 4), (0, slice(None), [0, 2]), (3, 2)),
+        _setitem("value_with_leading_one", (3, 4), 1, (1, 4)),
+    ],
+    "flip": [
+        Sample("dim0", draws(normal(3, 4)), lambda x: ops.flip(x, 0), lambda x: torch.flip(x, [0])),
+        Sample(
+            "dims_0_2",
+            draws(normal(2, 3, 4)),
+            lambda x: ops.flip(x, (0, 2)),
+            lambda x: torch.flip(x, [0, 2]),
+        ),
+        Sample("last", draws(normal(5)), lambda x: ops.flip(x, -1), lambda x: torch.flip(x, [-1])),
+    ],
     "gather": [
         Sample(
             name,

@@ -15,6 +15,7 @@ from .. import ops
 from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
+from . import init
 from .linear import layer_dtype
 from .module import Module, Parameter
 
@@ -282,7 +283,7 @@ class PReLU(Module):
             self.to(device)
 
     def reset_parameters(self) -> None:
-        self.weight.data[...] = self.init
+        init.constant_(self.weight, self.init)
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.prelu(x, self.weight)

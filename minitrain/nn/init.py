@@ -73,6 +73,7 @@ def _empty(tensor: Tensor) -> bool:
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Write values into the tensor's array in place (its dtype and device kept)."""
     tensor.data[...] = backend.to_device(values.astype(tensor.dtype), tensor.device)
+    tensor.bump_version()
     return tensor
 
 
@@ -92,6 +93,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     tensor.data[...] = val
+    tensor.bump_version()
     return tensor
 
 

@@ -11,8 +11,9 @@ import numpy as np
 
 from .. import backend
 from ..arguments import device_and_dtype
-from ..autograd import RemovableHandle, no_grad, recording
+from ..autograd import RemovableHandle
 from ..errors import DTypeError, MinitrainError
+from ..grad_mode import no_grad, recording
 from ..tensor import Tensor
 from .utils import zero_grads
 
@@ -448,6 +449,7 @@ class Module:
                 target.data[...] = backend.to_device(
                     np.asarray(array) if not backend.is_array(array) else array, target.device
                 )
+                target.bump_version()
         return IncompatibleKeys(missing, unexpected)
 
     def _in_load_order(self, keys: list[str]) -> list[str]:

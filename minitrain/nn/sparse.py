@@ -80,6 +80,7 @@ class Embedding(Module):
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight.data[self.padding_idx] = 0
+            self.weight.bump_version()
 
     def forward(self, indices) -> Tensor:
         return embedding(indices, self.weight, self.padding_idx)

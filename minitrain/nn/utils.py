@@ -109,4 +109,5 @@ def vector_to_parameters(vector: Tensor, parameters: Iterable[Tensor]) -> None:
     start = 0
     for p in params:
         p.data[...] = data[start : start + p.numel()].reshape(p.shape)
+        p.bump_version()
         start += p.numel()

@@ -10,6 +10,7 @@ from .class_loss import *  # noqa: F403
 from .columns import *  # noqa: F403
 from .convolution import *  # noqa: F403
 from .elementwise import *  # noqa: F403
+from .indexing import *  # noqa: F403
 from .layer_normalization import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .masking import *  # noqa: F403

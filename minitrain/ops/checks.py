@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..errors import ArgumentError, DTypeError, ShapeError
+from ..errors import ArgumentError, DimensionError, DTypeError, ShapeError
 from .op import dtype_of
 
 
@@ -88,7 +88,9 @@ def normalize_axis(axis, ndim: int, caller: str) -> tuple[int, ...]:
         if not isinstance(a, (int, np.integer)):
             raise DTypeError(f"{caller}: axis must be ints, got {axis!r}")
         if not -limit <= a < limit:
-            raise ShapeError(f"{caller}: axis {a} is out of range for a tensor with {ndim} dims")
+            raise DimensionError(
+                f"{caller}: axis {a} is out of range for a tensor with {ndim} dims"
+            )
         result.append(int(a) % limit)
     if ndim == 0:
         return ()

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import backend
-from ..errors import ArgumentError, DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
 from .checks import check_floating
@@ -69,7 +69,7 @@ def _check_class_range(caller: str, target, classes: int, ignore_index: int) -> 
     bad = (target != ignore_index) & ((target < 0) | (target >= classes))
     if bad.any():
         value = int(target[bad].ravel()[0])
-        raise IndexError(
+        raise IndexOutOfRangeError(
             f"{caller}: target {value} is out of range for {classes} classes (valid: 0 to "
             f"{classes - 1}, or ignore_index={ignore_index})"
         )

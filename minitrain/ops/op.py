@@ -8,9 +8,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from .. import backend
-from ..autograd import Node, recording
+from .. import backend, versions
+from ..anomaly import check_forward
+from ..autograd import Node
 from ..errors import DeviceError, DTypeError, GraphError, ShapeError
+from ..grad_mode import recording
 from ..tensor import Tensor, as_array
 
 __all__ = ["Ctx", "Op", "registry"]
@@ -43,6 +45,8 @@ _CTX_FIELDS = frozenset(
         "release",
         "saved_values",
         "ran_numba",
+        "out_written",
+        "trace",
     }
 )
 
@@ -58,6 +62,8 @@ class Ctx:
 
     released = False  # set once backward has freed the saved values
     ran_numba = False  # the forward ran the op's numba kernel (so may its backward)
+    out_written = None  # an in-place op's clock number: its saved output was written then
+    trace = None  # in anomaly mode: the line of user code that ran the op
 
     def __init__(self, op, xp, needs_grad, records, attrs):
         self.op = op
@@ -120,7 +126,13 @@ class Op(metaclass=_OpType):
       PyTorch's matmul and linear require: they do not promote;
     - `exact_dtype`: the output dtype is what forward chose (cast). Otherwise a float64 output
       that numpy made from inputs none of which is float64 (ints divided, an int's exp, ...)
-      becomes float32, PyTorch's default float dtype.
+      becomes float32, PyTorch's default float dtype;
+    - `views`: the output may be a view of the first input's memory (reshape, transpose, basic
+      indexing, broadcast_to), so it cannot change in place while in the graph.
+
+    Backward refuses to run on a saved value whose memory an in-place op wrote after the op
+    was recorded (minitrain/versions.py); a saved value named like an input (`saved = ("x",)`)
+    or `out` may be that input's array or the output, which in-place ops take care of.
 
     and then `forward(ctx, *arrays) -> array` and `backward(ctx, grad) -> grads`, both on arrays,
     one gradient per input (None where `ctx.needs_grad[i]` is False).
@@ -145,6 +157,7 @@ class Op(metaclass=_OpType):
     variadic: ClassVar[bool] = False
     exact_dtype: ClassVar[bool] = False
     same_dtype: ClassVar[bool] = False
+    views: ClassVar[bool] = False
     numba_forward: ClassVar = None
     numba_backward: ClassVar = None
 
@@ -157,6 +170,13 @@ class Op(metaclass=_OpType):
         cls._promoted_indices = tuple(
             index for index, name in enumerate(cls.inputs) if name in cls.promoted
         )  # () or the positions of the pair
+        # (saved name, input position) of the saved values that may be an input's own array
+        cls.saved_inputs = (
+            ()
+            if cls.variadic
+            else tuple((name, cls.inputs.index(name)) for name in cls.saved if name in cls.inputs)
+        )
+        cls.saves_output = "out" in cls.saved
         if register:
             _validate_header(cls)
             if cls.name in _OPS:
@@ -204,12 +224,19 @@ class Op(metaclass=_OpType):
         # needs (where each gradient goes, input shapes and dtypes): this is the hot path.
         arrays, parents, needs_grad, shapes, dtypes = [], [], [], [], []
         any_grad = numpy_number = False
+        rebound = versions.latest_rebind  # an in-place op moved a tensor to a new node then
         for value in inputs:
             if isinstance(value, Tensor):
                 array = value.data
                 if value._requires_grad:
                     any_grad = True
-                    parents.append(value if value.node is None else value.node)
+                    node = value.node
+                    if node is None:
+                        parents.append(value)
+                    else:
+                        parents.append(node)
+                        if node.seq < rebound and node.op.views:
+                            node.check_view_current()
                     needs_grad.append(True)
                 else:
                     parents.append(None)
@@ -258,6 +285,8 @@ class Op(metaclass=_OpType):
         if out.dtype == _FLOAT64 and not cls.exact_dtype and not _any_float64(dtypes):
             # numpy made float64 from ints or numbers; PyTorch's default float dtype is float32
             out = out.astype(np.float32)
+        if recording.anomaly:
+            ctx.trace = check_forward(cls.name, arrays, out)
         if not records:
             return Tensor.wrap(out)
 

@@ -18,8 +18,8 @@ from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import elementwise
 from .checks import NOT_BOOL, normalize_axis, normalize_one_axis, require_kind
+from .indexing import gather
 from .op import Op, shape_of
-from .shape import gather
 
 __all__ = [
     "all",

@@ -1,6 +1,6 @@
 """Ops that move elements without arithmetic: reshape, flatten, transpose, permute,
-broadcast_to, getitem, gather, concat, stack, pad; and split, chunk, unbind, flip and tile
-composed of them."""
+broadcast_to, concat, stack, pad, flip; and split, chunk, unbind and tile composed of them (the
+indexing ops are in indexing.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,10 @@ import math
 
 import numpy as np
 
-from .. import backend
-from ..arguments import nested_array
 from ..autograd import unbroadcast
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..tensor import Tensor
 from .checks import normalize_axis, normalize_one_axis
+from .indexing import GetItem
 from .op import Op, result_type, shape_of
 
 __all__ = [
@@ -22,8 +20,6 @@ __all__ = [
     "concat",
     "flatten",
     "flip",
-    "gather",
-    "getitem",
     "pad",
     "permute",
     "reshape",
@@ -37,6 +33,7 @@ __all__ = [
 
 class Reshape(Op):
     name = "reshape"
+    views = True
     inputs = ("x",)
     attrs = ("shape",)
 
@@ -73,6 +70,7 @@ class Flatten(Op):
     """Dims start_dim..end_dim merged into one (PyTorch's flatten)."""
 
     name = "flatten"
+    views = True
     inputs = ("x",)
     attrs = ("start_dim", "end_dim")
 
@@ -109,6 +107,7 @@ class Transpose(Op):
     """Two dims swapped."""
 
     name = "transpose"
+    views = True
     inputs = ("x",)
     attrs = ("dim0", "dim1")
 
@@ -136,6 +135,7 @@ class Permute(Op):
     """Dims reordered: output dim i is input dim dims[i]."""
 
     name = "permute"
+    views = True
     inputs = ("x",)
     attrs = ("dims",)
 
@@ -153,6 +153,9 @@ def permute(x, dims):
     """x with its dims reordered: output dim i is input dim dims[i]."""
     ndim = len(shape_of(x))
     dims = tuple(dims)
+    if len(dims) == ndim:  # as PyTorch: a dim out of range is a DimensionError first
+        for d in dims:
+            normalize_one_axis(d, ndim, "permute")
     normalized = tuple(d % ndim if -ndim <= d < ndim else d for d in dims) if ndim else dims
     if sorted(normalized) != list(range(ndim)):
         raise ShapeError(
@@ -163,6 +166,7 @@ def permute(x, dims):
 
 class BroadcastTo(Op):
     name = "broadcast_to"
+    views = True
     inputs = ("x",)
     attrs = ("shape",)
 
@@ -186,185 +190,6 @@ def broadcast_to(x, shape):
     if not fits:
         raise ShapeError(f"broadcast_to: cannot broadcast shape {old} to {shape}")
     return BroadcastTo.apply(x, shape=shape)
-
-
-class GetItem(Op):
-    """x[index]: basic slicing, integer arrays and boolean masks, as numpy.
-
-    Backward writes the gradient into zeros of x's shape; with integer-array indices an element
-    picked several times receives the sum of its gradients (scatter-add)."""
-
-    name = "getitem"
-    inputs = ("x",)
-    attrs = ("index", "accumulate")
-
-    @staticmethod
-    def forward(ctx, x):
-        try:
-            return x[ctx.index]
-        except IndexError as exc:
-            raise IndexError(f"getitem: {exc} (tensor shape {x.shape})") from None
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = zeros of x's shape with dx[index] += grad (an element picked twice gets both)."""
-        xp = ctx.xp
-        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
-        if ctx.accumulate:
-            backend.scatter_add(xp, grad_x, ctx.index, grad)
-        else:
-            grad_x[ctx.index] = grad
-        return grad_x
-
-
-def _index_item(item, xp):
-    """One index entry as numpy takes it; tensors and lists become arrays on x's device."""
-    if isinstance(item, Tensor):
-        item = item.data
-    elif isinstance(item, list):
-        item = np.asarray(item)
-    if backend.is_array(item):
-        item = xp.asarray(item)
-        if item.dtype != np.bool_ and item.dtype.kind not in "iu":
-            raise DTypeError(f"getitem: index arrays must be integer or boolean, got {item.dtype}")
-        # a 0-d integer index (labels[0]) is an int to PyTorch: it selects before the arrays
-        return int(item) if item.ndim == 0 and item.dtype != np.bool_ else item
-    if item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)):
-        return item
-    raise DTypeError(f"getitem: cannot index with {type(item).__name__} ({item!r})")
-
-
-def _is_mask(item) -> bool:
-    """Whether an index entry is a boolean array."""
-    return backend.is_array(item) and item.dtype == np.bool_
-
-
-def _is_int(entry) -> bool:
-    return isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
-
-
-def _is_advanced(entry) -> bool:
-    """An array, or a bool (numpy's 0-d mask): beside one, numpy reads ints as arrays too."""
-    return backend.is_array(entry) or isinstance(entry, bool)
-
-
-def _plain_part(entry):
-    """PyTorch's first step of an index with arrays: ints select, a bool adds a dim."""
-    if backend.is_array(entry):
-        return slice(None)
-    return None if isinstance(entry, bool) else entry
-
-
-def _array_part(entry, xp):
-    """The second: the arrays index what is left, a bool's new dim with [0] (True) or no
-    index (False), as PyTorch reads a bool beside arrays."""
-    if isinstance(entry, bool):
-        return xp.zeros(int(entry), np.int64)
-    return entry if backend.is_array(entry) or entry is Ellipsis else slice(None)
-
-
-def getitem(x, index):
-    """x[index]: ints, slices, None, Ellipsis, integer and boolean arrays, with PyTorch's rules.
-
-    These are numpy's, but for one case: numpy counts an int beside an index array as an index
-    array too, so x[0, :, [0, 2]] of x (2, 3, 4) is (2, 3), the indexed dims first as they are
-    not side by side; PyTorch takes the int first, as a plain index, and gives (3, 2). Here,
-    as there, ints and Python bools index first and the arrays then index what is left."""
-    xp = backend.array_module(x.data if isinstance(x, Tensor) else x)
-    shape = shape_of(x)
-    items = [_index_item(item, xp) for item in (index if isinstance(index, tuple) else (index,))]
-    # The dims of x each item indexes: a mask as many as it has, None none, Ellipsis the rest
-    # (a Python bool is numpy's 0-d mask: it adds a dim and indexes none)
-    spans = [
-        0 if i is None or i is Ellipsis or isinstance(i, bool) else i.ndim if _is_mask(i) else 1
-        for i in items
-    ]
-    entries, dim = [], 0
-    for item, span in zip(items, spans, strict=True):
-        if item is Ellipsis:
-            span = len(shape) - sum(spans)
-        if _is_mask(item):
-            # numpy checks the mask's shape; the indices it becomes here would pass unchecked
-            if item.shape != shape[dim : dim + span]:
-                raise IndexError(
-                    f"getitem: boolean mask of shape {item.shape} does not match dims "
-                    f"{list(range(dim, dim + span))} of sizes {shape[dim : dim + span]} in "
-                    f"tensor shape {shape}"
-                )
-            entries.extend(item.nonzero())
-        else:
-            entries.append(item)
-        dim += span
-    accumulate = any(backend.is_array(i) and not _is_mask(i) for i in items)
-    if any(map(_is_int, entries)) and any(map(_is_advanced, entries)):
-        x = GetItem.apply(x, index=tuple(map(_plain_part, entries)), accumulate=False)
-        entries = [_array_part(e, xp) for e in entries if not _is_int(e)]
-    return GetItem.apply(x, index=tuple(entries), accumulate=accumulate)
-
-
-class Gather(Op):
-    """Elements of x picked along one axis by an integer index of x's rank: out has index's
-    shape, out[i, j] = x[index[i, j], j] along axis 0 and x[i, index[i, j]] along axis 1."""
-
-    name = "gather"
-    inputs = ("x", "index")
-    attrs = ("axis",)
-    saved = ("index",)
-
-    @staticmethod
-    def forward(ctx, x, index):
-        ctx.save(index=index)
-        return x[_along(ctx.xp, index, ctx.axis)]
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = zeros of x's shape with dx[.., index, ..] += grad (a repeated index gets both)."""
-        xp = ctx.xp
-        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
-        backend.scatter_add(xp, grad_x, _along(xp, ctx.index, ctx.axis), grad)
-        return grad_x, None
-
-
-def _along(xp, index, axis) -> tuple:
-    """The full index that reads x at index[p] along `axis` for every position p of index: index
-    itself there, and in each other dim d the position's own coordinate (an arange along d)."""
-    ndim = index.ndim
-    return tuple(
-        index if d == axis else xp.arange(n).reshape((n,) + (1,) * (ndim - 1 - d))
-        for d, n in enumerate(index.shape)
-    )
-
-
-def gather(x, axis: int, index):
-    """x's elements picked along `axis` by `index` (PyTorch's gather): an integer tensor with
-    x's number of dims, no larger than x outside `axis`; the result has index's shape, and an
-    element picked several times receives the sum of its gradients."""
-    shape = shape_of(x)
-    array = index.data if isinstance(index, Tensor) else index
-    if not backend.is_array(array):
-        array = nested_array(array, "gather: index")
-    if array.dtype.kind not in "iu":
-        raise DTypeError(f"gather: index must be an integer tensor, got dtype {array.dtype}")
-    if not shape or array.ndim != len(shape):
-        raise ShapeError(
-            f"gather: index must have as many dims as x, at least one: x has shape {shape}, "
-            f"index {array.shape}"
-        )
-    axis = normalize_one_axis(axis, len(shape), "gather")
-    for dim, (size, limit) in enumerate(zip(array.shape, shape, strict=True)):
-        if dim != axis and size > limit:
-            raise ShapeError(
-                f"gather: index of shape {array.shape} is larger than x of shape {shape} in "
-                f"dim {dim} (only axis {axis} may differ)"
-            )
-    if array.size:
-        low, high = int(array.min()), int(array.max())
-        if low < 0 or high >= shape[axis]:
-            raise IndexError(
-                f"gather: index {low if low < 0 else high} is out of range for axis {axis} of "
-                f"size {shape[axis]} (x shape {shape})"
-            )
-    return Gather.apply(x, array, axis=axis)
 
 
 def _check_same(tensors, caller: str):
@@ -560,15 +385,27 @@ def unbind(x, axis: int = 0) -> tuple:
     return tuple(GetItem.apply(x, index=lead + (i,), accumulate=False) for i in range(shape[axis]))
 
 
+class Flip(Op):
+    """x with the order of its elements reversed along `axes`, copied as PyTorch's flip is (a
+    view would let a write into the result change x)."""
+
+    name = "flip"
+    inputs = ("x",)
+    attrs = ("axes",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.flip(x, ctx.axes).copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad flipped back along the same axes."""
+        return ctx.xp.flip(grad, ctx.axes)
+
+
 def flip(x, axis):
-    """x with the order of its elements reversed along `axis` (an int or a tuple): a getitem
-    with a negative step."""
-    ndim = len(shape_of(x))
-    axes = normalize_axis(axis, ndim, "flip")
-    reverse = slice(None, None, -1)
-    return GetItem.apply(
-        x, index=tuple(reverse if d in axes else slice(None) for d in range(ndim)), accumulate=False
-    )
+    """x with the order of its elements reversed along `axis` (an int or a tuple), a copy."""
+    return Flip.apply(x, axes=normalize_axis(axis, len(shape_of(x)), "flip"))
 
 
 def tile(x, reps):

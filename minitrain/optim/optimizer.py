@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import backend
-from ..autograd import enable_grad
 from ..errors import ArgumentError, DTypeError, ShapeError
+from ..grad_mode import enable_grad
 from ..nn.utils import zero_grads
 from ..tensor import Tensor
 
@@ -158,6 +158,7 @@ class Optimizer:
             for param in group["params"]:
                 if param.grad is not None:
                     self._update(param, self._grad_array(param), group)
+                    param.bump_version()  # values saved from it no longer hold
         self._step_count += 1
         return loss
 

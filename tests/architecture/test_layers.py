@@ -16,9 +16,20 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "minitrain"
 
 # Lowest first: a module may import from its own layer and the ones before it.
 LAYERS = {
-    "foundation": ("minitrain.errors", "minitrain.backend", "minitrain.threads"),
-    "tensor": ("minitrain.tensor", "minitrain.arguments", "minitrain.creation"),
-    "autograd": ("minitrain.autograd", "minitrain.gradcheck"),
+    "foundation": (
+        "minitrain.errors",
+        "minitrain.backend",
+        "minitrain.threads",
+        "minitrain.versions",
+        "minitrain.grad_mode",
+    ),
+    "tensor": (
+        "minitrain.tensor",
+        "minitrain.inplace",
+        "minitrain.arguments",
+        "minitrain.creation",
+    ),
+    "autograd": ("minitrain.autograd", "minitrain.anomaly", "minitrain.gradcheck"),
     "ops": ("minitrain.ops", "minitrain.functions"),
     "nn": ("minitrain.nn",),
     "training": ("minitrain.optim", "minitrain.data", "minitrain.train", "minitrain.io"),

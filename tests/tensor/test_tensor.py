@@ -215,13 +215,15 @@ def test_comparisons_return_bool_tensors_without_grad(name, fn):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
-def test_item_assignment_raises():
+def test_item_assignment_writes_in_place_and_counts_a_version():
+    # as PyTorch: x[index] = value changes x's own memory, seen through its views
     t = minitrain.tensor([1.0, 2.0, 3.0])
-    with pytest.raises(MinitrainError):
-        t[0] = 5.0
-    with pytest.raises(MinitrainError):
-        t[...] = minitrain.tensor([0.0, 0.0, 0.0])
-    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0, 3.0])
+    view = t.reshape(3, 1)
+    t[0] = 5.0
+    t[1:] = minitrain.tensor([7.0, 8.0])
+    np.testing.assert_array_equal(t.numpy(), [5.0, 7.0, 8.0])
+    np.testing.assert_array_equal(view.numpy(), [[5.0], [7.0], [8.0]])
+    assert t._version == view._version == 2
 
 
 @pytest.mark.parametrize(
