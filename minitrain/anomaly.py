@@ -5,6 +5,7 @@ none of this runs."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -27,10 +28,11 @@ def user_line() -> str:
 
 
 def check_forward(op_name: str, inputs, out) -> str:
-    """Raise if the forward output `out` holds nan or inf; else return the user line, kept with
+    """Raise if the forward output `out` holds nan, or inf where no input held one (a -inf put
+    in on purpose, as an attention mask's, may flow on); else return the user line, kept with
     the op's node for its backward's message."""
     line = user_line()
-    if not _finite(out):
+    if not _finite(out) and (_has_nan(out) or all(map(_finite, inputs))):
         raise GraphError(
             f"{op_name}: anomaly in forward: its output {_stats(out)}; its inputs "
             f"{_stats_of(inputs)}; the op was run at {line}"
@@ -51,11 +53,20 @@ def check_backward(node, grad, grads) -> None:
             )
 
 
-def _finite(array) -> bool:
-    if not hasattr(array, "dtype") or array.dtype.kind not in "fc":
+def _finite(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if not hasattr(value, "dtype") or value.dtype.kind not in "fc":
         return True
-    xp = sys.modules["cupy"] if type(array).__module__.startswith("cupy") else np
-    return bool(xp.isfinite(array).all())
+    return bool(_xp(value).isfinite(value).all())
+
+
+def _has_nan(array) -> bool:
+    return bool(_xp(array).isnan(array).any())
+
+
+def _xp(array):
+    return sys.modules["cupy"] if type(array).__module__.startswith("cupy") else np
 
 
 def _stats(value) -> str:

@@ -31,6 +31,7 @@ from .grad_mode import (  # noqa: F401 (minitrain.autograd.no_grad, ... as in Py
     set_detect_anomaly,
     set_grad_enabled,
 )
+from .inplace import superseded
 
 _tape_count_lock = threading.Lock()
 
@@ -106,8 +107,10 @@ class Node:
         """Refuse a saved value whose memory an in-place op wrote after this op was recorded
         (an in-place op's own saved output: after its write)."""
         ctx = self.ctx
-        for name, value in ctx.saved_values().items():
-            if not backend.is_array(value):
+        saved = ctx.__dict__
+        for name in self.op.saved:
+            value = saved.get(name)
+            if value is None or not hasattr(value, "base"):
                 continue
             since = ctx.out_written if name == "out" and ctx.out_written is not None else self.seq
             written = versions.written_since(value, since)
@@ -124,16 +127,13 @@ class Node:
         another node's output since the view was taken: the view's values changed with the
         base, but its gradient would go to the base's old node."""
         origin = self.parents[0]
-        while type(origin) is Node and origin.op.views:
+        while type(origin) is Node and origin.ctx.is_view:
             origin = origin.parents[0]
-        if type(origin) is not Node:
-            return
-        base = origin.output()
-        if base is not None and base.node is not origin:
+        if type(origin) is Node and origin in superseded:
             raise GraphError(
                 f"{self.op.name}: this view was taken from the output of {origin.op.name} "
-                f"before that tensor changed in place ({base.node.op.name}); take the view after "
-                f"the change, or change a clone"
+                f"before that tensor changed in place; take the view after the change, or "
+                f"change a clone"
             )
 
     def freed_error(self) -> GraphError:
@@ -429,6 +429,9 @@ def root_grads(outputs, grad_outputs, op_name):
 
     seeds = []
     for i, (out, grad) in enumerate(zip(outputs, grad_outputs, strict=True)):
+        node = getattr(out, "node", None)
+        if node is not None and node.seq < versions.latest_rebind and node.ctx.is_view:
+            node.check_view_current()
         if not isinstance(out, Tensor):
             raise GraphError(f"{op_name}: outputs[{i}] is a {type(out).__name__}, not a Tensor")
         if not out.requires_grad:

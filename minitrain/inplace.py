@@ -27,6 +27,43 @@ from . import backend, versions
 from .errors import DTypeError, GraphError, ShapeError
 from .grad_mode import is_grad_enabled
 
+# Nodes whose output tensor has since become another node's output by an in-place op: a view
+# taken from them before that is stale (autograd.Node.check_view_current).
+superseded: weakref.WeakSet = weakref.WeakSet()
+# Views taken outside the graph (nothing recorded), by id (a Tensor's == is elementwise, so no
+# WeakKeyDictionary): id(view) -> (a weak reference to the view, the tensor whose memory it
+# views, that tensor's node then); an entry goes with its view.
+_plain_views: dict = {}
+
+
+def note_plain_view(view, source) -> None:
+    """Remember that `view`, made without recording, views `source`'s memory."""
+    key = id(view)
+    _plain_views[key] = (
+        weakref.ref(view, lambda _: _plain_views.pop(key, None)),
+        source,
+        source.node,
+    )
+
+
+def _source_of(view) -> tuple:
+    """(source, its node when the view was taken) of a view taken outside the graph, or Nones."""
+    entry = _plain_views.get(id(view))
+    if entry is None or entry[0]() is not view:
+        return None, None
+    return entry[1], entry[2]
+
+
+def check_plain_view_input(tensor) -> None:
+    """Refuse a view taken outside the graph whose source has since become an in-place op's
+    output in the graph: the view's values changed with it, its (absent) graph did not."""
+    source, node = _source_of(tensor)
+    if source is not None and source.node is not node:
+        raise GraphError(
+            "a view taken when its tensor was outside the graph is used after an in-place op "
+            "put that tensor in the graph: its gradient would be lost; take the view again"
+        )
+
 
 def write_in_place(target, compute, caller: str):
     """The in-place op `caller` on `target`: `compute()` gives the out-of-place result (a
@@ -38,12 +75,12 @@ def write_in_place(target, compute, caller: str):
             f"{caller}: a leaf tensor that requires grad cannot change in place while grad mode "
             f"is on; do it under minitrain.no_grad() (as optimizers do), or on a clone"
         )
-    if recording and target.node is not None and target.node.op.views:
+    if recording and target.node is not None and target.node.ctx.is_view:
         raise GraphError(
             f"{caller}: cannot change in place a view ({target.node.op.name}) of a tensor that "
             f"requires grad; change the tensor itself, or a clone of the view"
         )
-    if not target.data.flags.writeable:
+    if not getattr(target.data.flags, "writeable", True):  # (CuPy has no such flag)
         raise ShapeError(
             f"{caller}: the tensor's memory is read-only (a broadcast view shares one element "
             f"among many); clone it first"
@@ -60,7 +97,13 @@ def write_in_place(target, compute, caller: str):
             f"{target.dtype} (cast one of them first)"
         )
     node = result.node
-    if node is not None and target.node is None and target.data.base is not None:
+    source = _source_of(target)[0] if recording and target.node is None else None
+    if source is not None and source.requires_grad:
+        raise GraphError(
+            f"{caller}: this view was taken while no gradient was recorded (under no_grad) of "
+            f"a tensor that requires grad; it cannot change in place with grad mode on"
+        )
+    if node is not None and source is not None:
         raise GraphError(
             f"{caller}: cannot write a value that requires grad into a view of another "
             f"tensor's memory outside the graph (that tensor would not get its gradient); "
@@ -99,6 +142,8 @@ def _become_output(node, result, target, written: int) -> None:
     if previous is not None and previous.retains_grad:
         previous.retains_grad = False
         node.retains_grad = True
+    if target.node is not None:
+        superseded.add(target.node)
     target.node = node
     target._requires_grad = True
     node.output = weakref.ref(target)
@@ -151,7 +196,7 @@ class InPlaceMethods:
 
     def detach_(self):
         """Take this tensor out of the graph, in place: a leaf that does not require grad."""
-        if self.node is not None and self.node.op.views:
+        if self.node is not None and self.node.ctx.is_view:
             raise GraphError("detach_: cannot detach a view in place; use .detach()")
         self.node = None
         self._requires_grad = False

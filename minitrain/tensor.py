@@ -285,12 +285,13 @@ class Tensor(InPlaceMethods):
 
     def to(self, target=None, *, device=None, dtype=None) -> Tensor:
         """Move to a device ('cpu', 'cuda:0', a Device) and/or cast to a dtype, recorded:
-        `to('cuda')`, `to(np.float64)`, or PyTorch's keyword form `to(device=..., dtype=...)`."""
+        `to('cuda')`, `to(np.float64)`, or PyTorch's keyword form `to(device=..., dtype=...)`.
+        With nothing to change, the tensor itself, as in PyTorch."""
         device, dtype = device_and_dtype("Tensor.to", target, device, dtype)
         out = self
-        if device is not None:
+        if device is not None and device != self.device:
             out = ops.to_device(out, device)
-        return out if dtype is None else ops.cast(out, dtype)
+        return out if dtype is None or dtype == out.dtype else ops.cast(out, dtype)
 
     def clone(self) -> Tensor:
         """A copy of the data that stays in the graph (its gradient flows back to self)."""
@@ -303,13 +304,13 @@ class Tensor(InPlaceMethods):
         return self.to(f"cuda:{index}")
 
     def float(self) -> Tensor:
-        return ops.cast(self, np.dtype(np.float32))
+        return self.to(np.dtype(np.float32))
 
     def double(self) -> Tensor:
-        return ops.cast(self, np.dtype(np.float64))
+        return self.to(np.dtype(np.float64))
 
     def half(self) -> Tensor:
-        return ops.cast(self, np.dtype(np.float16))
+        return self.to(np.dtype(np.float16))
 
     def astype(self, dtype) -> Tensor:
         return ops.cast(self, dtype)
@@ -591,15 +592,20 @@ class Tensor(InPlaceMethods):
         return ops.reshape(self, shape_args(shape))
 
     def view(self, *shape):
-        """reshape, under PyTorch's other name. PyTorch's view never copies, so it refuses a
-        tensor whose memory the new shape does not fit (a transposed one, say, where reshape is
-        needed); minitrain has no in-place ops, so a view and a copy cannot be told apart, and
-        view takes every shape reshape takes. Use reshape in code that must run on both.
-        view(dtype), reinterpreting the bytes, is not supported."""
+        """reshape that never copies, as PyTorch's: a tensor whose memory the new shape does not
+        fit (a transposed one, say) is refused, since writes into a copy would not reach it;
+        reshape copies there. view(dtype), reinterpreting the bytes, is not supported."""
         shape = shape_args(shape)
         if not all(isinstance(n, (int, np.integer)) for n in shape):
             raise DTypeError(f"view: takes ints (view(dtype) is not supported), got {shape}")
-        return ops.reshape(self, shape)
+        out = ops.reshape(self, shape)
+        owner = self.data if self.data.base is None else self.data.base
+        if out.data.size and out.data.base is not owner:
+            raise ShapeError(
+                f"view: shape {tuple(shape)} does not fit the memory layout of a tensor of shape "
+                f"{self.shape} and strides {self.data.strides} without a copy; use reshape"
+            )
+        return out
 
     def view_as(self, other: Tensor):
         """Reshaped to other's shape (see view)."""

@@ -2,8 +2,8 @@
 
 ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, QuickGELU, Softmax, LogSoftmax, ReLU6, Hardtanh,
 ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid, Softsign, Tanhshrink, PReLU,
-GLU. `inplace=` is accepted for PyTorch compatibility; minitrain never overwrites the input, so
-the result is the same either way."""
+GLU. `inplace=` is accepted for PyTorch compatibility and the layers compute out of place either
+way: the result is the same, and the input keeps its values (use x.relu_() to write in place)."""
 
 from __future__ import annotations
 

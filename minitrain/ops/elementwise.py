@@ -188,7 +188,7 @@ class Pow(Op):
     @staticmethod
     def forward(ctx, a, b):
         out = ctx.xp.power(a, b)
-        ctx.save(a=a, b=b, out=out)
+        ctx.save(a=a, b=b, out=out if ctx.needs_grad[1] else None)  # only db reads it
         return out
 
     @staticmethod
@@ -481,7 +481,8 @@ class ToDevice(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save(source=backend.device_of(x))
-        return backend.to_device(x, ctx.device)
+        out = backend.to_device(x, ctx.device)
+        return out.copy() if out is x else out  # an op's output never aliases its input
 
     @staticmethod
     def backward(ctx, grad):

@@ -54,7 +54,7 @@ def _index_item(item, xp):
     elif isinstance(item, list):
         item = np.asarray(item)
     if backend.is_array(item):
-        item = xp.asarray(item)
+        item = xp.array(item)  # a copy: the index tensor may change in place later
         if item.dtype != np.bool_ and item.dtype.kind not in "iu":
             raise DTypeError(f"getitem: index arrays must be integer or boolean, got {item.dtype}")
         # a 0-d integer index (labels[0]) is an int to PyTorch: it selects before the arrays
@@ -140,6 +140,8 @@ def _index_steps(x, index) -> tuple:
     if any(map(_is_int, entries)) and any(map(_is_advanced, entries)):
         second = tuple(_array_part(e, xp) for e in entries if not _is_int(e))
         return tuple(map(_plain_part, entries)), second, accumulate
+    if entries and all(map(_is_int, entries)):
+        entries.append(Ellipsis)  # numpy's 0-d view of one element, not a copied scalar
     return tuple(entries), None, accumulate
 
 
@@ -183,7 +185,7 @@ class SetItem(Op):
         dims value broadcast along."""
         dx = dvalue = None
         if ctx.needs_grad[0]:
-            dx = grad.copy()
+            dx = ctx.xp.array(grad, copy=True)  # grad may be a numpy scalar (0-d x)
             _assign(dx, ctx.first, ctx.second, 0)
         if ctx.needs_grad[1]:
             dvalue = _region(grad, ctx.first, ctx.second)
@@ -210,7 +212,7 @@ def assign(x, index, value):
         return write_in_place(
             x, lambda: SetItem.apply(x, value, first=first, second=second), "__setitem__"
         )
-    if not x.data.flags.writeable:
+    if not getattr(x.data.flags, "writeable", True):  # (CuPy has no such flag)
         raise ShapeError(
             "__setitem__: the tensor's memory is read-only (a broadcast view shares one element "
             "among many); clone it first"

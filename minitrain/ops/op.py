@@ -13,6 +13,7 @@ from ..anomaly import check_forward
 from ..autograd import Node
 from ..errors import DeviceError, DTypeError, GraphError, ShapeError
 from ..grad_mode import recording
+from ..inplace import check_plain_view_input, note_plain_view
 from ..tensor import Tensor, as_array
 
 __all__ = ["Ctx", "Op", "registry"]
@@ -47,6 +48,7 @@ _CTX_FIELDS = frozenset(
         "ran_numba",
         "out_written",
         "trace",
+        "is_view",
     }
 )
 
@@ -64,6 +66,7 @@ class Ctx:
     ran_numba = False  # the forward ran the op's numba kernel (so may its backward)
     out_written = None  # an in-place op's clock number: its saved output was written then
     trace = None  # in anomaly mode: the line of user code that ran the op
+    is_view = False  # a `views` op whose output does share its input's memory, this time
 
     def __init__(self, op, xp, needs_grad, records, attrs):
         self.op = op
@@ -235,12 +238,14 @@ class Op(metaclass=_OpType):
                         parents.append(value)
                     else:
                         parents.append(node)
-                        if node.seq < rebound and node.op.views:
+                        if node.seq < rebound and node.ctx.is_view and recording.enabled:
                             node.check_view_current()
                     needs_grad.append(True)
                 else:
                     parents.append(None)
                     needs_grad.append(False)
+                    if rebound >= 0 and recording.enabled:
+                        check_plain_view_input(value)
             else:
                 array = _operand(value, cls, len(arrays))
                 if isinstance(array, np.generic):
@@ -287,17 +292,29 @@ class Op(metaclass=_OpType):
             out = out.astype(np.float32)
         if recording.anomaly:
             ctx.trace = check_forward(cls.name, arrays, out)
+        tensor = Tensor.wrap(out)
+        if cls.views and out.base is not None and isinstance(inputs[0], Tensor):
+            _note_view(ctx, tensor, inputs[0], arrays[0], records)
         if not records:
-            return Tensor.wrap(out)
+            return tensor
 
         if cls.saved and not cls._saved_names <= ctx.__dict__.keys():
             raise GraphError(f"{cls.name}: forward did not save {cls.saved} for its backward")
         ctx.shapes = tuple(shapes)
         ctx.dtypes = tuple(dtypes)
-        tensor = Tensor.wrap(out)
         tensor.node = Node(cls, ctx, tuple(parents), tensor)
         tensor._requires_grad = True
         return tensor
+
+
+def _note_view(ctx, view, source, array, records) -> None:
+    """Where a `views` op's output does view its input's memory (not every reshape or index
+    does), mark it: the in-place rules refuse writes through views of tensors in the graph, and
+    a view taken outside the graph is remembered with its source (minitrain/inplace.py)."""
+    if view.data.base is (array if array.base is None else array.base):
+        ctx.is_view = True
+        if not records:
+            note_plain_view(view, source)
 
 
 def _validate_header(cls) -> None:

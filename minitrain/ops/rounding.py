@@ -34,7 +34,7 @@ class Sign(_Step):
     @staticmethod
     def forward(ctx, x):
         if x.dtype == np.bool_:
-            return x
+            return x.copy()
         sign = ctx.xp.sign(x)
         if x.dtype.kind != "f":
             return sign
@@ -54,7 +54,7 @@ class _Rounding(_Step, register=False):
 
     @classmethod
     def forward(cls, ctx, x):
-        return x if x.dtype.kind in "biu" else getattr(ctx.xp, cls.function)(x)
+        return x.copy() if x.dtype.kind in "biu" else getattr(ctx.xp, cls.function)(x)
 
 
 class Floor(_Rounding):

@@ -152,8 +152,9 @@ IN_PLACE = {
 
 @pytest.mark.parametrize("where", IN_PLACE)
 def test_inplace_is_accepted_and_changes_nothing(where):
-    """`nn.ReLU(inplace=True)` is everywhere in PyTorch code; minitrain never overwrites a
-    tensor, so the flag only saves memory there, and the result is the same either way."""
+    """`nn.ReLU(inplace=True)` is everywhere in PyTorch code; minitrain's activations compute
+    out of place whatever the flag says (the flag only saves memory there), so the result is
+    the same either way."""
     x = mt.tensor(np.linspace(-2.0, 2.0, 6).reshape(2, 3), requires_grad=True)
     before = x.numpy().copy()
     np.testing.assert_array_equal(

@@ -117,12 +117,17 @@ def test_float32_results_need_only_float32_tolerance():
     _assert_like_torch(lambda x, lib: x.float().rsqrt().double(), np.abs(X) + 0.5, rtol=1e-6)
 
 
-def test_view_of_a_transposed_tensor_works_where_torch_asks_for_reshape():
-    # PyTorch's view shares memory and refuses this layout; minitrain has no in-place ops, so
-    # its view is reshape and takes it (the contiguity caveat documented on Tensor.view)
+def test_view_of_a_transposed_tensor_is_refused_as_in_torch():
+    # a view shares memory, so in-place writes through it reach the original; this layout
+    # would need a copy, which both refuse (reshape copies)
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         torch.tensor(X).t().view(-1)
-    np.testing.assert_array_equal(mt.tensor(X).t().view(-1).numpy(), X.T.reshape(-1))
+    with pytest.raises(ShapeError, match="view: .* without a copy; use reshape"):
+        mt.tensor(X).t().view(-1)
+    np.testing.assert_array_equal(mt.tensor(X).t().reshape(-1).numpy(), X.T.reshape(-1))
+    viewed = mt.tensor(X.copy())
+    viewed.view(-1).mul_(2)
+    np.testing.assert_array_equal(viewed.numpy(), 2 * X)
 
 
 def test_masked_fill_with_a_0d_tensor_value_sends_it_the_filled_places_gradient():
