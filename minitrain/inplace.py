@@ -262,6 +262,15 @@ class InPlaceMethods:
     def round_(self, *, decimals: int = 0):
         return write_in_place(self, lambda: self.round(decimals=decimals), "round_")
 
+    def cumsum_(self, dim):
+        return write_in_place(self, lambda: self.cumsum(dim), "cumsum_")
+
+    def tril_(self, diagonal: int = 0):
+        return write_in_place(self, lambda: self.tril(diagonal), "tril_")
+
+    def triu_(self, diagonal: int = 0):
+        return write_in_place(self, lambda: self.triu(diagonal), "triu_")
+
     def relu_(self):
         return write_in_place(self, self.relu, "relu_")
 
