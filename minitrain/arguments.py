@@ -131,3 +131,25 @@ def dim_and_correction(dim, unbiased, correction, caller: str):
             raise DTypeError(f"{caller}: unbiased must be a bool, got {unbiased!r}")
         return dim, int(unbiased)
     return dim, 1 if correction is None else correction
+
+
+def as_array(data, dtype=None, device=None):
+    """Turn data (not a Tensor: callers unwrap one) into an array. Python floats (and lists of
+    them) become float32, Python ints int64; numpy arrays and scalars keep their dtype unless
+    `dtype` is given."""
+    if backend.is_array(data) or isinstance(data, np.generic):
+        array = data
+    else:
+        array = nested_array(data, "tensor")
+        if dtype is None and array.dtype == np.float64:
+            array = array.astype(np.float32)
+        elif array.dtype.kind not in "biuf":
+            raise DTypeError(
+                f"tensor: cannot make a tensor from {type(data).__name__} "
+                f"(numpy made dtype {array.dtype} of it)"
+            )
+    xp = backend.array_module(array)
+    array = xp.asarray(array, dtype=dtype)
+    if device is not None:
+        array = backend.to_device(array, backend.device(device))
+    return array

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import backend
-from .arguments import as_dtype, shape_args
+from .arguments import as_array, as_dtype, shape_args
 from .errors import ArgumentError, DTypeError
-from .tensor import Tensor, as_array
+from .tensor import Tensor
 
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64 = np.int32, np.int64
@@ -16,7 +16,7 @@ int32, int64 = np.int32, np.int64
 
 def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """A new tensor holding a copy of data (Python floats become float32)."""
-    array = as_array(data, dtype, device)
+    array = as_array(data.data if isinstance(data, Tensor) else data, dtype, device)
     if array is data or (isinstance(data, Tensor) and array is data.data):
         array = array.copy()
     return Tensor(array, requires_grad=requires_grad)

@@ -9,12 +9,12 @@ import numpy as np
 
 from . import backend
 from .arguments import (
+    as_array,
     device_and_dtype,
     dim_and_correction,
     dim_arg,
     dims_args,
     keepdim_arg,
-    nested_array,
     shape_args,
 )
 from .autograd import RemovableHandle, backward, root_grads
@@ -22,29 +22,6 @@ from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeErr
 from .inplace import InPlaceMethods
 
 _new_object = object.__new__
-
-
-def as_array(data, dtype=None, device=None):
-    """Turn data into an array. Python floats (and lists of them) become float32, Python ints
-    int64; numpy arrays and scalars keep their dtype unless `dtype` is given."""
-    if isinstance(data, Tensor):
-        array = data.data
-    elif backend.is_array(data) or isinstance(data, np.generic):
-        array = data
-    else:
-        array = nested_array(data, "tensor")
-        if dtype is None and array.dtype == np.float64:
-            array = array.astype(np.float32)
-        elif array.dtype.kind not in "biuf":
-            raise DTypeError(
-                f"tensor: cannot make a tensor from {type(data).__name__} "
-                f"(numpy made dtype {array.dtype} of it)"
-            )
-    xp = backend.array_module(array)
-    array = xp.asarray(array, dtype=dtype)
-    if device is not None:
-        array = backend.to_device(array, backend.device(device))
-    return array
 
 
 def _check_grad_dtype(array, caller: str) -> None:
@@ -71,7 +48,7 @@ class Tensor(InPlaceMethods):
     __array_ufunc__ = None  # `ndarray + Tensor` calls Tensor.__radd__ instead of looping in numpy
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
-        self.data = as_array(data, dtype, device)
+        self.data = as_array(data.data if isinstance(data, Tensor) else data, dtype, device)
         self._grad: Tensor | None = None
         self._requires_grad = False
         self.node = None

@@ -10,11 +10,12 @@ import numpy as np
 
 from .. import backend, versions
 from ..anomaly import check_forward
+from ..arguments import as_array
 from ..autograd import Node
 from ..errors import DeviceError, DTypeError, GraphError, ShapeError
 from ..grad_mode import recording
 from ..inplace import check_plain_view_input, note_plain_view
-from ..tensor import Tensor, as_array
+from ..tensor import Tensor
 
 __all__ = ["Ctx", "Op", "registry"]
 
