@@ -1,5 +1,5 @@
-"""Fused batch norm against its composite of primitive ops (and the N/(N-1) trap that a gradient
-check catches), the invertible layer norm against the standard one."""
+"""Fused batch norm, layer norm and RMS norm against their composites of primitive ops (and the
+N/(N-1) trap that a gradient check catches), the invertible layer norm against the standard one."""
 
 from __future__ import annotations
 
@@ -106,3 +106,36 @@ def test_the_n_over_n_minus_1_factor_fails_the_gradient_check(monkeypatch):
         monkeypatch.setattr(batch_normalization, "batch_norm_grad", with_factor)
         with pytest.raises(GradcheckError, match="input 0"):
             mt.gradcheck(ops.batch_norm, inputs)
+
+
+def _rows_composite(x, weight, bias, axes, eps, centered):
+    """layer norm (centered) or RMS norm over `axes`, composed of primitive ops."""
+    if centered:
+        x = x - x.mean(dim=axes, keepdim=True)
+    y = x / ((x * x).mean(dim=axes, keepdim=True) + eps).sqrt()
+    y = y * weight
+    return y if bias is None else y + bias
+
+
+@pytest.mark.parametrize("centered", [True, False], ids=["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("shape, normalized", [((4, 6), 1), ((2, 3, 5), 2), ((3, 7), 1)])
+def test_fused_layer_and_rms_norm_equal_their_composites(shape, normalized, centered, numba):
+    # docs/kernels.md section 5: every fused kernel against the same math composed of primitives
+    rng = np.random.default_rng(7)
+    values = [rng.normal(size=shape), rng.normal(size=shape[-normalized:])]
+    values.append(rng.normal(size=shape[-normalized:]) if centered else None)
+    upstream = rng.normal(size=shape)
+    axes = tuple(range(len(shape) - normalized, len(shape)))
+    results = []
+    for fused in (True, False):
+        leaves = [None if v is None else mt.tensor(v, requires_grad=True) for v in values]
+        x, weight, bias = leaves
+        if fused and centered:
+            y = ops.layer_norm(x, weight=weight, bias=bias, axis=-normalized, eps=1e-3)
+        elif fused:
+            y = ops.rms_norm(x, weight=weight, axis=-normalized, eps=1e-3)
+        else:
+            y = _rows_composite(x, weight, bias, axes, 1e-3, centered)
+        y.backward(upstream)
+        results.append([y.numpy()] + [leaf.grad.numpy() for leaf in leaves if leaf is not None])
+    assert_all_close(results[0], results[1], rtol=1e-10, atol=1e-12)
