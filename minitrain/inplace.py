@@ -139,11 +139,11 @@ def _become_output(node, result, target, written: int) -> None:
     target's array, checked against writes after this one (clock number `written`). A
     retain_grad() moves along, as in PyTorch: `.grad` is then the gradient of the new values."""
     previous = target.node
-    if previous is not None and previous.retains_grad:
-        previous.retains_grad = False
-        node.retains_grad = True
-    if target.node is not None:
-        superseded.add(target.node)
+    if previous is not None:
+        superseded.add(previous)
+        if previous.retains_grad:
+            previous.retains_grad = False
+            node.retains_grad = True
     target.node = node
     target._requires_grad = True
     node.output = weakref.ref(target)
