@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backend
+from . import backend, versions
 from .arguments import (
     as_array,
     device_and_dtype,
@@ -576,8 +576,7 @@ class Tensor(InPlaceMethods):
         if not all(isinstance(n, (int, np.integer)) for n in shape):
             raise DTypeError(f"view: takes ints (view(dtype) is not supported), got {shape}")
         out = ops.reshape(self, shape)
-        owner = self.data if self.data.base is None else self.data.base
-        if out.data.size and out.data.base is not owner:
+        if out.data.size and versions.owner(out.data) is not versions.owner(self.data):
             raise ShapeError(
                 f"view: shape {tuple(shape)} does not fit the memory layout of a tensor of shape "
                 f"{self.shape} and strides {self.data.strides} without a copy; use reshape"

@@ -26,35 +26,36 @@ class _Writes:
 
     __slots__ = ("count", "recent", "owner")
 
-    def __init__(self, owner):
+    def __init__(self, memory):
         self.count = 0
         self.recent: deque = deque(maxlen=_RECENT)
-        key = id(owner)
-        self.owner = weakref.ref(owner, lambda _, key=key: _writes.pop(key, None))
+        key = id(memory)
+        self.owner = weakref.ref(memory, lambda _, key=key: _writes.pop(key, None))
 
 
 _writes: dict[int, _Writes] = {}  # id(the array owning the memory) -> its writes
 
 
-def _owner(array):
-    """The array that owns `array`'s memory (numpy and CuPy views point to it as their base)."""
+def owner(array):
+    """The array that owns `array`'s memory (numpy and CuPy views point to it as their base):
+    two arrays with one owner view the same memory."""
     base = array.base
     return array if base is None or not hasattr(base, "shape") else base
 
 
 def _entry(array) -> _Writes | None:
-    owner = _owner(array)
-    entry = _writes.get(id(owner))
-    return entry if entry is not None and entry.owner() is owner else None
+    memory = owner(array)
+    entry = _writes.get(id(memory))
+    return entry if entry is not None and entry.owner() is memory else None
 
 
 def note_write(array) -> int:
     """Count an in-place write into `array`'s memory; returns the write's number on the clock."""
     global latest_write
-    owner = _owner(array)
+    memory = owner(array)
     entry = _entry(array)
     if entry is None:
-        entry = _writes[id(owner)] = _Writes(owner)
+        entry = _writes[id(memory)] = _Writes(memory)
     latest_write = next(clock)
     entry.count += 1
     entry.recent.append(latest_write)

@@ -312,7 +312,7 @@ def _note_view(ctx, view, source, array, records) -> None:
     """Where a `views` op's output does view its input's memory (not every reshape or index
     does), mark it: the in-place rules refuse writes through views of tensors in the graph, and
     a view taken outside the graph is remembered with its source (minitrain/inplace.py)."""
-    if view.data.base is (array if array.base is None else array.base):
+    if versions.owner(view.data) is versions.owner(array):
         ctx.is_view = True
         if not records:
             note_plain_view(view, source)
