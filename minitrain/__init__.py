@@ -28,7 +28,7 @@ from .creation import (
 )
 from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .gradcheck import gradcheck
+from .gradcheck import gradcheck, gradgradcheck
 from .io import load, save
 from .ops import concat, matmul, maximum, minimum, stack, where
 from .tensor import Tensor
@@ -43,9 +43,11 @@ __all__ = [
     "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
     "float16", "float32", "float64", "int32", "int64",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",
-    "gradcheck", "Device", "device", "manual_seed",
+    "gradcheck", "gradgradcheck", "Device", "device", "manual_seed",
     "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
     "save", "load",
     *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
     "ops", "nn", "optim", "data", "train", "viz",
 ]  # fmt: skip
+
+from .autograd import functional  # noqa: E402, F401 (built from ops: imported once they exist)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .autograd import grad
 from .errors import ArgumentError, DTypeError, GradcheckError
-from .grad_mode import no_grad
+from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
 
@@ -64,6 +64,17 @@ def _check_arguments(fn, eps, atol, rtol, mode, directions) -> None:
         raise ArgumentError(f"gradcheck: directions must be at least 1, got {directions!r}")
 
 
+def _checked_inputs(caller, fn, inputs, eps, atol, rtol, mode, directions) -> tuple:
+    """(inputs as float64 copies, the positions of those checked: floating and requiring
+    grad), once the arguments are checked."""
+    _check_arguments(fn, eps, atol, rtol, mode, directions)
+    inputs = [_as_float64(x) for x in ([inputs] if isinstance(inputs, Tensor) else inputs)]
+    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not checked:
+        raise GradcheckError(f"{caller}: no input requires grad, nothing to check")
+    return inputs, checked
+
+
 def _precision_hint(outputs) -> str:
     """Why a mismatch may be rounding: a (non-empty) output computed below float64."""
     low = [
@@ -101,11 +112,7 @@ def gradcheck(
     and outputs have at most 1000 elements each. A nan or inf on either side is a mismatch.
     Returns True, or raises GradcheckError naming the input, the worst element and both values.
     """
-    _check_arguments(fn, eps, atol, rtol, mode, directions)
-    inputs = [_as_float64(x) for x in ([inputs] if isinstance(inputs, Tensor) else inputs)]
-    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
-    if not checked:
-        raise GradcheckError("gradcheck: no input requires grad, nothing to check")
+    inputs, checked = _checked_inputs("gradcheck", fn, inputs, eps, atol, rtol, mode, directions)
     outputs = _outputs(fn, inputs)
     n_out = sum(o.data.size for o in outputs)
     n_in = sum(inputs[i].data.size for i in checked)
@@ -132,9 +139,9 @@ def gradcheck(
     def numeric(x: Tensor, direction: np.ndarray) -> np.ndarray:
         """(f(x + eps*d) - f(x - eps*d)) / 2eps, flattened over the outputs."""
         original = x.data
-        x.data = original + eps * direction
+        x.data = np.asarray(original + eps * direction)  # 0-d stays an array, not a scalar
         plus = _flat_output(fn, inputs)
-        x.data = original - eps * direction
+        x.data = np.asarray(original - eps * direction)
         minus = _flat_output(fn, inputs)
         x.data = original
         return (plus - minus) / (2 * eps)
@@ -207,3 +214,79 @@ def _check_directions(inputs, checked, n_out, vjp, numeric, atol, rtol, directio
                     f"{tuple(int(v) for v in worst)}; mode='full' on a smaller input localises it"
                     f"{hint}"
                 )
+
+
+def gradgradcheck(
+    fn,
+    inputs,
+    grad_outputs=None,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    *,
+    mode: str = "auto",
+    directions: int = 3,
+    seed: int = 0,
+) -> bool:
+    """Check the second derivatives of `fn(*inputs)` against finite differences of its
+    gradient, in float64, as `torch.autograd.gradgradcheck`.
+
+    The function checked is `(inputs, v) -> grad(fn(inputs), inputs, v, create_graph=True)`:
+    its gradient, by gradcheck, is the second derivative contracted with v, taken through the
+    recorded backward. `grad_outputs` (v, one per output) default to random normal tensors
+    (seeded by `seed`), which require grad: the derivative with respect to v is checked too.
+    `mode` and `directions` as gradcheck's: the full matrix, or random directions. Returns True,
+    or raises GradcheckError (input indices past fn's count the grad_outputs)."""
+    inputs, checked = _checked_inputs(
+        "gradgradcheck", fn, inputs, eps, atol, rtol, mode, directions
+    )
+    outputs = _outputs(fn, inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(seed)
+        grad_outputs = [Tensor(rng.standard_normal(o.shape), requires_grad=True) for o in outputs]
+    else:
+        grad_outputs = [_as_float64(v) for v in _sequence(grad_outputs)]
+        if len(grad_outputs) != len(outputs):
+            raise GradcheckError(
+                f"gradgradcheck: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs"
+            )
+        for i, (o, v) in enumerate(zip(outputs, grad_outputs, strict=True)):
+            if not isinstance(v, Tensor) or v.shape != o.shape:
+                raise GradcheckError(
+                    f"gradgradcheck: grad_outputs[{i}] must be a Tensor of the output's shape "
+                    f"{o.shape}, got {getattr(v, 'shape', type(v).__name__)}"
+                )
+    n = len(inputs)
+
+    def gradient_of_fn(*values):
+        """fn's gradient with respect to its checked inputs, recorded (zeros where unused);
+        recorded under gradcheck's no_grad too, where its finite differences evaluate this."""
+        wrt = [values[i] for i in checked]
+        with enable_grad():
+            outs = _outputs(fn, values[:n])
+        pairs = [(o, v) for o, v in zip(outs, values[n:], strict=True) if o.requires_grad]
+        if not pairs:
+            return tuple(Tensor(np.zeros_like(x.data)) for x in wrt)
+        with enable_grad():
+            found = grad(
+                [o for o, _ in pairs], wrt, [v for _, v in pairs], create_graph=True,
+                allow_unused=True,
+            )  # fmt: skip
+        return tuple(
+            Tensor(np.zeros_like(x.data)) if g is None else g
+            for x, g in zip(wrt, found, strict=True)
+        )
+
+    try:
+        return gradcheck(
+            gradient_of_fn, [*inputs, *grad_outputs], eps, atol, rtol,
+            mode=mode, directions=directions, seed=seed,
+        )  # fmt: skip
+    except GradcheckError as error:
+        first_order = "gradcheck: gradient of"
+        message = str(error).replace(first_order, "gradgradcheck: second derivative of")
+        raise GradcheckError(message) from None
+
+
+def _sequence(values) -> list:
+    return [values] if isinstance(values, Tensor) else list(values)

@@ -17,7 +17,8 @@ from .arguments import (
     keepdim_arg,
     shape_args,
 )
-from .autograd import RemovableHandle, backward, root_grads
+from .autograd import RemovableHandle
+from .autograd import backward as autograd_backward
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 from .inplace import InPlaceMethods
 
@@ -114,16 +115,26 @@ class Tensor(InPlaceMethods):
         """The same data (and so the same version), outside any graph."""
         return Tensor.wrap(self.data)
 
-    def backward(self, gradient=None, retain_graph: bool = False, *, grad=None) -> None:
+    def backward(
+        self,
+        gradient=None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs=None,
+        *,
+        grad=None,
+    ) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad`. `gradient` (PyTorch's name;
         `grad` too) defaults to 1 for a one-element tensor; saved arrays are freed afterwards
-        unless `retain_graph=True`."""
+        unless `retain_graph=True`. With `create_graph=True` the backward pass is recorded too:
+        each `.grad` then carries the graph of how it was computed (a gradient penalty, a
+        Hessian-vector product), and `retain_graph` defaults to True. `inputs`: accumulate into
+        these tensors' `.grad` only (`minitrain.autograd.backward`)."""
         if grad is not None:
             if gradient is not None:
                 raise ArgumentError("backward: give `gradient` or `grad`, not both")
             gradient = grad
-        seeds = root_grads([self], [gradient], "backward")
-        backward([self], seeds, retain_graph=retain_graph)
+        autograd_backward(self, gradient, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook) -> RemovableHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces
@@ -155,13 +166,20 @@ class Tensor(InPlaceMethods):
         return self.node is not None and self.node.retains_grad
 
     def _accumulate_grad(self, grad, owned: bool = False) -> None:
-        if self._grad is None:
+        if isinstance(grad, Tensor):
+            # create_graph: a gradient with its graph. A copy, recorded, as PyTorch's
+            # AccumulateGrad clones: the gradient may be the caller's own grad tensor. Sums are
+            # new tensors, so an earlier .grad's graph stays as it was.
+            self._grad = grad.clone() if self._grad is None else self._grad + grad
+        elif self._grad is None:
             # An array nothing else holds (`owned`, the engine checked) becomes .grad as is;
             # any other is copied: it may be shared with other tensors or be a read-only
             # broadcast view, and this .grad must own its memory.
             if not owned:
                 grad = self.xp.array(grad, dtype=self.dtype, copy=True)
             self._grad = Tensor.wrap(grad)
+        elif self._grad._requires_grad:  # a .grad from create_graph: leave its graph alone
+            self._grad = Tensor.wrap(self._grad.data + grad)
         else:
             self._grad.data = self._grad.data + grad
 

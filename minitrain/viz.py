@@ -9,6 +9,13 @@
 One box per recorded op, named after its backward kernel (ConvGrad, BatchNormalizationGrad...),
 with the arrays it saved for backward and its attributes; one box per leaf that requires grad,
 named after its parameter; edges run from inputs toward the output, in recording order.
+
+A gradient taken with create_graph=True has a graph too, and draws the same way: the ops its
+backward recorded are shaded orange and boxed by the node whose backward recorded them
+("create_graph: backward of MulGrad #12"), beside the forward ops they read:
+
+    (g,) = minitrain.grad(y, x, create_graph=True)
+    viz.draw_graph(g)                            # what create_graph recorded
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import graphviz
 import numpy as np
 
 from . import backend
-from .autograd import Node, Tape, distinct_bytes, graph_nodes, replay_backward
+from .autograd import BackwardScope, Node, Tape, distinct_bytes, graph_nodes, replay_backward
 from .errors import ArgumentError, DTypeError, GraphError, MinitrainError
 from .io import write_atomically
 from .tensor import Tensor
@@ -37,6 +44,7 @@ INSTALL_GRAPHVIZ = (
 )
 
 _OP_FILL, _PARAM_FILL, _LEAF_FILL, _OUTPUT_FILL = "#F2F2F2", "#D6E9F8", "#E6E6E6", "#D4EDD4"
+_BACKWARD_FILL = "#FBE3CC"  # an op a create_graph backward recorded
 _BAD = "#C62828"  # a gradient with nan or inf
 _DIM = "#666666"
 _TEXT_MAX_INDENT = 60  # text_graph: deeper subtrees continue at the left margin
@@ -118,11 +126,30 @@ class _Drawing:
         return _printable(self.names.get(id(leaf), "leaf" if leaf.requires_grad else "tensor"))
 
     def path_of(self, node) -> str:
-        return self.paths.get(id(node.scope), "") if node.scope is not None else ""
+        """The box a node is drawn in: its module's path, or for an op a create_graph backward
+        recorded, that backward's (named after the node whose backward it is); "" for none."""
+        scope = node.scope
+        if type(scope) is BackwardScope:
+            path = _backward_box(scope)
+            self.module_types.setdefault(path, "")
+            return path
+        return self.paths.get(id(scope), "") if scope is not None else ""
+
+    def box_label(self, path: str) -> str:
+        kind = self.module_types[path]
+        return f"{path}: {kind}" if kind else path
 
     def not_drawn(self, node) -> str:
         """Why an input's op has no box: left out by max_nodes, or recorded outside the Tape."""
         return "omitted" if id(node) in self.cut else "outside"
+
+
+def _backward_box(scope) -> str:
+    """The box of the ops recorded by one node's backward under create_graph (or by the
+    engine's sums of gradients between nodes): a name without dots, so no module nests it."""
+    if scope.node is None:
+        return "create_graph: gradient sums and casts"
+    return f"create_graph: backward of {scope.node.name} #{scope.node.seq}"
 
 
 def _roots(root, caller: str) -> tuple[list, list]:
@@ -452,13 +479,13 @@ def draw_graph(
         lines, finite = _node_details(drawing, node, show_saved, show_attrs, show_values)
         attrs = {
             "label": _html_label(node.name, _node_title(drawing, node), lines),
-            "fillcolor": _OP_FILL,
+            "fillcolor": _BACKWARD_FILL if type(node.scope) is BackwardScope else _OP_FILL,
             "tooltip": _dot_text(f"{node.name}: {kernel_formula(node.op)}"),
         }
         if not finite:
             attrs.update(color=_BAD, penwidth="2")
         members.setdefault(drawing.path_of(node), []).append((f"n{node.seq}", attrs))
-    _emit_clusters(graph, members, drawing.module_types)
+    _emit_clusters(graph, members, drawing)
 
     missing: set = set()  # placeholders for the inputs whose ops are not drawn
     for i, tensor in enumerate(drawing.outputs):
@@ -497,8 +524,10 @@ def draw_graph(
     return graph
 
 
-def _emit_clusters(graph, members: dict, module_types: dict) -> None:
-    """Nodes into nested boxes, one per module path (features > features.0)."""
+def _emit_clusters(graph, members: dict, drawing: _Drawing) -> None:
+    """Nodes into nested boxes, one per module path (features > features.0), and one per node
+    whose backward create_graph recorded."""
+    module_types = drawing.module_types
     boxed = set()
     for path in members:
         while path and path in module_types:
@@ -508,7 +537,7 @@ def _emit_clusters(graph, members: dict, module_types: dict) -> None:
     for path in sorted(boxed):
         children.setdefault(_enclosing(path, module_types), []).append(path)
     ids = {path: f"cluster_{number}" for number, path in enumerate(sorted(boxed))}
-    _emit_box(graph, "", members, children, module_types, ids)
+    _emit_box(graph, "", members, children, drawing, ids)
 
 
 def _enclosing(path: str, module_types: dict) -> str:
@@ -520,7 +549,7 @@ def _enclosing(path: str, module_types: dict) -> str:
 
 
 def _emit_box(
-    target, path: str, members: dict, children: dict, module_types: dict, ids: dict
+    target, path: str, members: dict, children: dict, drawing: _Drawing, ids: dict
 ) -> None:
     """The nodes of the module at `path`, then a box for each child module; `ids` numbers the
     boxes (a module's name may hold any character, a DOT identifier may not)."""
@@ -528,7 +557,7 @@ def _emit_box(
         target.node(node_id, **attrs)
     for child in children.get(path, []):  # recursion as deep as the module nesting, no deeper
         with target.subgraph(name=ids[child]) as box:
-            label = _dot_text(f"{child}: {module_types[child]}")
+            label = _dot_text(drawing.box_label(child))
             box.attr(
                 label=label,
                 tooltip=label,
@@ -538,7 +567,7 @@ def _emit_box(
                 labeljust="l",
                 labelloc="t",
             )
-            _emit_box(box, child, members, children, module_types, ids)
+            _emit_box(box, child, members, children, drawing, ids)
 
 
 # Text
@@ -590,7 +619,7 @@ def text_graph(
                 lines.append(f"{branch}{label}... {why}")
                 continue
             path = drawing.path_of(item)
-            in_module = f"  [{_printable(path)}: {drawing.module_types[path]}]" if path else ""
+            in_module = f"  [{_printable(drawing.box_label(path))}]" if path else ""
             if id(item) in shown:
                 lines.append(f"{branch}{label}{item.name} #{item.seq} (see above)")
                 continue

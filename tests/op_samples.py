@@ -31,6 +31,13 @@ class Sample:
     inputs that require grad (None: every floating array). `check` holds gradcheck keywords
     (eps, atol, rtol, mode); `ref_rtol` / `ref_atol` the PyTorch tolerances; `float32=False`
     where the op does not keep float32 in float32 out (cast).
+
+    Second derivatives (tests/ops/test_second_order.py): gradgradcheck takes `check`'s keywords
+    (mode aside) updated by `gradgrad_check`, whose `ref_rtol` / `ref_atol` are the tolerances of
+    the PyTorch comparison; `second_order_ref` replaces `ref` there where PyTorch's own op has no
+    usable double backward; `not_twice_differentiable` says why the gradient has a kink at the
+    sample's point (a zero row of a norm), which leaves the sample out of those tests (a
+    hand-written test pins the value chosen there).
     """
 
     name: str
@@ -39,6 +46,9 @@ class Sample:
     ref: Callable[..., Any]
     grad: tuple[int, ...] | None = None
     check: dict = field(default_factory=dict)
+    gradgrad_check: dict = field(default_factory=dict)
+    not_twice_differentiable: str = ""
+    second_order_ref: Callable[..., Any] | None = None
     ref_rtol: float = 1e-10
     ref_atol: float = 1e-12
     float32: bool = True

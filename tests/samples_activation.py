@@ -26,6 +26,15 @@ except ImportError:  # the PyTorch comparison skips itself; the table still load
     torch = None
 
 
+# PyTorch's own op cannot serve as the reference for second derivatives: hardsigmoid has no
+# double backward ("not implemented"), and mish's overflows to nan past x = 709 (mish(x) = x to
+# float64 precision from x = 20 on, which the clamped form says without the overflow)
+_SECOND_ORDER_REFS = {
+    "hardsigmoid": lambda x: torch.nn.functional.relu6(x + 3) / 6,
+    "mish": lambda x: torch.where(x > 20, x, torch.nn.functional.mish(x.clamp(max=20))),
+}
+
+
 SAMPLES: dict[str, list[Sample]] = {
     # relu and leaky_relu draw nonzero values, away from the kink at 0.
     "relu": unary_samples(ops.relu, lambda x: torch.relu(x), values=nonzero),
@@ -160,7 +169,14 @@ SAMPLES: dict[str, list[Sample]] = {
     ],
     **{
         op_name: [
-            Sample(name, draws(values), getattr(ops, op_name), torch_fn(op_name), ref_rtol=rtol)
+            Sample(
+                name,
+                draws(values),
+                getattr(ops, op_name),
+                torch_fn(op_name),
+                ref_rtol=rtol,
+                second_order_ref=_SECOND_ORDER_REFS.get(op_name),
+            )
             for name, values in [("matrix", normal(3, 4)), ("zero_d", normal())] + extra
         ]
         for op_name, extra, rtol in [

@@ -117,7 +117,10 @@ SAMPLES: dict[str, list[Sample]] = {
             "bias_only",
             draws(normal(3, 4), normal(4)),
             lambda x, b: ops.layer_norm(x, (4,), None, b, invertible=True),
-            lambda x, b: torch.nn.functional.layer_norm(x, (4,), None, b),
+            # weight ones, not None: PyTorch's double backward of layer_norm with a bias but no
+            # weight fails ("Expected a proper Tensor but got None") once bias's gradient is
+            # differentiated
+            lambda x, b: torch.nn.functional.layer_norm(x, (4,), torch.ones_like(b), b),
         )
     ],
     "rms_norm": [

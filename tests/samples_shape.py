@@ -24,6 +24,18 @@ def _torch_index(index):
     return converted if isinstance(index, tuple) else converted[0]
 
 
+def _getitem_grad(name, shape, index) -> Sample:
+    """getitem_grad of a normal grad shaped as x[index], for x of `shape`."""
+    picked = ops.getitem(mt.zeros(shape), index).shape  # PyTorch's rule, not numpy's
+
+    def ref(grad):
+        x = torch.zeros(shape, dtype=grad.dtype, requires_grad=True)
+        (dx,) = torch.autograd.grad(x[_torch_index(index)], x, grad, create_graph=True)
+        return dx
+
+    return Sample(name, draws(normal(*picked)), lambda g: ops.getitem_grad(g, shape, index), ref)
+
+
 def _getitem(name, shape, index, ref=None) -> Sample:
     """x[index] on a normal x; PyTorch indexes with the same index unless `ref` is given."""
     return Sample(
@@ -180,6 +192,14 @@ SAMPLES: dict[str, list[Sample]] = {
             lambda x: ops.getitem(x, mt.tensor(np.array([3, 1, 3]))),
             lambda x: x[torch.tensor([3, 1, 3])],
         ),
+    ],
+    # getitem's backward as an op: its reference is PyTorch's vector-Jacobian product of x[index]
+    "getitem_grad": [
+        _getitem_grad("slices", (4, 5), (slice(1, 3), slice(None, None, 2))),
+        _getitem_grad("int_array_repeated", (4, 3), np.array([0, 0, 2, 3, 0])),
+        _getitem_grad("bool_mask", (3, 4), np.arange(12).reshape(3, 4) % 3 == 0),
+        _getitem_grad("none_ellipsis", (2, 3, 4), (None, Ellipsis, 1)),
+        _getitem_grad("int_slice_list", (2, 3, 4), (0, slice(None), [0, 2])),
     ],
     # gather: repeated indices add their gradients; index may be smaller than x outside axis
     "setitem": [

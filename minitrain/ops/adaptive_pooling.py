@@ -81,6 +81,20 @@ class AdaptiveAveragePool(Op):
         """dx = sum over the windows o holding x of grad[o] / size(o)."""
         return adaptive_avg_pool_grad(grad, ctx.shapes[0])
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """adaptive_avg_pool_grad in tensor ops, linear in grad: a broadcast of the mean's share
+        (global pooling), else grad times each dim's averaging matrix, a constant."""
+        x_shape = ctx.shapes[0]
+        spatial = x_shape[2:]
+        if all(n == 1 for n in ctx.output_size):
+            return (grad / math.prod(spatial)).broadcast_to(x_shape)
+        # as _per_dim: contract spatial dim 2 with its matrix, the new dim going last
+        cycle = (0, 1, *range(3, len(x_shape)), 2)
+        for matrix in _adaptive_matrices(ctx.xp, spatial, ctx.output_size, grad.dtype):
+            grad = grad.permute(cycle) @ matrix
+        return grad
+
 
 def adaptive_avg_pool(x, output_size: Sequence[int | None] | int) -> Tensor:
     """The mean over adaptive windows of x (N, C, *spatial), 1 to 3 spatial dims: output

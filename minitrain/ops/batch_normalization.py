@@ -31,6 +31,8 @@ from .normalization_common import (
     param_dtype,
     row_blocks,
     scale_shift,
+    tensor_normalization_grads,
+    tensor_statistics,
     work_dtype,
 )
 from .op import Op, array_of, as_tensor
@@ -165,7 +167,7 @@ class BatchNorm(Op):
     channel, two sums and the output in one parallel loop over channels (by rows for (N, C))."""
 
     name = "batch_norm"
-    inputs = ("x", "weight", "bias")
+    inputs = ("x", "scale", "bias")  # scale: the weight, saved under its name (tensor_backward)
     attrs = ("eps", "momentum", "running_mean", "running_var")
     saved = ("x", "scale", "saved_mean", "saved_inv_std")
     grad_kernel = "BatchNormalizationGrad"
@@ -206,6 +208,17 @@ class BatchNorm(Op):
     @staticmethod
     def numba_backward(ctx, grad):
         grads = _numba_batch_norm_grad(grad, ctx.x, ctx.scale, ctx.saved_mean, ctx.saved_inv_std)
+        return needed_grads(ctx, grads)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops, the channel statistics recomputed from x so that a second
+        derivative sees them move with it (the running statistics play no part in training)."""
+        axes, shape = _channel_axes(ctx.x.ndim)
+        x_hat, inv_std = tensor_statistics(ctx.x, ctx.eps, axes, centered=True)
+        grads = tensor_normalization_grads(
+            grad, x_hat, inv_std, ctx.scale, axes, axes, shape, centered=True
+        )
         return needed_grads(ctx, grads)
 
 

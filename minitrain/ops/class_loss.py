@@ -27,8 +27,9 @@ from .loss_reduction import (
     position_scale,
     reduce_losses,
 )
-from .op import Op
+from .op import Op, array_of
 from .shape import reshape
+from .softmax_family import log_softmax, softmax
 
 __all__ = ["cross_entropy", "nll_loss", "softmax_cross_entropy_grad"]
 
@@ -129,6 +130,28 @@ def _smoothed(probabilities, eps: float, classes: int):
     return probabilities if not eps else probabilities * (1 - eps) + eps / classes
 
 
+def _class_distribution(xp, target, weight, ignore_index: int, eps: float, shape, dtype):
+    """(q, target_weights) for class indices: each position's target distribution
+    q = w * ((1 - eps) * onehot(target) + eps / C), 0 where ignored, shaped like the logits
+    (N, C, d1, ...), and w[target] (0 where ignored) for the 'mean' divisor. Arrays: the
+    tensor backwards' constants."""
+    classes = shape[1]
+    valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, dtype)
+    q = xp.zeros(shape, dtype)
+    onehot = xp.expand_dims((1 - eps) * target_weights, 1)
+    xp.put_along_axis(q, xp.expand_dims(safe, 1), onehot, axis=1)
+    if eps:
+        w = xp.ones(classes, dtype) if weight is None else weight.astype(dtype)
+        q += (eps / classes) * _class_axis(w, len(shape)) * xp.expand_dims(valid, 1)
+    return q, target_weights
+
+
+def _scale_along_classes(scale, shape):
+    """A Tensor of per-position scales (the target's shape, or 0-d) with a class axis 1 of size
+    1, to broadcast against logits of `shape`: _along_classes for the tensor backwards."""
+    return reshape(scale, shape[:1] + (1,) + shape[2:]) if scale.ndim else scale
+
+
 def softmax_cross_entropy_grad(
     dY,
     probs,
@@ -214,9 +237,11 @@ def _check_xent_inputs(logits, target, weight, ignore_index: int) -> str:
     return "classes"
 
 
-def _xent_finish(ctx, losses, probs, log_probs, target, weight):
-    """Save what backward needs and reduce the per-position losses."""
+def _xent_finish(ctx, losses, logits, probs, log_probs, target, weight):
+    """Save what backward needs and reduce the per-position losses. The logits are for
+    create_graph's tensor_backward, which recomputes probs and log_probs from them."""
     ctx.save(
+        logits=logits,
         probs=probs,
         log_probs=log_probs if ctx.needs_grad[1] else None,
         target=target,
@@ -283,12 +308,15 @@ class SoftmaxCrossEntropy(Op):
     saves the probabilities; the backward is softmax_cross_entropy_grad, probs minus the target
     distribution, scaled. With probability targets the gradient also reaches the target:
     d loss / d target = -s * (1 - eps) * w * log_probs, so log_probs is saved when it needs one.
+    The logits are saved too, for create_graph, which differentiates probs and log_probs as
+    functions of them: a reference, but one that keeps them until backward where nothing else
+    would (logits straight from a linear layer), and that an in-place write to them refuses.
     """
 
     name = "cross_entropy"
     inputs = ("logits", "target", "weight")
     attrs = ("reduction", "ignore_index", "label_smoothing")
-    saved = ("probs", "log_probs", "target", "weight")
+    saved = ("logits", "probs", "log_probs", "target", "weight")
 
     @staticmethod
     def forward(ctx, logits, target, weight):
@@ -298,7 +326,7 @@ class SoftmaxCrossEntropy(Op):
             losses, probs, log_probs = _xent_probability_forward(xp, logits, target, weight, eps)
         else:
             losses, probs = _xent_class_forward(xp, logits, target, weight, ctx.ignore_index, eps)
-        return _xent_finish(ctx, losses, probs, log_probs, target, weight)
+        return _xent_finish(ctx, losses, logits, probs, log_probs, target, weight)
 
     @staticmethod
     def numba_applies(ctx, logits, target, weight) -> bool:
@@ -328,7 +356,7 @@ class SoftmaxCrossEntropy(Op):
             losses,
         )
         probs = _from_rows(probs, logits.shape)
-        return _xent_finish(ctx, losses.reshape(target.shape), probs, None, target, weight)
+        return _xent_finish(ctx, losses.reshape(target.shape), logits, probs, None, target, weight)
 
     @staticmethod
     def backward(ctx, grad):
@@ -351,6 +379,43 @@ class SoftmaxCrossEntropy(Op):
             )
         if ctx.needs_grad[1]:
             dt = _xent_target_grad(ctx, grad)
+        return dx, dt, None
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops: probs = softmax(logits) and log_probs = log_softmax(logits)
+        recomputed from the logits Tensor, q a Tensor of the target for probabilities and a
+        constant array for class indices (weight and the 'mean' divisor are constants).
+
+        So d(dlogits)/dlogits is s * sum_c(q_c) times softmax's Jacobian; with probabilities
+        d(dlogits_k)/dtarget_j = s * (1 - eps) * (w_j probs_k - w_k [j = k]), and dtarget is
+        -s * (1 - eps) * w * log_probs, which is linear in grad and flat in the target."""
+        logits, eps = ctx.logits, ctx.label_smoothing
+        shape, dtype, classes = logits.shape, logits.dtype, logits.shape[1]
+        weight = None if ctx.weight is None else array_of(ctx.weight).astype(dtype, copy=False)
+        target = ctx.target
+        if target.dtype.kind == "f":
+            divisor = logits.numel() // classes if logits.numel() else 1
+            if target.dtype != dtype:
+                target = target.astype(dtype)
+            q = target * (1 - eps) + eps / classes if eps else target
+            if weight is not None:
+                q = q * _class_axis(weight, len(shape))
+        else:
+            q, target_weights = _class_distribution(
+                ctx.xp, array_of(target), weight, ctx.ignore_index, eps, shape, dtype
+            )
+            divisor = None
+            if ctx.reduction == "mean":
+                divisor = _class_total("cross_entropy", target_weights)
+        scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)
+        dx = dt = None
+        if ctx.needs_grad[0]:
+            dx = scale * (softmax(logits, axis=1) * q.sum(axis=1, keepdims=True) - q)
+        if ctx.needs_grad[1]:
+            dt = (-(1 - eps) * scale) * log_softmax(logits, axis=1)
+            if weight is not None:
+                dt = dt * _class_axis(weight, len(shape))
         return dx, dt, None
 
     @staticmethod
@@ -546,6 +611,19 @@ class NLLLoss(Op):
         index = xp.expand_dims(safe, 1)
         xp.put_along_axis(dx, index, xp.expand_dims(-scale * target_weights, 1), axis=1)
         return dx, None, None
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops: -s times the constant w[target] * onehot(target), linear in
+        grad (the second derivative in log_probs is 0)."""
+        shape, dtype = ctx.shapes[0], ctx.dtypes[0]
+        weight = array_of(ctx.weight)
+        q, target_weights = _class_distribution(
+            ctx.xp, array_of(ctx.target), weight, ctx.ignore_index, 0.0, shape, dtype
+        )
+        divisor = _class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
+        scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)
+        return -scale * q, None, None
 
 
 def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean"):

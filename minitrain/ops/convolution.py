@@ -221,6 +221,72 @@ class Conv(Op):
             need=ctx.needs_grad,
         )
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """conv's backward in conv ops, bilinear in (grad, x, w), so differentiable again:
+        dx = conv_transpose(grad, w), dw = a conv of x with grad (conv_weight_grad), db = sum."""
+        need_x, need_w, need_b = ctx.needs_grad
+        x, w = ctx.x, ctx.w
+        attrs = (ctx.strides, ctx.pads, ctx.dilations, ctx.group)
+        dx = conv_input_grad(grad, w, x.shape, *attrs) if need_x else None
+        dw = conv_weight_grad(x, grad, w.shape, *attrs) if need_w else None
+        db = grad.sum(axis=(0, *range(2, grad.ndim))) if need_b else None
+        return dx, dw, db
+
+
+def conv_input_grad(dy, w, x_shape, strides, pads, dilations, group: int) -> Tensor:
+    """dX of Y = conv(X, W) given dY, as the transposed conv of dY with W (Tensors in, a Tensor
+    in the graph out). Its output_padding gives back the positions of X past the last window's
+    reach, which the floor in conv's output size left out (fewer than a stride)."""
+    from .transposed_convolution import ConvTranspose  # it builds on this module
+
+    dims = len(x_shape) - 2
+    uncovered = tuple(
+        (length + pads[dim] + pads[dims + dim] - (d * (k - 1) + 1)) % s
+        for dim, (length, k, s, d) in enumerate(
+            zip(x_shape[2:], w.shape[2:], strides, dilations, strict=True)
+        )
+    )
+    return ConvTranspose.apply(
+        dy,
+        w,
+        None,
+        strides=tuple(strides),
+        pads=tuple(pads),
+        dilations=tuple(dilations),
+        group=group,
+        output_padding=uncovered,
+    )
+
+
+def conv_weight_grad(x, dy, w_shape, strides, pads, dilations, group: int) -> Tensor:
+    """dW of Y = conv(X, W) given dY, as a conv of X with dY (Tensors in, a Tensor in the graph
+    out): dW[m, c, k] = sum over n, p of dY[n, m, p] * X_padded[n, c, p * stride + k * dilation]
+    is a conv with X's channels as its batch, the images as its channels and dY as its kernel,
+    stride and dilation swapped. Per group g, X's channels (g, c) become batch c and channels
+    (g, n), so the conv's group g meets dY's filters of group g. Its output covers every tap
+    and possibly more (where the padded input outreaches the last window): cropped to W's."""
+    images, channels = x.shape[:2]
+    spatial, kernel = tuple(x.shape[2:]), tuple(w_shape[2:])
+    per_group = channels // group
+    dims = len(spatial)
+    rows = x.reshape((images, group, per_group) + spatial)
+    rows = rows.permute((2, 1, 0) + tuple(range(3, 3 + dims)))
+    rows = rows.reshape((per_group, group * images) + spatial)
+    taps = Conv.apply(
+        rows,
+        dy.transpose(0, 1),
+        None,
+        strides=tuple(dilations),
+        pads=tuple(pads),
+        dilations=tuple(strides),
+        group=group,
+    )  # (C/group, M, K')
+    taps = taps.transpose(0, 1)
+    if tuple(taps.shape[2:]) != kernel:
+        taps = taps[(slice(None), slice(None)) + tuple(slice(0, k) for k in kernel)]
+    return taps
+
 
 def conv(
     x,

@@ -67,6 +67,8 @@ class Add(Op):
         """da = grad, db = grad (each summed back over broadcast dims)."""
         return grad, grad
 
+    tensor_backward = backward
+
 
 def add(a, b):
     """a + b, broadcasting."""
@@ -87,6 +89,8 @@ class Sub(Op):
     def backward(ctx, grad):
         """da = grad, db = -grad (each summed back over broadcast dims)."""
         return grad, -grad if ctx.needs_grad[1] else None
+
+    tensor_backward = backward
 
 
 def sub(a, b):
@@ -114,6 +118,8 @@ class Mul(Op):
             grad * ctx.b if ctx.needs_grad[0] else None,
             grad * ctx.a if ctx.needs_grad[1] else None,
         )
+
+    tensor_backward = backward
 
 
 def mul(a, b):
@@ -143,6 +149,8 @@ class Div(Op):
             -grad_a * ctx.a / ctx.b if ctx.needs_grad[1] else None,
         )
 
+    tensor_backward = backward
+
 
 def div(a, b):
     """a / b, broadcasting."""
@@ -169,6 +177,8 @@ class Neg(Op):
     def backward(ctx, grad):
         """dx = -grad."""
         return -grad
+
+    tensor_backward = backward
 
 
 def neg(x):
@@ -209,6 +219,23 @@ class Pow(Op):
                 grad_b = grad * xp.where((a == 0) & (b >= 0), 0, ctx.out * xp.log(a))
         return grad_a, grad_b
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's rule in tensor ops; where's masks read the values, constants."""
+        from .masking import where  # masking builds on this module
+
+        xp, a, b = ctx.xp, ctx.a, ctx.b
+        a_values, b_values = _values(a), _values(b)
+        grad_a = grad_b = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_grad[0]:
+                grad_a = grad * where(xp.asarray(b_values == 0), 0.0, b * pow(a, b - 1))
+            if ctx.needs_grad[1]:
+                at_zero = xp.asarray((a_values == 0) & (b_values >= 0))
+                log_a = log(a) if isinstance(a, Tensor) else xp.log(a)  # a number base
+                grad_b = grad * where(at_zero, 0.0, ctx.out * log_a)
+        return grad_a, grad_b
+
 
 def pow(a, b):  # noqa: A001 (the op's name)
     """a ** b; either may be a tensor or a number."""
@@ -231,6 +258,8 @@ class Exp(Op):
         """dx = grad * out, from the forward output out = exp(x)."""
         return grad * ctx.out
 
+    tensor_backward = backward
+
 
 def exp(x):
     """e ** x; integers and bools as float32."""
@@ -251,6 +280,8 @@ class Log(Op):
     def backward(ctx, grad):
         """dx = grad / x."""
         return grad / ctx.x
+
+    tensor_backward = backward
 
 
 def log(x):
@@ -274,6 +305,8 @@ class Sqrt(Op):
         """dx = grad / (2 * out), from the forward output out = sqrt(x)."""
         return grad / (2 * ctx.out)
 
+    tensor_backward = backward
+
 
 def sqrt(x):
     """The square root of x; integers and bools as float32."""
@@ -294,6 +327,11 @@ class Abs(Op):
     def backward(ctx, grad):
         """dx = grad * sign(x) (0 at x == 0)."""
         return grad * ctx.xp.sign(ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """dx = grad * sign(x): sign is flat, a constant to the second derivative."""
+        return grad * ctx.xp.sign(ctx.x.data)
 
 
 def abs(x):  # noqa: A001
@@ -317,6 +355,10 @@ class Sin(Op):
         """dx = grad * cos(x)."""
         return grad * ctx.xp.cos(ctx.x)
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return grad * cos(ctx.x)
+
 
 def sin(x):
     """The sine of x (radians); integers and bools as float32."""
@@ -338,15 +380,26 @@ class Cos(Op):
         """dx = -grad * sin(x)."""
         return -grad * ctx.xp.sin(ctx.x)
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return -grad * sin(ctx.x)
+
 
 def cos(x):
     """The cosine of x (radians); integers and bools as float32."""
     return Cos.apply(x)
 
 
+def _values(value):
+    """The array (or number) behind a saved value, which tensor_backward sees as a Tensor:
+    for masks and shares, constants to a second derivative."""
+    return value.data if isinstance(value, Tensor) else value
+
+
 def _pick_grads(ctx, grad, a_wins):
-    """Gradients of maximum/minimum: to the winner, split evenly on ties (a subgradient)."""
-    xp, a, b = ctx.xp, ctx.a, ctx.b
+    """Gradients of maximum/minimum: to the winner, split evenly on ties (a subgradient). The
+    shares are constants, so this serves arrays and tensors alike."""
+    xp, a, b = ctx.xp, _values(ctx.a), _values(ctx.b)
     share_a = xp.where(a_wins, 1.0, xp.where(a == b, 0.5, 0.0)).astype(grad.dtype)
     return grad * share_a, grad * (1 - share_a)
 
@@ -368,7 +421,9 @@ class Maximum(Op):
         """da = grad where a > b, db = grad where a < b, else 0; a tie gives each grad / 2.
 
         Each gradient is summed back over broadcast dims."""
-        return _pick_grads(ctx, grad, ctx.a > ctx.b)
+        return _pick_grads(ctx, grad, _values(ctx.a) > _values(ctx.b))
+
+    tensor_backward = backward
 
 
 def maximum(a, b):
@@ -393,7 +448,9 @@ class Minimum(Op):
         """da = grad where a < b, db = grad where a > b, else 0; a tie gives each grad / 2.
 
         Each gradient is summed back over broadcast dims."""
-        return _pick_grads(ctx, grad, ctx.a < ctx.b)
+        return _pick_grads(ctx, grad, _values(ctx.a) < _values(ctx.b))
+
+    tensor_backward = backward
 
 
 def minimum(a, b):
@@ -416,13 +473,16 @@ class Clip(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad where min <= x <= max, else 0 (a None bound does not limit)."""
-        x, inside = ctx.x, True
+        """dx = grad where min <= x <= max, else 0 (a None bound does not limit); the mask is a
+        constant, so this serves arrays and tensors alike."""
+        x, inside = _values(ctx.x), True
         if ctx.min is not None:
             inside = inside & (x >= ctx.min)
         if ctx.max is not None:
             inside = inside & (x <= ctx.max)
         return grad * inside
+
+    tensor_backward = backward
 
 
 def _bound(value, name: str):
@@ -460,6 +520,8 @@ class Cast(Op):
         """dx = grad cast back to x's dtype."""
         return grad.astype(ctx.dtypes[0])
 
+    tensor_backward = backward
+
 
 def cast(x, dtype):
     """x as another dtype: recorded to a floating dtype (the gradient comes back in x's),
@@ -488,6 +550,10 @@ class ToDevice(Op):
     def backward(ctx, grad):
         """dx = grad copied back to x's device."""
         return backend.to_device(grad, ctx.source)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return to_device(grad, ctx.source)
 
 
 def to_device(x, device):

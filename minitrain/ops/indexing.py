@@ -14,7 +14,7 @@ from ..tensor import Tensor
 from .checks import normalize_one_axis
 from .op import Op, shape_of
 
-__all__ = ["assign", "gather", "getitem", "setitem"]
+__all__ = ["assign", "gather", "getitem", "getitem_grad", "setitem"]
 
 
 class GetItem(Op):
@@ -45,6 +45,60 @@ class GetItem(Op):
         else:
             grad_x[ctx.index] = grad
         return grad_x
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return GetItemGrad.apply(grad, shape=ctx.shapes[0], index=ctx.index)
+
+
+class GetItemGrad(Op):
+    """getitem's backward as an op of its own (as ONNX Runtime makes its gradients graph
+    ops): zeros of `shape` with grad added at `index`, an element indexed twice receiving
+    both. Its own gradient reads grad back at the index, a getitem, so the derivatives of a
+    getitem's gradient (create_graph) go on to any order. Also gather's and the pooling ops'
+    backward, whose indices are advanced indices of x."""
+
+    name = "getitem_grad"
+    inputs = ("grad",)
+    attrs = ("shape", "index")
+
+    @staticmethod
+    def forward(ctx, grad):
+        out = ctx.xp.zeros(ctx.shape, dtype=grad.dtype)
+        if any(backend.is_array(entry) for entry in ctx.index):
+            backend.scatter_add(ctx.xp, out, ctx.index, grad)
+        else:  # basic indices pick each element once (and may hold None, which add.at refuses)
+            out[ctx.index] = grad
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dgrad = grad[index]: the values added at the index, read back."""
+        return grad[ctx.index]
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return GetItem.apply(grad, index=ctx.index, accumulate=True)
+
+
+def getitem_grad(grad, shape, index):
+    """The backward of x[index] for an x of `shape`, recorded: zeros of `shape` with `grad`
+    added where x[index] picked its elements (getitem's index rules; an element picked twice
+    gets both). grad must have x[index]'s shape."""
+    shape = tuple(int(n) for n in shape)
+    xp = backend.array_module(grad.data if isinstance(grad, Tensor) else grad)
+    stand_in = xp.broadcast_to(xp.zeros((), np.int8), shape)  # x's shape, no memory
+    first, second, _ = _index_steps(stand_in, index)
+    picked = _region(stand_in, first, second).shape
+    if shape_of(grad) != picked:
+        raise ShapeError(
+            f"getitem_grad: grad has shape {shape_of(grad)}, but x[index] of x {shape} has "
+            f"shape {picked}"
+        )
+    if second is None:
+        return GetItemGrad.apply(grad, shape=shape, index=first)
+    middle = GetItemGrad.apply(grad, shape=stand_in[first].shape, index=second)
+    return GetItemGrad.apply(middle, shape=shape, index=first)
 
 
 def _index_item(item, xp):
@@ -194,6 +248,20 @@ class SetItem(Op):
                 dvalue = dvalue.reshape((1,) * missing + dvalue.shape)
         return dx, dvalue
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        dx = dvalue = None
+        if ctx.needs_grad[0]:
+            dx = SetItem.apply(grad, grad.dtype.type(0), first=ctx.first, second=ctx.second)
+        if ctx.needs_grad[1]:
+            dvalue = GetItem.apply(grad, index=ctx.first, accumulate=True)
+            if ctx.second is not None:
+                dvalue = GetItem.apply(dvalue, index=ctx.second, accumulate=True)
+            missing = len(ctx.shapes[1]) - dvalue.ndim
+            if missing > 0:
+                dvalue = dvalue.reshape((1,) * missing + dvalue.shape)
+        return dx, dvalue
+
 
 def setitem(x, index, value):
     """A copy of x with x[index] = value (getitem's index rules), value broadcast to the
@@ -245,6 +313,16 @@ class Gather(Op):
         grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
         backend.scatter_add(xp, grad_x, _along(xp, ctx.index, ctx.axis), grad)
         return grad_x, None
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        index = _along(ctx.xp, _values(ctx.index), ctx.axis)
+        return GetItemGrad.apply(grad, shape=ctx.shapes[0], index=index), None
+
+
+def _values(value):
+    """The array behind a saved value (a Tensor in a tensor_backward)."""
+    return value.data if isinstance(value, Tensor) else value
 
 
 def _along(xp, index, axis) -> tuple:

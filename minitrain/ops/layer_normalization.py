@@ -8,6 +8,10 @@ kernel reads: LayerNorm x, scale (the weight), mean and inv_std; RMSNorm x, scal
 the invertible layer norm its *output*, scale, bias and inv_std, so x can be freed. On the CPU
 with numba enabled, float32 and float64 inputs run the fused row kernels instead of the generic
 ones (rows in parallel for large inputs, see _PARALLEL_WORK).
+
+Under create_graph each op's backward runs in tensor ops instead (normalization_common), its
+statistics recomputed from x; the invertible layer norm, which keeps no x, takes inv_std's
+derivative from x_hat instead (RowInvStd), so its second derivative costs no memory either.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from .normalization_common import (
     param_dtype,
     row_blocks,
     scale_shift,
+    tensor_normalization_grads,
+    tensor_statistics,
     work_dtype,
 )
 from .op import Op, array_of, as_tensor
@@ -273,6 +279,17 @@ def _numba_row_grads(grad, src, scale, inv_std, axis: int, *, mean=None, bias=No
     return dx, dscale, dbias if centered else None
 
 
+def _tensor_row_grads(ctx, grad, centered: bool) -> tuple:
+    """(dx, dscale, dbias) of layer norm (`centered`) or RMS norm in tensor ops, from the saved
+    x and scale as Tensors: the family's tensor_backward."""
+    x, axis = ctx.x, ctx.axis
+    row_axes, batch_axes = tuple(range(axis, x.ndim)), tuple(range(axis))
+    x_hat, inv_std = tensor_statistics(x, ctx.eps, row_axes, centered)
+    return tensor_normalization_grads(
+        grad, x_hat, inv_std, ctx.scale, row_axes, batch_axes, None, centered
+    )
+
+
 def layer_norm_grad(dY, X, scale, mean, inv_std, axis: int = -1):
     """LayerNormalizationGrad: (dX, dscale, dbias) of layer norm over the dims from `axis` on.
 
@@ -300,7 +317,7 @@ class LayerNorm(Op):
     numba enabled, a fused row kernel runs instead (rows in parallel for large inputs)."""
 
     name = "layer_norm"
-    inputs = ("x", "weight", "bias")
+    inputs = ("x", "scale", "bias")  # scale: the weight, saved under its name (tensor_backward)
     attrs = ("axis", "eps")
     saved = ("x", "scale", "mean", "inv_std")
     grad_kernel = "LayerNormalizationGrad"
@@ -334,6 +351,12 @@ class LayerNorm(Op):
     def numba_backward(ctx, grad):
         grads = _numba_row_grads(grad, ctx.x, ctx.scale, ctx.inv_std, ctx.axis, mean=ctx.mean)
         return needed_grads(ctx, grads)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops, mean and inv_std recomputed from x so that a second
+        derivative sees them move with it."""
+        return needed_grads(ctx, _tensor_row_grads(ctx, grad, centered=True))
 
 
 def _check_no_zero(caller: str, name: str, scale) -> None:
@@ -372,10 +395,11 @@ def invertible_layer_norm_grad(dY, Y, scale, bias, inv_std, axis: int = -1):
 class InvertibleLayerNorm(Op):
     """Layer normalization that saves its output instead of x: backward rebuilds x_hat =
     (out - bias) / weight, so x can be freed. Refuses a weight with a zero (`layer_norm` falls
-    back to LayerNorm there). On the CPU with numba enabled, fused row kernels run instead."""
+    back to LayerNorm there). On the CPU with numba enabled, fused row kernels run instead.
+    Higher derivatives need no x either: only its place in the graph (tensor_backward)."""
 
     name = "invertible_layer_norm"
-    inputs = ("x", "weight", "bias")
+    inputs = ("x", "scale", "bias")  # scale: the weight, saved under its name (tensor_backward)
     attrs = ("axis", "eps")
     saved = ("out", "scale", "bias", "inv_std")
     grad_kernel = "InvertibleLayerNormalizationGrad"
@@ -415,6 +439,67 @@ class InvertibleLayerNorm(Op):
             grad, ctx.out, ctx.scale, ctx.inv_std, ctx.axis, bias=ctx.bias, output=True
         )
         return needed_grads(ctx, grads)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops without x: x_hat = (out - bias) / scale, which moves with x,
+        scale and bias through out (its derivatives in scale and bias cancel to 0, as they
+        should), and inv_std as a RowInvStd on x's place in the graph."""
+        x_hat = ctx.out if ctx.bias is None else ctx.out - ctx.bias
+        if ctx.scale is not None:
+            x_hat = x_hat / ctx.scale
+        row_axes, batch_axes = tuple(range(ctx.axis, x_hat.ndim)), tuple(range(ctx.axis))
+        grads = tensor_normalization_grads(
+            grad, x_hat, _inv_std_of_x(ctx, x_hat), ctx.scale, row_axes, batch_axes, None, True
+        )
+        return needed_grads(ctx, grads)
+
+
+class RowInvStd(Op, register=False):
+    """The invertible layer norm's inv_std = 1 / sqrt(var_row(x) + eps) for its tensor_backward,
+    which has no x: the value is the forward's (the attribute inv_std), and the derivative
+    comes from x_hat, rebuilt from the output. Input x stands for x's place in the graph: its
+    values are not read, so it may be a placeholder without memory."""
+
+    name = "row_inv_std"
+    inputs = ("x", "x_hat")
+    attrs = ("inv_std", "count")
+    saved = ("out", "x_hat")
+    exact_dtype = True
+
+    @staticmethod
+    def forward(ctx, x, x_hat):
+        ctx.save(out=ctx.inv_std, x_hat=x_hat)
+        return ctx.inv_std
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = -grad * out^2 * x_hat / M; x_hat gets none (it only gives x's direction).
+
+        From dvar_row/dx = 2 (x - mean) / M and out = (var_row + eps)^(-1/2): dout/dx = -out^3
+        (x - mean) / M = -out^2 x_hat / M, per row of M = count values."""
+        return -(grad * ctx.out * ctx.out * ctx.x_hat) / ctx.count, None
+
+    # arithmetic on grad, out and x_hat, Tensors under create_graph: differentiable again
+    tensor_backward = backward
+
+
+def _inv_std_of_x(ctx, x_hat) -> Tensor:
+    """inv_std of an invertible layer norm's tensor_backward (ctx), as a Tensor that moves with
+    x: a RowInvStd on x's place in the graph, found through the output's node (the leaf x, or a
+    zero-memory placeholder on the node that made x); the saved constant where x needs no
+    gradient."""
+    source = ctx.out.node.parents[0]
+    if source is None:
+        return Tensor.wrap(ctx.inv_std)
+    place = source
+    if not isinstance(source, Tensor):
+        xp = ctx.xp
+        place = Tensor.wrap(xp.broadcast_to(xp.zeros((), ctx.dtypes[0]), ctx.shapes[0]))
+        place.node = source
+        place.requires_grad = True
+    count = math.prod(ctx.shapes[0][ctx.axis :])
+    return RowInvStd.apply(place, x_hat, inv_std=ctx.inv_std, count=count)
 
 
 def layer_norm(
@@ -472,7 +557,7 @@ class RMSNorm(Op):
     enabled, a fused row kernel runs instead (rows in parallel for large inputs)."""
 
     name = "rms_norm"
-    inputs = ("x", "weight")
+    inputs = ("x", "scale")  # scale: the weight, saved under its name (tensor_backward)
     attrs = ("axis", "eps")
     saved = ("x", "scale", "inv_std")
     grad_kernel = "SimplifiedLayerNormalizationGrad"
@@ -506,6 +591,12 @@ class RMSNorm(Op):
     def numba_backward(ctx, grad):
         grads = _numba_row_grads(grad, ctx.x, ctx.scale, ctx.inv_std, ctx.axis)
         return needed_grads(ctx, grads[:2])
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops, inv_std recomputed from x so that a second derivative sees
+        it move with x."""
+        return needed_grads(ctx, _tensor_row_grads(ctx, grad, centered=False)[:2])
 
 
 def rms_norm(

@@ -59,6 +59,26 @@ class MatMul(Op):
             None if grad_b is None else unbroadcast(grad_b, b_shape),
         )
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's rule in tensor ops: 1-D operands as a row (a) or column (b) matrix."""
+        a, b = ctx.a, ctx.b
+        (a_shape, b_shape), (need_a, need_b) = ctx.shapes, ctx.needs_grad
+        if len(a_shape) == 1 and len(b_shape) == 1:
+            return (grad * b if need_a else None), (grad * a if need_b else None)
+        grad2 = grad.unsqueeze(-2) if len(a_shape) == 1 else grad
+        grad2 = grad2.unsqueeze(-1) if len(b_shape) == 1 else grad2
+        grad_a = grad_b = None
+        if need_a:
+            b2 = b.unsqueeze(-1) if len(b_shape) == 1 else b
+            grad_a = MatMul.apply(grad2, b2.transpose(-1, -2))
+            grad_a = unbroadcast(grad_a.squeeze(-2) if len(a_shape) == 1 else grad_a, a_shape)
+        if need_b:
+            a2 = a.unsqueeze(0) if len(a_shape) == 1 else a
+            grad_b = MatMul.apply(a2.transpose(-1, -2), grad2)
+            grad_b = unbroadcast(grad_b.squeeze(-1) if len(b_shape) == 1 else grad_b, b_shape)
+        return grad_a, grad_b
+
 
 def matmul(a, b):
     """a @ b with numpy's rules (1-D operands, broadcast batch dims); a and b of one dtype, as
@@ -108,6 +128,8 @@ class Linear(Op):
         grad_w = grad_2d.T @ x.reshape(rows, x.shape[-1]) if ctx.needs_grad[1] else None
         grad_b = grad_2d.sum(axis=0) if ctx.needs_grad[2] else None
         return grad_x, grad_w, grad_b
+
+    tensor_backward = backward
 
 
 def linear(x, weight, bias=None):

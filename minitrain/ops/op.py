@@ -149,6 +149,18 @@ class Op(metaclass=_OpType):
     backward reads what a numba forward saved; a numba backward never reads a generic forward's).
     Ops whose kernels are public array functions users call directly (conv_grad, im2col, the
     pooling kernels) have no numba variants: each such kernel chooses for itself, per call.
+
+    `tensor_backward(ctx, grad) -> grads` is the same backward written in tensor ops, which
+    create_graph runs instead, recording it (`run_tensor_backward`): `grad` is a Tensor, and so
+    is every saved input and `out` in `ctx`, each in the graph (an input's own node, the output
+    this op made), so the gradient can be differentiated again; the other saved values (masks,
+    indices) come as arrays, constants to the second derivative, so a saved value computed from
+    the inputs (a mean, an inverse standard deviation) must be recomputed from them in tensor
+    ops. A backward that is plain arithmetic on `grad` and `ctx`, which arrays and tensors
+    share, serves as both: `tensor_backward = backward`. It is kept off the create_graph=False
+    path, whose array kernels it must match (the registry's tests check both against finite
+    differences). An op without one says why in `no_double_backward`, and create_graph
+    reaching it raises a GraphError naming it.
     """
 
     name: ClassVar[str] = ""
@@ -164,6 +176,8 @@ class Op(metaclass=_OpType):
     views: ClassVar[bool] = False
     numba_forward: ClassVar = None
     numba_backward: ClassVar = None
+    tensor_backward: ClassVar = None
+    no_double_backward: ClassVar[str] = ""
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -198,6 +212,28 @@ class Op(metaclass=_OpType):
     @staticmethod
     def backward(ctx, grad):
         raise NotImplementedError
+
+    @classmethod
+    def run_tensor_backward(cls, node, grad) -> tuple:
+        """The backward of `node`, a recorded application of this op, for `grad` (a Tensor), in
+        tensor ops and recorded: what create_graph runs. Gradients come back as Tensors."""
+        if cls.tensor_backward is None:
+            reason = f" ({cls.no_double_backward})" if cls.no_double_backward else ""
+            raise GraphError(
+                f"{cls.grad_kernel}: the backward of {cls.name} has no form in tensor ops"
+                f"{reason}, so create_graph=True cannot differentiate through it; take this op "
+                f"out of what a higher derivative flows through, or give it a tensor_backward"
+            )
+        grads = cls.tensor_backward(_tensor_ctx(node), grad)
+        if type(grads) is not tuple:
+            grads = (grads,)
+        for index, g in enumerate(grads):
+            if g is not None and not isinstance(g, Tensor):
+                raise GraphError(
+                    f"{cls.grad_kernel}: tensor_backward returned a {type(g).__name__} for "
+                    f"input '{cls.input_name(index)}'; it must return Tensors (or None)"
+                )
+        return grads
 
     @classmethod
     def input_name(cls, index: int) -> str:
@@ -306,6 +342,71 @@ class Op(metaclass=_OpType):
         tensor.node = Node(cls, ctx, tuple(parents), tensor)
         tensor._requires_grad = True
         return tensor
+
+
+def _tensor_ctx(node) -> Ctx:
+    """A copy of `node`'s ctx for its tensor_backward: each saved input and `out` as a Tensor in
+    the graph, so that what the backward computes from them is differentiable again."""
+    ctx = object.__new__(Ctx)
+    ctx.__dict__.update(node.ctx.__dict__)
+    saved = ctx.__dict__
+    for name, index in node.op.saved_inputs:
+        value = saved.get(name)
+        if isinstance(value, np.generic):  # numpy's arithmetic on a 0-d array gives these
+            value = np.asarray(value)
+        if backend.is_array(value):  # not None, nor a number given for the input
+            saved[name] = _input_tensor(node, index, value)
+    if node.op.saves_output and saved.get("out") is not None:
+        saved["out"] = _in_graph(saved["out"], node)
+    return ctx
+
+
+def _in_graph(array, node) -> Tensor:
+    """A Tensor of `array` that `node` produced: gradients sent to it go to that node."""
+    tensor = Tensor.wrap(array)
+    tensor.node = node
+    tensor._requires_grad = True
+    return tensor
+
+
+def _input_tensor(node, index, array) -> Tensor:
+    """Input `index` of `node`, whose forward saw it as `array`, as a Tensor in the graph: the
+    leaf itself, an alias of the node that made it, or (where forward saw a cast of it, or a
+    leaf's data was rebound since) the saved array on a pass-through to its source; a constant
+    where the input needs no gradient."""
+    parent = node.parents[index]
+    if parent is None:
+        return Tensor.wrap(array)
+    if type(parent) is Node:
+        dtype = node.ctx.dtypes[index]
+        if array.dtype == dtype:
+            return _in_graph(array, parent)
+        return SavedInput.apply(_in_graph(array.astype(dtype), parent), array=array)
+    if parent.data is array:
+        return parent
+    return SavedInput.apply(parent, array=array)
+
+
+class SavedInput(Op, register=False):
+    """An input as its op's forward saw it (a promoted cast of it, or its values before a
+    leaf's data was rebound), joined to the input's own graph: `_input_tensor`'s link. The
+    gradient passes through to the source, cast to its dtype."""
+
+    name = "saved_input"
+    inputs = ("source",)
+    attrs = ("array",)
+    exact_dtype = True
+
+    @staticmethod
+    def forward(ctx, source):
+        return ctx.array
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dsource = grad (the engine casts it to the source's dtype)."""
+        return grad
+
+    tensor_backward = backward
 
 
 def _note_view(ctx, view, source, array, records) -> None:

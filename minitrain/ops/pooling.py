@@ -28,7 +28,9 @@ from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
 from .checks import check_floating
+from .indexing import getitem_grad
 from .op import Op, shape_of
+from .transposed_convolution import ConvTranspose
 from .window import ONNX_NAMES, Window, check_rank, cover_ends, pool_window
 
 __all__ = [
@@ -296,6 +298,20 @@ class MaxPool(Op):
         """dx[indices] += grad: each window's gradient goes where its max came from."""
         return _max_pool_grad(grad, ctx.indices, ctx.shapes[0])
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """max_pool_grad as getitem_grad, a scatter-add of grad at the (constant) indices into
+        (N*C, plane): linear in grad, its own gradient a gather of grad back."""
+        x_shape, xp = ctx.shapes[0], ctx.xp
+        planes, plane = math.prod(x_shape[:2]), math.prod(x_shape[2:])
+        at = ctx.indices.reshape(planes, math.prod(ctx.indices.shape[2:]))
+        rows = xp.broadcast_to(xp.arange(planes)[:, None], at.shape)
+        grad = grad.reshape(at.shape)
+        found = at >= 0
+        if not found.all():  # windows over no input element send their gradient nowhere
+            grad, rows, at = grad[found], rows[found], at[found]
+        return getitem_grad(grad, (planes, plane), (rows, at)).reshape(x_shape)
+
 
 def max_pool(
     x,
@@ -541,6 +557,41 @@ class AveragePool(Op):
             count_include_pad=ctx.count_include_pad,
             divisor_override=ctx.divisor_override,
         )
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """avg_pool_grad as conv ops, linear in grad: each plane's grad / divisor through a
+        transposed conv with a kernel of ones (every window's share spread over its taps)."""
+        x_shape = ctx.shapes[0]
+        spatial, dims = x_shape[2:], len(x_shape) - 2
+        window = pool_window(
+            "avg_pool", x_shape, ctx.kernel_shape, ctx.strides, ctx.pads, None, ctx.ceil_mode
+        )
+        divisor = _avg_divisor(
+            ctx.xp, window, spatial, ctx.count_include_pad, ctx.divisor_override, grad.dtype
+        )
+        # Input positions past the last window: `uncovered` of them (fewer than a stride) come
+        # back as output_padding; where ceil_mode's last window overhangs instead, the end
+        # pads crop the overhang off.
+        uncovered = [
+            length + begin - (n - 1) * s - k
+            for length, begin, n, s, k in zip(
+                spatial, window.pads_begin, window.out, window.strides, window.kernel, strict=True
+            )
+        ]
+        shares = (grad / divisor).reshape((-1, 1) + window.out)
+        ones = ctx.xp.ones((1, 1) + window.kernel, grad.dtype)
+        dx = ConvTranspose.apply(
+            shares,
+            ones,
+            None,
+            strides=window.strides,
+            pads=window.pads_begin + tuple(max(0, -u) for u in uncovered),
+            dilations=(1,) * dims,
+            group=1,
+            output_padding=tuple(max(0, u) for u in uncovered),
+        )
+        return dx.reshape(x_shape)
 
 
 def avg_pool(

@@ -4,7 +4,9 @@ Op by op: hardtanh (relu6), elu (selu, celu), softplus, mish, hardswish, hardsig
 softsign and prelu as ops, and tanhshrink and glu composed from ops.
 
 Each op saves its input x; its backward formulas, at the kinks too, are PyTorch's (see each
-op).
+op). Its tensor_backward, which create_graph runs, is the same formula in tensor ops, the masks
+of its selects constants; where a second derivative jumps (elu at 0, softplus at its
+threshold), its value there is PyTorch's too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from ..tensor import Tensor
 from . import elementwise
 from .activation import floating_input, sigmoid, tanh
 from .checks import check_real, normalize_one_axis
+from .elementwise import exp
+from .masking import where
 from .op import Op, as_tensor, shape_of
 from .shape import split
 from .special import stable_sigmoid, stable_softplus
@@ -67,6 +71,12 @@ class Hardtanh(Op):
         """dx = grad where min_val < x < max_val, else 0 (0 at both kinks, as PyTorch)."""
         x = ctx.x
         return ctx.xp.where((x > ctx.min_val) & (x < ctx.max_val), grad, 0)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """The same select on a constant mask, linear in grad: the second derivative in x is 0."""
+        x = ctx.x.data
+        return where((x > ctx.min_val) & (x < ctx.max_val), grad, 0.0)
 
 
 _INT64 = np.iinfo(np.int64)
@@ -167,6 +177,16 @@ class Elu(Op):
         slope = ctx.alpha * ctx.input_scale * xp.exp(xp.minimum(x, 0) * ctx.input_scale)
         return grad * (ctx.scale * xp.where(x > 0, 1, slope))
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's slope in tensor ops: exp reads x where x < 0 and a constant 0 elsewhere, so
+        the second derivative is scale * alpha * c^2 * exp(c * x) for x < 0 and 0 from x = 0 on
+        (PyTorch's choice at the kink, where the first derivative takes the left form)."""
+        x, c = ctx.x, ctx.input_scale
+        negative_part = where(x.data < 0, x, 0.0)
+        slope = exp(negative_part * c) * (ctx.scale * ctx.alpha * c)
+        return grad * where(x.data > 0, ctx.scale, slope)
+
 
 def elu(x, alpha: float = 1.0) -> Tensor:
     """x for x > 0, alpha * (exp(x) - 1) otherwise; any real alpha. The gradient at 0 is alpha,
@@ -218,6 +238,16 @@ class Softplus(Op):
         scaled = ctx.x * ctx.beta
         return ctx.xp.where(scaled > ctx.threshold, grad, grad * stable_sigmoid(ctx.xp, scaled))
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's select in tensor ops: the second derivative is grad * beta * s * (1 - s)
+        where beta * x < threshold, 0 from it on (PyTorch's choice: at the threshold the first
+        derivative is the sigmoid's, read from x as a constant)."""
+        scaled = ctx.x * ctx.beta
+        values = scaled.data
+        curved = where(values < ctx.threshold, scaled, values)
+        return where(values > ctx.threshold, grad, grad * sigmoid(curved))
+
 
 def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, reverting to x where beta * x > threshold, as PyTorch's;
@@ -250,6 +280,13 @@ class Mish(Op):
         t = xp.tanh(stable_softplus(xp, x))
         return grad * (t + x * stable_sigmoid(xp, x) * (1 - t * t))
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's formula in tensor ops; softplus without its switch to x (threshold inf)."""
+        x = ctx.x
+        t = tanh(softplus(x, 1.0, math.inf))
+        return grad * (t + x * sigmoid(x) * (1 - t * t))
+
 
 def mish(x) -> Tensor:
     """x * tanh(softplus(x)), stable for any x."""
@@ -276,6 +313,14 @@ class Hardswish(Op):
         xp, x = ctx.xp, ctx.x
         slope = xp.where(x < 3, x / 3 + 0.5, 1)
         return xp.where(x <= -3, 0, grad * slope)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's selects in tensor ops: the second derivative is grad / 3 for -3 < x < 3,
+        0 elsewhere."""
+        x = ctx.x
+        slope = where(x.data < 3, x / 3 + 0.5, 1.0)
+        return where(x.data <= -3, 0.0, grad * slope)
 
 
 def hardswish(x) -> Tensor:
@@ -304,6 +349,12 @@ class Hardsigmoid(Op):
         x = ctx.x
         return ctx.xp.where((x > -3) & (x < 3), grad / 6, 0)
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """The same select on a constant mask, linear in grad: the second derivative in x is 0."""
+        x = ctx.x.data
+        return where((x > -3) & (x < 3), grad / 6, 0.0)
+
 
 def hardsigmoid(x) -> Tensor:
     """relu6(x + 3) / 6; the gradient is 1/6 strictly between -3 and 3, 0 elsewhere."""
@@ -327,6 +378,11 @@ class Logsigmoid(Op):
     def backward(ctx, grad):
         """dx = grad * sigmoid(-x) (= grad * (1 - sigmoid(x)), computed without cancellation)."""
         return grad * stable_sigmoid(ctx.xp, -ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """dx = grad * sigmoid(-x), through the sigmoid op."""
+        return grad * sigmoid(-ctx.x)
 
 
 def logsigmoid(x) -> Tensor:
@@ -363,6 +419,12 @@ class Softsign(Op):
         cancels for large |x|; this form keeps full relative accuracy (1e-60 at |x| = 1e30).
         Divided twice: the square of 1 + |x| would overflow float32 from |x| = 2e19."""
         denominator = ctx.xp.abs(ctx.x) + 1
+        return grad / denominator / denominator
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's formula in tensor ops: softsign'' = -2 sign(x) / (1 + |x|)^3."""
+        denominator = ctx.x.abs() + 1
         return grad / denominator / denominator
 
 
@@ -419,6 +481,22 @@ class Prelu(Op):
             else:
                 axes = tuple(a for a in range(x.ndim) if a != 1)
                 dweight = contributions.sum(axis=axes).reshape(weight.shape)
+        return dx, dweight
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's formulas in tensor ops, x and weight in the graph: the mixed second
+        derivatives (dx in weight, dweight in x) are grad where x <= 0."""
+        x, weight = ctx.x, ctx.weight
+        positive = x.data > 0
+        dx = dweight = None
+        if ctx.needs_grad[0]:
+            slopes = weight.reshape(_channel_weight(weight.data, x.ndim).shape)
+            dx = where(positive, grad, slopes * grad)
+        if ctx.needs_grad[1]:
+            contributions = where(positive, 0.0, grad * x)
+            axes = None if weight.numel() == 1 else tuple(a for a in range(x.ndim) if a != 1)
+            dweight = contributions.sum(axis=axes).reshape(weight.shape)
         return dx, dweight
 
 

@@ -40,6 +40,9 @@ class Dropout(Op):
         """dx = grad * mask, the forward's saved mask (0 where dropped, 1 / (1 - p) where kept)."""
         return (dropout_grad(grad, ctx.mask),)
 
+    # grad * mask, with the mask a constant array: the same arithmetic on a Tensor grad
+    tensor_backward = backward
+
 
 def check_probability(p, caller: str) -> float:
     """p itself, when it is a number in [0, 1]; a ValueError naming `caller` otherwise."""

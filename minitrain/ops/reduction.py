@@ -19,7 +19,9 @@ from ..tensor import Tensor
 from . import elementwise
 from .checks import NOT_BOOL, normalize_axis, normalize_one_axis, require_kind
 from .indexing import gather
+from .masking import where
 from .op import Op, shape_of
+from .shape import broadcast_to, flip, permute
 
 __all__ = [
     "all",
@@ -40,8 +42,16 @@ __all__ = [
 
 
 def _kept(ctx, grad):
-    """The upstream gradient with the reduced dims back in place (size 1)."""
-    return grad if ctx.keepdims else ctx.xp.expand_dims(grad, ctx.axis)
+    """The upstream gradient with the reduced dims back in place (size 1): an array, or a
+    Tensor in a tensor_backward."""
+    if ctx.keepdims:
+        return grad
+    return grad.reshape(tuple(1 if d in ctx.axis else n for d, n in enumerate(ctx.shapes[0])))
+
+
+def _values(value):
+    """The array behind a saved value (a Tensor in a tensor_backward): for masks, constants."""
+    return value.data if isinstance(value, Tensor) else value
 
 
 def _count(shape, axis) -> int:
@@ -87,6 +97,10 @@ class Sum(Op):
         """dx = grad broadcast back over the summed axes."""
         return ctx.xp.broadcast_to(_kept(ctx, grad), ctx.shapes[0])
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return broadcast_to(_kept(ctx, grad), ctx.shapes[0])
+
 
 def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 (the op's name)
     """Sum over axis; integer and bool x sum to int64, as in PyTorch."""
@@ -107,6 +121,11 @@ class Mean(Op):
         """dx = grad / M broadcast back over the reduced axes, M the count of values averaged."""
         shape = ctx.shapes[0]
         return ctx.xp.broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        shape = ctx.shapes[0]
+        return broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
 
 
 def mean(x, axis=None, keepdims: bool = False):
@@ -136,6 +155,25 @@ class Prod(Op):
         Not grad * out / x_i, which is 0 / 0 at a zero: with one zero in a slice, only that
         element gets a gradient (the product of the rest); with two or more, none does."""
         return _kept(ctx, grad) * _product_of_the_others(ctx.xp, ctx.x, ctx.axis)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's rule in tensor ops. The product of the others, for each element of a
+        slice of n, is the product of n copies of the slice, each with its own element set to
+        1 (an n x n grid per slice): O(n^2), but exact at zeros, as the cumulative products of
+        the array kernel are, and differentiable again."""
+        x, axis = ctx.x, ctx.axis
+        if not x.data.size:
+            return Tensor.wrap(ctx.xp.zeros_like(x.data))
+        kept = [d for d in range(x.ndim) if d not in axis]
+        order = tuple(kept + list(axis))
+        moved = permute(x, order)
+        rows = moved.reshape(moved.shape[: len(kept)] + (-1,))
+        n = rows.shape[-1]
+        grid = broadcast_to(rows.unsqueeze(-2), rows.shape[:-1] + (n, n))
+        others = prod(where(ctx.xp.eye(n, dtype=bool), 1.0, grid), axis=-1)
+        back = permute(others.reshape(moved.shape), tuple(int(d) for d in np.argsort(order)))
+        return _kept(ctx, grad) * back
 
 
 def _product_of_the_others(xp, x, axis):
@@ -181,6 +219,13 @@ class CumSum(Op):
         total = xp.cumsum(xp.flip(elementwise.widened(grad), axis), axis=axis)
         return xp.flip(total, axis).reshape(grad.shape)  # (the engine casts float16 back)
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        axis = ctx.axis
+        if axis is None:  # a 0-d x: its one element
+            return grad.reshape(())
+        return flip(cumsum(flip(grad, axis), axis), axis)
+
 
 def cumsum(x, axis: int):
     """The running sum along one axis; the shape stays. Integer and bool x sum in int64, as in
@@ -208,12 +253,15 @@ class _Extreme(Op, register=False):
     @staticmethod
     def backward(ctx, grad):
         """dx = grad / k where x equals its slice's max (min), else 0; k: the ties in that slice."""
-        hit = ctx.x == ctx.extreme
+        x = _values(ctx.x)  # the hits are constants: this serves tensor_backward too
+        hit = x == ctx.extreme
         if ctx.nan_takes_grad:
-            hit |= ctx.xp.isnan(ctx.x)  # a NaN is only in a slice whose extreme is NaN
+            hit |= ctx.xp.isnan(x)  # a NaN is only in a slice whose extreme is NaN
         ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
         with np.errstate(divide="ignore", invalid="ignore"):  # amax's NaN slice: no hit, 0 / 0
             return (_kept(ctx, grad) / ties) * hit
+
+    tensor_backward = backward
 
 
 class Max(_Extreme):
@@ -246,7 +294,7 @@ class Norm(Op):
     name = "norm"
     inputs = ("x",)
     attrs = ("p", "axis", "keepdims")
-    saved = ("x", "out")
+    saved = ("x", "total")  # total: the norm with the reduced dims kept
 
     @staticmethod
     def forward(ctx, x):
@@ -256,7 +304,7 @@ class Norm(Op):
             out = xp.sqrt((wide * wide).sum(axis=ctx.axis, keepdims=True))
         else:
             out = (xp.abs(wide) ** p).sum(axis=ctx.axis, keepdims=True) ** (1 / p)
-        ctx.save(x=x, out=out)
+        ctx.save(x=x, total=out)
         return (out if ctx.keepdims else out.squeeze(ctx.axis)).astype(x.dtype, copy=False)
 
     @staticmethod
@@ -265,12 +313,27 @@ class Norm(Op):
 
         A slice whose norm is 0 is all zeros, where the norm has no derivative: 0 is taken, as
         PyTorch does (and so is 0 at x = 0 for p < 1, where |x|^(p-1) is infinite)."""
-        xp, x, out, p = ctx.xp, elementwise.widened(ctx.x), ctx.out, ctx.p
+        xp, x, out, p = ctx.xp, elementwise.widened(ctx.x), ctx.total, ctx.p
         with np.errstate(divide="ignore", invalid="ignore"):  # discarded by the where()s
             scale = xp.where(out == 0, 0, _kept(ctx, grad) / out ** (p - 1))
             if p == 2:
                 return scale * x
             return scale * xp.where(x == 0, 0, xp.sign(x) * xp.abs(x) ** (p - 1))
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's rule in tensor ops, the norm recomputed from x (the saved one is kept
+        with the reduced dims, not the output). Each where() divides by a safe stand-in at the
+        positions it discards, so their gradients stay finite too."""
+        x, p = ctx.x, ctx.p
+        total = norm(x, p, ctx.axis, keepdims=True)
+        zero = total.data == 0
+        scale = where(zero, 0.0, _kept(ctx, grad) / where(zero, 1.0, total) ** (p - 1))
+        if p == 2:
+            return scale * x
+        at_zero = x.data == 0
+        magnitude = where(at_zero, 1.0, elementwise.abs(x)) ** (p - 1)
+        return scale * where(at_zero, 0.0, ctx.xp.sign(x.data) * magnitude)
 
 
 def norm(x, p=2, axis=None, keepdims: bool = False):
@@ -320,12 +383,12 @@ class Var(Op):
     name = "var"
     inputs = ("x",)
     attrs = ("axis", "keepdims", "correction")
-    saved = ("centered",)
+    saved = ("centered", "x")  # x for tensor_backward, which recomputes centered from it
 
     @staticmethod
     def forward(ctx, x):
         centered, variance = _centered_variance(ctx, x)
-        ctx.save(centered=centered)
+        ctx.save(centered=centered, x=x)
         return variance if ctx.keepdims else variance.squeeze(axis=ctx.axis)
 
     @staticmethod
@@ -334,6 +397,12 @@ class Var(Op):
 
         M: the number of values reduced into each output; x - mean(x) is saved as `centered`."""
         return _kept(ctx, grad) * (2 / _dof(ctx, ctx.shapes[0])) * ctx.centered
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        centered = x - mean(x, ctx.axis, keepdims=True)
+        return _kept(ctx, grad) * (2 / _dof(ctx, ctx.shapes[0])) * centered
 
 
 def var(x, axis=None, keepdims: bool = False, correction: int = 1):
@@ -348,13 +417,13 @@ class Std(Op):
     name = "std"
     inputs = ("x",)
     attrs = ("axis", "keepdims", "correction")
-    saved = ("centered", "std")
+    saved = ("centered", "std", "x")  # x for tensor_backward, which recomputes the rest
 
     @staticmethod
     def forward(ctx, x):
         centered, variance = _centered_variance(ctx, x)
         std = ctx.xp.sqrt(variance)
-        ctx.save(centered=centered, std=std)
+        ctx.save(centered=centered, std=std, x=x)
         return std if ctx.keepdims else std.squeeze(axis=ctx.axis)
 
     @staticmethod
@@ -369,6 +438,15 @@ class Std(Op):
         )
         return _kept(ctx, grad) * scale * ctx.centered
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        centered = x - mean(x, ctx.axis, keepdims=True)
+        deviation = _spread(Std, x, ctx.axis, True, ctx.correction)
+        zero = deviation.data == 0
+        scale = where(zero, 0.0, 1 / (_dof(ctx, ctx.shapes[0]) * where(zero, 1.0, deviation)))
+        return _kept(ctx, grad) * scale * centered
+
 
 def std(x, axis=None, keepdims: bool = False, correction: int = 1):
     """Standard deviation over axis, sqrt(var(x)) with var's `correction`; where it is 0 (every
@@ -382,7 +460,7 @@ class LogSumExp(Op):
     name = "logsumexp"
     inputs = ("x",)
     attrs = ("axis", "keepdims")
-    saved = ("x", "out")
+    saved = ("x", "total")  # total: logsumexp with the reduced dims kept
 
     @staticmethod
     def forward(ctx, x):
@@ -396,14 +474,19 @@ class LogSumExp(Op):
             shift = xp.where(xp.isfinite(shift), shift, 0)  # rows of -inf stay -inf, not nan
         with np.errstate(divide="ignore"):
             out = xp.log(xp.exp(x - shift).sum(axis=ctx.axis, keepdims=True)) + shift
-        ctx.save(x=x, out=out)
+        ctx.save(x=x, total=out)
         return out if ctx.keepdims else out.squeeze(ctx.axis)
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad * exp(x - out) = grad * softmax(x) over axis, out = logsumexp(x) (saved)."""
+        """dx = grad * exp(x - total) = grad * softmax(x) over axis, total = logsumexp(x)."""
         # d/dx log(sum(exp(x))) = exp(x - logsumexp(x)): the softmax of x
-        return _kept(ctx, grad) * ctx.xp.exp(ctx.x - ctx.out)
+        return _kept(ctx, grad) * ctx.xp.exp(ctx.x - ctx.total)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        total = logsumexp(ctx.x, ctx.axis, keepdims=True)
+        return _kept(ctx, grad) * elementwise.exp(ctx.x - total)
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):

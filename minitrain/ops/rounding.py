@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DTypeError
+from ..tensor import Tensor
 from .checks import NOT_BOOL, require_kind
 from .elementwise import widened
 from .op import Op
@@ -23,6 +24,11 @@ class _Step(Op, register=False):
     def backward(ctx, grad):
         """dx = 0: the function is flat between its jumps (and 0 is taken at them)."""
         return ctx.xp.zeros_like(grad)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """The zero gradient, a constant: its own derivative is zero too."""
+        return Tensor.wrap(ctx.xp.zeros_like(grad.data))
 
 
 class Sign(_Step):

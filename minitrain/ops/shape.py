@@ -46,6 +46,8 @@ class Reshape(Op):
         """dx = grad reshaped to x's shape."""
         return grad.reshape(ctx.shapes[0])
 
+    tensor_backward = backward
+
 
 def reshape(x, shape):
     """x with a new shape of the same size; one dim may be -1."""
@@ -88,6 +90,8 @@ class Flatten(Op):
         """dx = grad reshaped to x's shape."""
         return grad.reshape(ctx.shapes[0])
 
+    tensor_backward = backward
+
 
 def flatten(x, start_dim: int = 0, end_dim: int = -1):
     """Dims start_dim..end_dim (inclusive) merged into one."""
@@ -120,6 +124,10 @@ class Transpose(Op):
         """dx = grad with dim0 and dim1 swapped back."""
         return ctx.xp.swapaxes(grad, ctx.dim0, ctx.dim1)
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return Transpose.apply(grad, dim0=ctx.dim0, dim1=ctx.dim1)
+
 
 def transpose(x, dim0: int, dim1: int):
     """x with dims dim0 and dim1 swapped."""
@@ -147,6 +155,10 @@ class Permute(Op):
     def backward(ctx, grad):
         """dx = grad permuted by the inverse permutation, argsort(dims)."""
         return ctx.xp.transpose(grad, tuple(np.argsort(ctx.dims)))
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return Permute.apply(grad, dims=tuple(int(d) for d in np.argsort(ctx.dims)))
 
 
 def permute(x, dims):
@@ -178,6 +190,8 @@ class BroadcastTo(Op):
     def backward(ctx, grad):
         """dx = grad summed over the broadcast dims, back to x's shape."""
         return unbroadcast(grad, ctx.shapes[0])
+
+    tensor_backward = backward
 
 
 def broadcast_to(x, shape):
@@ -217,6 +231,10 @@ class Concat(Op):
         ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1]
         return tuple(ctx.xp.split(grad, ends, axis=ctx.axis))
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return _pieces(grad, ctx.axis, [shape[ctx.axis] for shape in ctx.shapes])
+
 
 def concat(tensors, axis: int = 0):
     """Tensors joined along an existing axis; the other dims must match. The result has their
@@ -250,6 +268,8 @@ class Stack(Op):
         lead = (slice(None),) * ctx.axis
         return tuple(grad[lead + (i,)] for i in range(len(ctx.shapes)))
 
+    tensor_backward = backward
+
 
 def stack(tensors, axis: int = 0):
     """Tensors of one shape joined along a new axis, in their PyTorch result_type (as concat)."""
@@ -281,6 +301,8 @@ class Pad(Op):
     def backward(ctx, grad):
         """dx = grad with the padding cut off: grad[before:before + n] along each dim of size n."""
         return grad[_interior(ctx.pad_width, ctx.shapes[0])]
+
+    tensor_backward = backward
 
 
 def _interior(pad_width, shape) -> tuple:
@@ -401,6 +423,10 @@ class Flip(Op):
     def backward(ctx, grad):
         """dx = grad flipped back along the same axes."""
         return ctx.xp.flip(grad, ctx.axes)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return Flip.apply(grad, axes=ctx.axes)
 
 
 def flip(x, axis):

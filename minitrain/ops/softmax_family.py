@@ -1,9 +1,9 @@
 """softmax and log_softmax: their ops, gradient kernels (docs/kernels.md section 1) and numba.
 
-Both save their forward *output*: their gradients need only that, so the input can be freed. On
-the CPU with numba enabled, numba row kernels run both ways instead: they see the tensor as a
-C-contiguous (rows, cols) matrix, one softmax per row, and run their parallel build from
-_PARALLEL_ELEMENTS on.
+Both save their forward *output*: their gradients need only that, so the input can be freed (and
+their tensor_backward, which create_graph runs, differentiates through it). On the CPU with numba
+enabled, numba row kernels run both ways instead: they see the tensor as a C-contiguous
+(rows, cols) matrix, one softmax per row, and run their parallel build from _PARALLEL_ELEMENTS on.
 """
 
 from __future__ import annotations
@@ -209,6 +209,13 @@ class Softmax(_RowSoftmax):
         """dx = out * (grad - sum_axis(out * grad))."""
         return softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
 
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """softmax_grad's formula in tensor ops, out in the graph."""
+        out = ctx.out
+        _, axes = _softmax_axes("softmax", out.ndim, ctx.axis, ctx.opset)
+        return out * (grad - (out * grad).sum(axis=axes, keepdims=True))
+
 
 def softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:
     """exp(x) / sum(exp(x)) along `axis`, computed with the max subtracted (stable for logits of
@@ -251,6 +258,12 @@ class LogSoftmax(_RowSoftmax):
     def backward(ctx, grad):
         """dx = grad - exp(out) * sum_axis(grad)."""
         return log_softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """log_softmax_grad's formula in tensor ops, out in the graph (exp(out) the softmax)."""
+        _, axes = _softmax_axes("log_softmax", ctx.out.ndim, ctx.axis, ctx.opset)
+        return grad - ctx.out.exp() * grad.sum(axis=axes, keepdims=True)
 
 
 def log_softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:

@@ -21,10 +21,12 @@ from ..tensor import Tensor
 from .chunking import Chunked
 from .columns import bias_grad, columns_to_images, im2col_into, images_to_columns
 from .convolution import (
+    Conv,
     WeightGradSums,
     check_float_inputs,
     conv_forward,
     conv_grad_unchecked,
+    conv_weight_grad,
     matmul,
 )
 from .op import Op, shape_of
@@ -162,6 +164,30 @@ class ConvTranspose(Op):
                 only_dw = (False, True, False)
                 _, dw, _ = conv_grad_unchecked(x, grad, w, grad.shape, window, group, only_dw)
         db = bias_grad(grad).astype(grad.dtype) if need_b else None
+        return dx, dw, db
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """The backward in conv ops, bilinear in (grad, x, w), so differentiable again: dx =
+        conv(grad, w) (cropped to x where output_padding reached a whole stride), dw = the conv
+        weight gradient with (dY, X) = (x, grad), db = sum."""
+        need_x, need_w, need_b = ctx.needs_grad
+        x, w = ctx.x, ctx.w
+        attrs = {
+            "strides": ctx.strides,
+            "pads": ctx.pads,
+            "dilations": ctx.dilations,
+            "group": ctx.group,
+        }
+        dx = dw = db = None
+        if need_x:
+            dx = Conv.apply(grad, w, None, **attrs)
+            if dx.shape != x.shape:
+                dx = dx[(slice(None), slice(None)) + tuple(slice(0, n) for n in x.shape[2:])]
+        if need_w:
+            dw = conv_weight_grad(grad, x, w.shape, **attrs)
+        if need_b:
+            db = grad.sum(axis=(0, *range(2, grad.ndim)))
         return dx, dw, db
 
 

@@ -30,7 +30,8 @@ LAYERS = {
         "minitrain.creation",
     ),
     "autograd": ("minitrain.autograd", "minitrain.anomaly", "minitrain.gradcheck"),
-    "ops": ("minitrain.ops", "minitrain.functions"),
+    # autograd.functional (vjp, jacobian, hessian, ...) is built from ops: it sits in their layer
+    "ops": ("minitrain.ops", "minitrain.functions", "minitrain.autograd.functional"),
     "nn": ("minitrain.nn",),
     "training": ("minitrain.optim", "minitrain.data", "minitrain.train", "minitrain.io"),
     "viz": ("minitrain.viz",),
@@ -64,11 +65,15 @@ MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def layer_of(module: str) -> str | None:
-    """The layer a minitrain module belongs to (a package's layer covers its submodules)."""
-    for layer, prefixes in LAYERS.items():
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return layer
-    return None  # minitrain/__init__.py, the public surface above every layer
+    """The layer a minitrain module belongs to (a package's layer covers its submodules; the
+    longest prefix that matches wins, so a submodule can sit in another layer than its package)."""
+    matches = [
+        (len(prefix), layer)
+        for layer, prefixes in LAYERS.items()
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    return max(matches)[1] if matches else None  # None: minitrain/__init__.py, above every layer
 
 
 def imports_of(module: str) -> list[tuple[int, str, list[str]]]:

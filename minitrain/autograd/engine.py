@@ -18,20 +18,11 @@ import weakref
 
 import numpy as np
 
-from . import backend, versions
-from .anomaly import check_backward
-from .errors import DTypeError, GraphError, ShapeError
-from .grad_mode import (  # noqa: F401 (minitrain.autograd.no_grad, ... as in PyTorch)
-    detect_anomaly,
-    enable_grad,
-    is_anomaly_enabled,
-    is_grad_enabled,
-    no_grad,
-    recording,
-    set_detect_anomaly,
-    set_grad_enabled,
-)
-from .inplace import superseded
+from .. import backend, versions
+from ..anomaly import check_backward
+from ..errors import DTypeError, GraphError, ShapeError
+from ..grad_mode import enable_grad, recording
+from ..inplace import superseded
 
 _tape_count_lock = threading.Lock()
 
@@ -81,16 +72,25 @@ class Node:
         """The arrays this node still holds for its backward, by name (empty once released)."""
         return self.ctx.saved_values()
 
-    def run_backward(self, grad) -> tuple:
+    def run_backward(self, grad, create_graph: bool = False) -> tuple:
         """The op's backward for `grad`, the gradient of this node's output: one array (or None)
         per input, as the op returns them (`fit_input_grad` brings each to its input). Runs the
-        numba kernel where the forward ran one and numba is still on; frees nothing."""
+        numba kernel where the forward ran one and numba is still on; frees nothing.
+
+        With `create_graph`, `grad` is a Tensor and the op's backward runs in tensor ops,
+        recorded (`Op.run_tensor_backward`): the gradients come back as Tensors with graphs."""
         ctx, op = self.ctx, self.op
         if ctx.released:
             raise self.freed_error()
         if versions.latest_write > self.seq:  # an in-place write since this op ran
             self._check_saved_unwritten()
-        if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
+        if create_graph:
+            outer, recording.scope = recording.scope, BackwardScope(self)
+            try:
+                grads = op.run_tensor_backward(self, grad)
+            finally:
+                recording.scope = outer
+        elif ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
             grads = op.numba_backward(ctx, grad)
         else:
             grads = op.backward(ctx, grad)
@@ -146,7 +146,8 @@ class Node:
 
     def fit_input_grad(self, index: int, grad):
         """Input `index`'s gradient brought to that input's shape (summed over the dims a
-        broadcasting op stretched) and dtype: the engine's share of every backward rule."""
+        broadcasting op stretched) and dtype: the engine's share of every backward rule. An
+        array, or a Tensor under create_graph (the same methods then record the sum and cast)."""
         shape, dtype = self.ctx.shapes[index], self.ctx.dtypes[index]
         if grad.shape != shape:
             if not self.op.broadcast:
@@ -161,6 +162,17 @@ class Node:
 
     def __repr__(self):
         return f"<{self.name} #{self.seq}>"
+
+
+class BackwardScope:
+    """The scope (`Node.scope`) of the ops a create_graph backward records, so that a drawing
+    can tell them from the forward's: `node` is the node whose backward recorded them, None for
+    the engine's own sums, unbroadcasts and casts of gradients between nodes."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node=None):
+        self.node = node
 
 
 class RemovableHandle:
@@ -180,19 +192,24 @@ class RemovableHandle:
 def _run_hooks(hooks, grad, owner):
     """Pass `grad` through the hooks in registration order; a returned Tensor or array, of the
     gradient's shape and dtype, replaces it. `owner` (a leaf, or the Node of a non-leaf) is
-    named in errors."""
-    from .tensor import Tensor
+    named in errors. `grad` is an array, or under create_graph a Tensor with its graph: the
+    hook then sees that Tensor, and a Tensor it returns keeps its graph."""
+    from ..tensor import Tensor
 
+    graph = isinstance(grad, Tensor)
     for hook in tuple(hooks):  # a copy: a hook may remove itself (or another) while running
-        result = hook(Tensor(grad))
+        result = hook(grad if graph else Tensor(grad))
         if result is None:
             continue
         new = result.data if isinstance(result, Tensor) else result
         if isinstance(new, np.generic):  # numpy arithmetic on a 0-d array gives a scalar
-            new = backend.array_module(grad).asarray(new)
+            new = backend.array_module(new).asarray(new)
         if not backend.is_array(new) or new.shape != grad.shape or new.dtype != grad.dtype:
             _refuse_hook_result(hook, result, new, grad, owner)
-        grad = new
+        if graph:
+            grad = result if isinstance(result, Tensor) else Tensor.wrap(new)
+        else:
+            grad = new
     return grad
 
 
@@ -244,8 +261,8 @@ def _sole_owner(grad, leaf) -> bool:
     )
 
 
-def backward(roots, seeds, retain_graph: bool = False, capture=None):
-    """Propagate gradients from `roots` (tensors) seeded with `seeds` (arrays).
+def propagate(roots, seeds, retain_graph: bool = False, capture=None, create_graph: bool = False):
+    """Propagate gradients from `roots` (tensors) seeded with `seeds`: the backward walk.
 
     Without `capture`, leaf gradients accumulate into `.grad` (and retained non-leaf ones too),
     once the whole walk and every leaf's hooks have run: an error leaves every `.grad` as it was.
@@ -253,7 +270,22 @@ def backward(roots, seeds, retain_graph: bool = False, capture=None):
     those tensors are returned, in order, None where none arrived; as PyTorch's, the walk runs
     only the nodes with a captured tensor below them, so the rest keep their saved values and
     their hooks do not fire.
+
+    The seeds, and so every gradient of the walk, are arrays; with `create_graph` they are
+    Tensors, each node's backward runs in tensor ops with recording on (whatever the caller's
+    grad mode), and the gradients it hands out carry the graph of how they were computed.
     """
+    if not create_graph:
+        return _walk(roots, seeds, retain_graph, capture, False)
+    outer, recording.scope = recording.scope, BackwardScope()
+    try:
+        with enable_grad():
+            return _walk(roots, seeds, retain_graph, capture, True)
+    finally:
+        recording.scope = outer
+
+
+def _walk(roots, seeds, retain_graph, capture, create_graph):
     anomaly = recording.anomaly
     pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
     leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
@@ -307,9 +339,12 @@ def backward(roots, seeds, retain_graph: bool = False, capture=None):
         elif node in capture_nodes:
             for position in capture_nodes[node]:
                 captured[position] = grad
-        grads = node.run_backward(grad)
+        grads = node.run_backward(grad, create_graph)
         if anomaly:
-            check_backward(node, grad, grads)
+            if create_graph:
+                check_backward(node, grad.data, [None if g is None else g.data for g in grads])
+            else:
+                check_backward(node, grad, grads)
         ctx = node.ctx
         if not retain_graph and node.op.saved:
             ctx.release()
@@ -350,7 +385,7 @@ def backward(roots, seeds, retain_graph: bool = False, capture=None):
     retained = tensor = grad = None
     for key in list(leaf_grads):
         leaf, grad = leaf_grads.pop(key)
-        owned = _sole_owner(grad, leaf)  # not inside the call below: its argument is a ref
+        owned = not create_graph and _sole_owner(grad, leaf)  # not inside the call: a ref
         leaf._accumulate_grad(grad, owned)
     return None
 
@@ -423,9 +458,11 @@ def replay_backward(outputs) -> dict:
     return grads
 
 
-def root_grads(outputs, grad_outputs, op_name):
-    """Check roots and build their seed gradients (ones for a one-element output)."""
-    from .tensor import Tensor
+def root_grads(outputs, grad_outputs, op_name, create_graph: bool = False):
+    """Check roots and build their seed gradients (ones for a one-element output): arrays, or
+    under create_graph Tensors (a given gradient that requires grad stays in its graph, so the
+    gradients computed from it are differentiable with respect to it too)."""
+    from ..tensor import Tensor
 
     seeds = []
     for i, (out, grad) in enumerate(zip(outputs, grad_outputs, strict=True)):
@@ -459,44 +496,125 @@ def root_grads(outputs, grad_outputs, op_name):
                 f"{op_name}: gradient for outputs[{i}] has shape {array.shape}, "
                 f"but the output has shape {out.shape}"
             )
+        if create_graph and isinstance(grad, Tensor) and grad.requires_grad:
+            seeds.append(grad if grad.dtype == out.dtype else grad.astype(out.dtype))
+            continue
         seeds.append(array.astype(out.dtype, copy=False))
+    if create_graph:
+        return [s if isinstance(s, Tensor) else Tensor.wrap(s) for s in seeds]
     return seeds
 
 
 def _as_list(tensors):
-    from .tensor import Tensor
+    from ..tensor import Tensor
 
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
 
-def grad(
-    outputs, inputs, grad_outputs=None, retain_graph: bool = False, allow_unused: bool = False
-):
-    """Gradients of `outputs` with respect to `inputs`, returned as a tuple of Tensors.
+def _grad_outputs_for(outputs, grad_outputs, caller, one_output: bool = False):
+    """The per-output list of given gradients (None: ones for a one-element output);
+    `one_output`: the caller gave one tensor, whose one gradient may be an array or a list."""
+    from ..tensor import Tensor
 
-    Leaves' `.grad` is left alone. `inputs` may be leaves or intermediate tensors. An input the
-    outputs do not depend on raises GraphError unless `allow_unused=True` (then its entry is None).
-    As PyTorch's, only the ops between the outputs and the inputs run their backward: the graph
-    below the inputs keeps its saved values, and hooks there do not fire.
-    """
-    from .tensor import Tensor
-
-    outputs = _as_list(outputs)
-    inputs = _as_list(inputs)
     if grad_outputs is None:
-        grad_outputs = [None] * len(outputs)
-    grad_outputs = _as_list(grad_outputs) if isinstance(grad_outputs, Tensor) else grad_outputs
+        return [None] * len(outputs)
+    if isinstance(grad_outputs, Tensor) or one_output:
+        grad_outputs = [grad_outputs]
+    grad_outputs = list(grad_outputs)
     if len(grad_outputs) != len(outputs):
-        raise ShapeError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+        raise ShapeError(f"{caller}: got {len(grad_outputs)} gradients for {len(outputs)} outputs")
+    return grad_outputs
+
+
+def _check_wrt(inputs, caller, argument):
+    from ..tensor import Tensor
+
     if not inputs:
         raise GraphError(
-            "grad: `inputs` is empty; pass the tensors to differentiate with respect to"
+            f"{caller}: `{argument}` is empty; pass the tensors to differentiate with respect to"
         )
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor) or not t.requires_grad:
-            raise GraphError(f"grad: inputs[{i}] is not a tensor that requires grad")
-    seeds = root_grads(outputs, grad_outputs, "grad")
-    found = backward(outputs, seeds, retain_graph=retain_graph, capture=inputs)
+            raise GraphError(f"{caller}: {argument}[{i}] is not a tensor that requires grad")
+
+
+def backward(
+    tensors,
+    grad_tensors=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs=None,
+) -> None:
+    """Accumulate the gradients of `tensors` into the leaves' `.grad`, as
+    `torch.autograd.backward`: `grad_tensors` are the gradients of `tensors` (None: ones, for
+    one-element tensors); the saved values are freed unless `retain_graph` (which defaults to
+    `create_graph`); with `create_graph` the backward is itself recorded and each `.grad`
+    carries the graph of how it was computed, for a derivative of the derivative; `inputs`, when
+    given, are the only tensors (leaves or not) whose `.grad` receives anything."""
+    from ..tensor import Tensor
+
+    one_output = isinstance(tensors, Tensor)
+    tensors = _as_list(tensors)
+    grad_tensors = _grad_outputs_for(tensors, grad_tensors, "backward", one_output)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        _check_wrt(inputs, "backward", "inputs")
+    seeds = root_grads(tensors, grad_tensors, "backward", create_graph)
+    if inputs is None:
+        propagate(tensors, seeds, retain_graph, create_graph=create_graph)
+        return
+    found = propagate(tensors, seeds, retain_graph, capture=inputs, create_graph=create_graph)
+    for tensor, g in zip(inputs, found, strict=True):
+        if g is not None and tensor._grad is not None:
+            _check_accumulates(tensor)
+    for tensor, g in zip(inputs, found, strict=True):
+        if g is not None:
+            tensor._accumulate_grad(g)
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+):
+    """Gradients of `outputs` with respect to `inputs`, returned as a tuple of Tensors, as
+    `torch.autograd.grad`.
+
+    Leaves' `.grad` is left alone. `inputs` may be leaves or intermediate tensors. An input the
+    outputs do not depend on raises GraphError unless `allow_unused=True` (then its entry is
+    None) or `materialize_grads=True` (then zeros). As PyTorch's, only the ops between the
+    outputs and the inputs run their backward: the graph below the inputs keeps its saved values,
+    and hooks there do not fire. With `create_graph`, the backward is recorded and the gradients
+    carry graphs (differentiate them again for second and higher derivatives); `retain_graph`
+    defaults to `create_graph`.
+    """
+    from ..tensor import Tensor
+
+    if is_grads_batched:
+        raise GraphError(
+            "grad: is_grads_batched=True (vmap over grad_outputs) is not supported; call grad "
+            "once per row of grad_outputs"
+        )
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise GraphError("grad: materialize_grads=True needs allow_unused=True (or None)")
+    one_output = isinstance(outputs, Tensor)
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    grad_outputs = _grad_outputs_for(outputs, grad_outputs, "grad", one_output)
+    _check_wrt(inputs, "grad", "inputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    seeds = root_grads(outputs, grad_outputs, "grad", create_graph)
+    found = propagate(outputs, seeds, retain_graph, capture=inputs, create_graph=create_graph)
     result = []
     for i, g in enumerate(found):
         if g is None:
@@ -505,9 +623,10 @@ def grad(
                     f"grad: inputs[{i}] (shape {inputs[i].shape}) was not used to compute the "
                     f"outputs; pass allow_unused=True to get None for it"
                 )
-            result.append(None)
-        else:
-            result.append(Tensor(g))
+            if materialize_grads:  # as PyTorch's: zeros that require grad under create_graph
+                zeros = inputs[i].xp.zeros_like(inputs[i].data)
+                g = Tensor(zeros, requires_grad=create_graph)
+        result.append(g if g is None or isinstance(g, Tensor) else Tensor(g))
     return tuple(result)
 
 
@@ -559,11 +678,18 @@ class Tape:
     def __iter__(self):
         return iter(self.nodes)
 
-    def gradient(self, target, sources, output_gradients=None, retain_graph: bool = False):
+    def gradient(
+        self,
+        target,
+        sources,
+        output_gradients=None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+    ):
         """Gradients of target with respect to sources: one Tensor, or a tuple for a list."""
-        from .tensor import Tensor
+        from ..tensor import Tensor
 
-        grads = grad(target, sources, output_gradients, retain_graph=retain_graph)
+        grads = grad(target, sources, output_gradients, retain_graph, create_graph)
         return grads[0] if isinstance(sources, Tensor) else grads
 
     def saved_bytes(self) -> int:

@@ -1,0 +1,129 @@
+"""Second derivatives of every registered op, driven by the sample table: gradgradcheck against
+finite differences of the gradient in float64, PyTorch's double backward on the same values, and
+the registry's promise that each op has a tensor_backward or says why not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_samples import SAMPLES, minitrain_inputs, rng_for, torch_inputs
+
+import minitrain as mt
+from minitrain import ops
+from minitrain.errors import GraphError
+
+
+def _double_backward_op(op_name):
+    return ops.registry()[op_name].tensor_backward is not None
+
+
+CASES = [
+    pytest.param(op_name, sample, id=f"{op_name}-{sample.name}")
+    for op_name, samples in SAMPLES.items()
+    for sample in samples
+    if not sample.not_twice_differentiable  # (a kink of the gradient at the sample's point)
+]
+
+# gradgradcheck compares the whole second-derivative matrix up to this many input elements
+# (the sample's inputs and one gradient per output), random directions above it.
+FULL_UP_TO = 48
+
+
+def test_every_op_has_a_tensor_backward_or_says_why_not():
+    silent = [
+        name
+        for name, op in ops.registry().items()
+        if op.tensor_backward is None and not op.no_double_backward
+    ]
+    assert not silent, f"ops with neither tensor_backward nor no_double_backward: {silent}"
+
+
+def _sizes(sample, inputs):
+    outputs = sample.call(*inputs)
+    outputs = outputs if isinstance(outputs, (tuple, list)) else [outputs]
+    checked = sum(x.data.size for x in inputs if isinstance(x, mt.Tensor) and x.requires_grad)
+    return checked + sum(o.data.size for o in outputs)
+
+
+@pytest.mark.parametrize("op_name, sample", CASES)
+def test_gradgradcheck(op_name, sample):
+    inputs = minitrain_inputs(sample.make(rng_for(op_name, sample)), sample)
+    if not _double_backward_op(op_name):
+        with pytest.raises(GraphError, match=ops.registry()[op_name].grad_kernel):
+            mt.gradgradcheck(sample.call, inputs)
+        return
+    keywords = {k: v for k, v in sample.check.items() if k != "mode"}
+    keywords.update(sample.gradgrad_check)
+    for key in ("ref_rtol", "ref_atol"):  # the PyTorch comparison's, below
+        keywords.pop(key, None)
+    mode = "full" if _sizes(sample, inputs) <= FULL_UP_TO else "direction"
+    assert mt.gradgradcheck(sample.call, inputs, mode=keywords.pop("mode", mode), **keywords)
+
+
+# (an op without a double backward is left out: test_gradgradcheck checks its error)
+@pytest.mark.parametrize(
+    "op_name, sample", [case for case in CASES if _double_backward_op(case.values[0])]
+)
+def test_second_derivatives_match_torch(op_name, sample):
+    torch = pytest.importorskip("torch")
+    rng = rng_for(op_name, sample)
+    values = sample.make(rng)
+    grad = sample.differentiable(values)
+    ours_in = minitrain_inputs(values, sample)
+    theirs_in = torch_inputs(values, sample)
+    ours_wrt = [ours_in[i] for i in grad]
+    theirs_wrt = [theirs_in[i] for i in grad]
+
+    ours_out = sample.call(*ours_in)
+    upstream = rng.standard_normal(ours_out.shape)
+    across = [rng.standard_normal(values[i].shape) for i in grad]
+
+    firsts = mt.grad(ours_out, ours_wrt, mt.tensor(upstream), create_graph=True, allow_unused=True)
+    theirs_out = (sample.second_order_ref or sample.ref)(*theirs_in)
+    their_firsts = torch.autograd.grad(
+        theirs_out, theirs_wrt, torch.from_numpy(upstream), create_graph=True, allow_unused=True
+    )
+    tol = {
+        "rtol": sample.gradgrad_check.get("ref_rtol", max(sample.ref_rtol, 1e-9)),
+        "atol": sample.gradgrad_check.get("ref_atol", max(sample.ref_atol, 1e-10)),
+    }
+    for i, (g, want) in enumerate(zip(firsts, their_firsts, strict=True)):
+        want = np.zeros(values[grad[i]].shape) if want is None else want.numpy(force=True)
+        got = np.zeros(values[grad[i]].shape) if g is None else g.data
+        np.testing.assert_allclose(got, want, err_msg=f"first derivative {i}", **tol)
+
+    ours_total = [(g * mt.tensor(w)).sum() for g, w in zip(firsts, across, strict=True)]
+    ours_total = [t for t in ours_total if t.requires_grad]
+    their_total = [
+        (g * torch.from_numpy(w)).sum()
+        for g, w in zip(their_firsts, across, strict=True)
+        if g is not None and g.requires_grad
+    ]
+    ours_second = (
+        mt.grad(sum(ours_total[1:], ours_total[0]), ours_wrt, allow_unused=True)
+        if ours_total
+        else [None] * len(grad)
+    )
+    their_second = (
+        torch.autograd.grad(sum(their_total), theirs_wrt, allow_unused=True)
+        if their_total
+        else [None] * len(grad)
+    )
+    for i, (g, want) in enumerate(zip(ours_second, their_second, strict=True)):
+        want = np.zeros(values[grad[i]].shape) if want is None else want.numpy(force=True)
+        got = np.zeros(values[grad[i]].shape) if g is None else g.data
+        np.testing.assert_allclose(got, want, err_msg=f"second derivative, input {i}", **tol)
+
+
+@pytest.mark.parametrize("p", [2, 1, 1.5, 0.5])
+def test_norm_second_derivative_at_a_zero_slice_is_zero(p):
+    # A slice of zeros is where the norm's gradient jumps (the samples marked
+    # not_twice_differentiable): the first derivative takes 0 there, as PyTorch's does, and so
+    # does the second (PyTorch's is nan); the other slices keep theirs, finite.
+    x = mt.tensor(np.array([[0.0, 0.0, 0.0], [0.5, -1.0, 2.0]]), requires_grad=True)
+    (g,) = mt.grad(ops.norm(x, p, axis=1).sum(), x, create_graph=True)
+    (h,) = mt.grad((g * mt.tensor(np.ones((2, 3)))).sum(), x)
+    np.testing.assert_array_equal(g.data[0], 0.0)
+    np.testing.assert_array_equal(h.data[0], 0.0)
+    assert np.isfinite(h.data[1]).all()
+    assert (np.abs(h.data[1]).max() > 0) == (p != 1)  # the 1-norm is linear where no x is 0
