@@ -72,10 +72,11 @@ class Node:
         """The arrays this node still holds for its backward, by name (empty once released)."""
         return self.ctx.saved_values()
 
-    def run_backward(self, grad, create_graph: bool = False) -> tuple:
+    def run_backward(self, grad, create_graph: bool = False, needs=None) -> tuple:
         """The op's backward for `grad`, the gradient of this node's output: one array (or None)
         per input, as the op returns them (`fit_input_grad` brings each to its input). Runs the
-        numba kernel where the forward ran one and numba is still on; frees nothing.
+        numba kernel where the forward ran one and numba is still on; frees nothing. `needs`
+        narrows `ctx.needs_grad` for this call (grad() asks only for what leads to its inputs).
 
         With `create_graph`, `grad` is a Tensor and the op's backward runs in tensor ops,
         recorded (`Op.run_tensor_backward`): the gradients come back as Tensors with graphs."""
@@ -84,12 +85,20 @@ class Node:
             raise self.freed_error()
         if versions.latest_write > self.seq:  # an in-place write since this op ran
             self._check_saved_unwritten()
+        if needs is not None and needs == ctx.needs_grad:
+            needs = None  # nothing to narrow
         if create_graph:
             outer, recording.scope = recording.scope, BackwardScope(self)
             try:
-                grads = op.run_tensor_backward(self, grad)
+                grads = op.run_tensor_backward(self, grad, needs)
             finally:
                 recording.scope = outer
+        elif needs is not None:
+            ctx.needs_grad, forward_needs = needs, ctx.needs_grad
+            try:
+                return self.run_backward(grad)
+            finally:
+                ctx.needs_grad = forward_needs
         elif ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
             grads = op.numba_backward(ctx, grad)
         else:
@@ -339,7 +348,7 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
         elif node in capture_nodes:
             for position in capture_nodes[node]:
                 captured[position] = grad
-        grads = node.run_backward(grad, create_graph)
+        grads = node.run_backward(grad, create_graph, None if runs is None else runs[node])
         if anomaly:
             if create_graph:
                 check_backward(node, grad.data, [None if g is None else g.data for g in grads])
@@ -399,20 +408,21 @@ def _check_accumulates(tensor) -> None:
         )
 
 
-def _nodes_above(roots, capture_nodes, capture_leaves) -> set:
-    """The nodes between `roots` and the captured tensors: those whose backward grad() runs,
-    PyTorch's exec_info. A node is in it when a captured node or leaf is among its inputs or
-    below one of them."""
-    runs: set = set()
+def _nodes_above(roots, capture_nodes, capture_leaves) -> dict:
+    """The nodes between `roots` and the captured tensors, those whose backward grad() runs
+    (PyTorch's exec_info), each with the inputs whose gradients it must compute: those with a
+    captured node or leaf at or below them. A backward computes only those, as PyTorch's does
+    (needs_grad narrowed): a gradient penalty's weights get no gradient nobody asked for."""
+    runs: dict = {}
     for node in graph_nodes(roots):  # inputs before the nodes that consume them
-        for parent in node.parents:
-            if type(parent) is Node:
-                if parent in runs or parent in capture_nodes:
-                    runs.add(node)
-                    break
-            elif parent is not None and id(parent) in capture_leaves:
-                runs.add(node)
-                break
+        needed = tuple(
+            (parent in runs or parent in capture_nodes)
+            if type(parent) is Node
+            else (parent is not None and id(parent) in capture_leaves)
+            for parent in node.parents
+        )
+        if any(needed):
+            runs[node] = needed
     return runs
 
 

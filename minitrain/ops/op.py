@@ -214,9 +214,10 @@ class Op(metaclass=_OpType):
         raise NotImplementedError
 
     @classmethod
-    def run_tensor_backward(cls, node, grad) -> tuple:
+    def run_tensor_backward(cls, node, grad, needs=None) -> tuple:
         """The backward of `node`, a recorded application of this op, for `grad` (a Tensor), in
-        tensor ops and recorded: what create_graph runs. Gradients come back as Tensors."""
+        tensor ops and recorded: what create_graph runs. Gradients come back as Tensors.
+        `needs`, where given, replaces the forward's `needs_grad` (grad() narrows it)."""
         if cls.tensor_backward is None:
             reason = f" ({cls.no_double_backward})" if cls.no_double_backward else ""
             raise GraphError(
@@ -224,7 +225,10 @@ class Op(metaclass=_OpType):
                 f"{reason}, so create_graph=True cannot differentiate through it; take this op "
                 f"out of what a higher derivative flows through, or give it a tensor_backward"
             )
-        grads = cls.tensor_backward(_tensor_ctx(node), grad)
+        ctx = _tensor_ctx(node)
+        if needs is not None:
+            ctx.needs_grad = needs
+        grads = cls.tensor_backward(ctx, grad)
         if type(grads) is not tuple:
             grads = (grads,)
         for index, g in enumerate(grads):

@@ -5,6 +5,7 @@ import pytest
 
 import minitrain
 from minitrain.errors import GraphError
+from minitrain.ops.op import Op
 
 
 def leaf(values, dtype=np.float64):
@@ -139,3 +140,39 @@ def test_grad_of_several_outputs_sums_them_like_torch():
     tx = torch.tensor(values, requires_grad=True)
     (tg,) = torch.autograd.grad([(tx * tx).sum(), (tx * 3.0).sum()], [tx])
     np.testing.assert_array_equal(g.numpy(), tg.numpy())
+
+
+class _SeesNeeds(Op, register=False):
+    """x * y, its backward noting which gradients it was asked for."""
+
+    name = "sees_needs"
+    inputs = ("x", "y")
+    saved = ("x", "y")
+    asked: list = []
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save(x=x, y=y)
+        return x * y
+
+    @staticmethod
+    def backward(ctx, grad):
+        _SeesNeeds.asked.append(ctx.needs_grad)
+        return (
+            grad * ctx.y if ctx.needs_grad[0] else None,
+            grad * ctx.x if ctx.needs_grad[1] else None,
+        )
+
+
+def test_grad_computes_only_the_gradients_that_lead_to_its_inputs():
+    # as PyTorch's: a node between the outputs and the inputs skips the gradients of its other
+    # inputs (a gradient penalty's weights), and a later backward still gets them all
+    x, w = leaf([1.0, 2.0]), leaf([3.0, -1.0])
+    out = _SeesNeeds.apply(x, w).sum()
+    _SeesNeeds.asked.clear()
+    (gx,) = minitrain.grad(out, x, retain_graph=True)
+    assert _SeesNeeds.asked == [(True, False)]
+    np.testing.assert_array_equal(gx.numpy(), [3.0, -1.0])
+    out.backward()
+    assert _SeesNeeds.asked == [(True, False), (True, True)]
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0])
