@@ -20,8 +20,13 @@ def zero_grads(parameters, set_to_none: bool = True) -> None:
             continue
         if set_to_none:
             param.grad = None
+        elif param.grad.requires_grad:
+            # a .grad from create_graph, in a graph: as PyTorch's detach_() then zero_(), but
+            # without writing into memory that graph may have saved
+            param.grad = Tensor.wrap(param.xp.zeros_like(param.grad.data))
         else:
             param.grad.data[...] = 0
+            param.grad.bump_version()  # a graph that saved it would see stale values
 
 
 def _as_list(parameters) -> list[Tensor]:

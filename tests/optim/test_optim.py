@@ -699,3 +699,28 @@ def test_adam_numba_update_matches_numpy_bit_for_bit(monkeypatch, options, dtype
     for got, want in zip(runs[True], runs[False], strict=True):
         np.testing.assert_array_equal(got, want)
     assert not np.array_equal(runs[True][0], _initial_arrays(dtype=dtype)[0])  # it did move
+
+
+def test_zero_grad_in_place_leaves_a_create_graph_grads_graph_alone():
+    # a .grad with a graph (create_graph) may be saved by that graph: zeroing it in place
+    # would change what a later backward reads; it gets zeros of its own instead, as PyTorch's
+    # detach_() then zero_() leaves the graph's values unchanged
+    (w,) = _leaves([np.array([1.0, -2.0])])
+    (w * w * w).sum().backward(create_graph=True)
+    graph_grad = w.grad
+    np.testing.assert_array_equal(graph_grad.data, [3.0, 12.0])
+    penalty = (graph_grad * graph_grad).sum()  # saves graph_grad
+    optim.SGD([w], lr=0.1).zero_grad(set_to_none=False)
+    assert w.grad is not graph_grad and not w.grad.requires_grad
+    np.testing.assert_array_equal(w.grad.data, [0.0, 0.0])
+    np.testing.assert_array_equal(graph_grad.data, [3.0, 12.0])
+    (second,) = minitrain.grad(penalty, w)  # d/dw sum((3 w^2)^2) = 36 w^3
+    np.testing.assert_allclose(second.data, 36 * np.array([1.0, -8.0]))
+
+
+def test_zero_grad_in_place_counts_its_write():
+    (w,) = _leaves([np.array([1.0, 2.0])])
+    w.grad = minitrain.Tensor(np.ones(2))
+    before = w.grad._version
+    optim.SGD([w], lr=0.1).zero_grad(set_to_none=False)
+    assert w.grad._version == before + 1
