@@ -11,7 +11,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.common import print_table, try_import_torch  # noqa: E402
 
-BENCHMARKS = ["overhead", "softmax_xent", "normalization", "conv", "training", "higher_order"]
+BENCHMARKS = [
+    "overhead",
+    "softmax_xent",
+    "normalization",
+    "conv",
+    "training",
+    "higher_order",
+    "einsum",
+    "interpolate",
+]
 
 
 def main() -> None:

@@ -5,6 +5,8 @@ from .autograd import Tape, grad
 from .backend import Device, device, manual_seed
 from .creation import (
     arange,
+    empty,
+    empty_like,
     eye,
     float16,
     float32,
@@ -38,7 +40,7 @@ cat = concat
 __version__ = "0.1.0"
 
 __all__ = [
-    "Tensor", "tensor", "zeros", "ones", "full", "randn", "rand", "arange",
+    "Tensor", "tensor", "zeros", "ones", "empty", "empty_like", "full", "randn", "rand", "arange",
     "eye", "linspace", "randint", "randperm",
     "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
     "float16", "float32", "float64", "int32", "int64",

@@ -1,5 +1,5 @@
-"""The functions that create tensors (tensor, zeros, ones, full, randn, rand, arange, eye,
-linspace, randint, randperm and the *_like ones), and the dtype names they take."""
+"""The functions that create tensors (tensor, zeros, ones, empty, full, randn, rand, arange,
+eye, linspace, randint, randperm and the *_like ones), and the dtype names they take."""
 
 from __future__ import annotations
 
@@ -32,6 +32,15 @@ def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
 
 def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
     return _filled(0, shape, dtype, requires_grad, device)
+
+
+def empty(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` whose values are whatever its new memory held (PyTorch's empty):
+    for memory that is about to be written whole."""
+    array = np.empty(shape_args(shape), dtype=np.dtype(dtype))
+    if device is not None:
+        array = backend.to_device(array, backend.device(device))
+    return Tensor(array, requires_grad=requires_grad)
 
 
 def ones(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
@@ -83,7 +92,10 @@ def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, devi
         raise DTypeError(f"linspace: steps must be an int, got {steps!r}")
     if steps < 0:
         raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
-    array = np.linspace(start, end, steps).astype(as_dtype(dtype, "linspace"))
+    dtype = as_dtype(dtype, "linspace")
+    if dtype == np.bool_:
+        raise DTypeError("linspace: dtype bool is not supported (as in PyTorch)")
+    array = np.linspace(start, end, steps).astype(dtype)
     return Tensor(array, requires_grad=requires_grad, device=device)
 
 
@@ -152,6 +164,10 @@ def _like(t: Tensor, dtype, device):
 
 def zeros_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     return zeros(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def empty_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    return empty(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
 
 
 def ones_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:

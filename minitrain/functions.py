@@ -11,12 +11,25 @@ import inspect
 import numpy as np
 
 from . import ops
-from .arguments import as_dtype
 from .errors import ArgumentError, DTypeError
-from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 __all__ = [
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "neg",
+    "negative", "meshgrid",
+    "nonzero", "argwhere", "masked_select", "masked_scatter", "index_select", "take_along_dim",
+    "scatter", "scatter_add", "scatter_reduce", "index_add",
+    "roll", "diagonal", "diag", "diag_embed", "unflatten", "repeat_interleave", "movedim",
+    "moveaxis", "narrow", "swapaxes", "swapdims", "rot90", "einsum",
+    "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
+    "cumprod", "cummax", "cummin", "logcumsumexp", "std_mean", "var_mean", "aminmax",
+    "count_nonzero", "median", "quantile", "sort", "argsort", "topk", "kthvalue",
+    "log2", "log10", "exp2", "expm1", "log1p", "erf", "erfc", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
+    "arctanh", "atan2", "arctan2", "hypot", "logaddexp", "copysign", "lerp", "fmod", "remainder",
+    "floor_divide", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isclose", "allclose",
+    "equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "abs", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "sign", "floor",
     "ceil", "trunc", "round", "pow", "clamp", "clip", "clamp_min", "clamp_max", "masked_fill",
     "tril", "triu", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "sum", "mean", "prod",
@@ -59,29 +72,6 @@ def _of_tensor(method):
     self, *rest = signature.parameters.values()
     function.__signature__ = signature.replace(parameters=[self.replace(name="input"), *rest])
     return function
-
-
-def _cast_first(input, dtype, name: str, int64: bool = False) -> Tensor:  # noqa: A002
-    """input, cast to dtype if given (recorded: the gradient flows back), as PyTorch casts
-    before the op. Only to a floating dtype, or to int64 where `int64` is set (sum, prod and
-    cumsum keep it; their results of other integer dtypes come out int64, where PyTorch keeps
-    the dtype asked for). As in PyTorch, int64 is refused for an input that requires grad
-    while gradients are recorded: it has none."""
-    _check_tensor(input, name)
-    if dtype is None:
-        return input
-    dtype = as_dtype(dtype, f"minitrain.{name}")
-    if dtype.kind != "f" and not (int64 and dtype == np.int64):
-        raise DTypeError(
-            f"minitrain.{name}: dtype must be a floating dtype (np.float32, np.float64, ...)"
-            f"{' or int64' if int64 else ''}, got {dtype}"
-        )
-    if dtype.kind != "f" and input.requires_grad and is_grad_enabled():
-        raise DTypeError(
-            f"minitrain.{name}: dtype {dtype} has no gradient, and input requires grad (as in "
-            f"PyTorch); pass input.detach(), or compute under minitrain.no_grad()"
-        )
-    return input.to(dtype=dtype)
 
 
 def is_tensor(obj) -> bool:
@@ -139,6 +129,75 @@ square = _of_tensor(Tensor.square)
 reciprocal = _of_tensor(Tensor.reciprocal)
 sin = _of_tensor(Tensor.sin)
 cos = _of_tensor(Tensor.cos)
+log2 = _of_tensor(Tensor.log2)
+log10 = _of_tensor(Tensor.log10)
+exp2 = _of_tensor(Tensor.exp2)
+expm1 = _of_tensor(Tensor.expm1)
+log1p = _of_tensor(Tensor.log1p)
+erf = _of_tensor(Tensor.erf)
+erfc = _of_tensor(Tensor.erfc)
+tan = _of_tensor(Tensor.tan)
+asin = arcsin = _of_tensor(Tensor.asin)
+acos = arccos = _of_tensor(Tensor.acos)
+atan = arctan = _of_tensor(Tensor.atan)
+sinh = _of_tensor(Tensor.sinh)
+cosh = _of_tensor(Tensor.cosh)
+asinh = arcsinh = _of_tensor(Tensor.asinh)
+acosh = arccosh = _of_tensor(Tensor.acosh)
+atanh = arctanh = _of_tensor(Tensor.atanh)
+atan2 = arctan2 = _of_tensor(Tensor.atan2)
+hypot = _of_tensor(Tensor.hypot)
+logaddexp = _of_tensor(Tensor.logaddexp)
+copysign = _of_tensor(Tensor.copysign)
+lerp = _of_tensor(Tensor.lerp)
+fmod = _of_tensor(Tensor.fmod)
+
+
+# input may be a number where PyTorch's takes one: torch.remainder(7, x), torch.bitwise_and(1, x)
+def remainder(input, other):  # noqa: A002
+    """input % other, with other's sign (Python's %)."""
+    return ops.remainder(input, other)
+
+
+def floor_divide(input, other):  # noqa: A002
+    """input // other, rounded down (Python's //); the gradient is zero."""
+    return ops.floor_divide(input, other)
+
+
+def bitwise_and(input, other):  # noqa: A002
+    return ops.bitwise_and(input, other)
+
+
+def bitwise_or(input, other):  # noqa: A002
+    return ops.bitwise_or(input, other)
+
+
+def bitwise_xor(input, other):  # noqa: A002
+    return ops.bitwise_xor(input, other)
+
+
+def bitwise_left_shift(input, other):  # noqa: A002
+    return ops.bitwise_left_shift(input, other)
+
+
+def bitwise_right_shift(input, other):  # noqa: A002
+    return ops.bitwise_right_shift(input, other)
+
+
+# tests, logic and bits: bool or integer results, outside the graph
+isnan = _of_tensor(Tensor.isnan)
+isinf = _of_tensor(Tensor.isinf)
+isposinf = _of_tensor(Tensor.isposinf)
+isneginf = _of_tensor(Tensor.isneginf)
+isfinite = _of_tensor(Tensor.isfinite)
+isclose = _of_tensor(Tensor.isclose)
+allclose = _of_tensor(Tensor.allclose)
+equal = _of_tensor(Tensor.equal)
+logical_and = _of_tensor(Tensor.logical_and)
+logical_or = _of_tensor(Tensor.logical_or)
+logical_xor = _of_tensor(Tensor.logical_xor)
+logical_not = _of_tensor(Tensor.logical_not)
+bitwise_not = _of_tensor(Tensor.bitwise_not)
 sign = _of_tensor(Tensor.sign)
 floor = _of_tensor(Tensor.floor)
 ceil = _of_tensor(Tensor.ceil)
@@ -158,6 +217,28 @@ def pow(input, exponent):  # noqa: A001, A002
     return ops.pow(input, exponent)
 
 
+# arithmetic by name (alpha, rounding_mode and the other spellings as PyTorch's)
+add = _of_tensor(Tensor.add)
+sub = subtract = _of_tensor(Tensor.sub)
+mul = multiply = _of_tensor(Tensor.mul)
+div = divide = _of_tensor(Tensor.div)
+
+
+def true_divide(dividend, divisor):
+    """dividend / divisor (div without rounding; PyTorch's names)."""
+    _check_tensor(dividend, "true_divide", "dividend")
+    return dividend.true_divide(divisor)
+
+
+neg = negative = _of_tensor(Tensor.neg)
+
+
+def meshgrid(*tensors, indexing: str = "ij") -> tuple:
+    """Coordinate grids of 1-D tensors (ops.meshgrid): indexing 'ij' (PyTorch's default) or
+    'xy'."""
+    return ops.meshgrid(*tensors, indexing=indexing)
+
+
 # activations
 relu = _of_tensor(Tensor.relu)
 sigmoid = _of_tensor(Tensor.sigmoid)
@@ -165,39 +246,16 @@ tanh = _of_tensor(Tensor.tanh)
 
 
 # dtype after dim: PyTorch's docs make it keyword-only, but torch.softmax(x, 1, torch.float64)
-# runs there, so it does here
-def softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
-    """Softmax along dim (the last by default), of the input cast to dtype first if given."""
-    return _cast_first(input, dtype, "softmax").softmax(dim, axis=axis)
+# runs there, so it does here (as Tensor.softmax(dim, dtype))
+softmax = _of_tensor(Tensor.softmax)
+log_softmax = _of_tensor(Tensor.log_softmax)
 
 
-def log_softmax(input, dim=None, dtype=None, *, axis=None):  # noqa: A002
-    """Log-softmax along dim (the last by default), of the input cast to dtype first if given."""
-    return _cast_first(input, dtype, "log_softmax").log_softmax(dim, axis=axis)
-
-
-# reductions; dtype casts the input first, axis and keepdims are numpy's (and PyTorch's
-# undocumented) spellings of dim and keepdim
-def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001, A002
-    return _cast_first(input, dtype, "sum", int64=True).sum(
-        dim, keepdim, axis=axis, keepdims=keepdims
-    )
-
-
-def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A002
-    return _cast_first(input, dtype, "mean").mean(dim, keepdim, axis=axis, keepdims=keepdims)
-
-
-def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A002
-    return _cast_first(input, dtype, "prod", int64=True).prod(
-        dim, keepdim, axis=axis, keepdims=keepdims
-    )
-
-
-def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
-    """The running sum along one dim; the shape stays."""
-    return _cast_first(input, dtype, "cumsum", int64=True).cumsum(dim, axis=axis)
-
+# reductions (Tensor.sum ... say what dtype, axis and keepdims do)
+sum = _of_tensor(Tensor.sum)  # noqa: A001
+mean = _of_tensor(Tensor.mean)
+prod = _of_tensor(Tensor.prod)
+cumsum = _of_tensor(Tensor.cumsum)
 
 norm = _of_tensor(Tensor.norm)
 amax = _of_tensor(Tensor.amax)
@@ -210,6 +268,33 @@ var = _of_tensor(Tensor.var)
 std = _of_tensor(Tensor.std)
 logsumexp = _of_tensor(Tensor.logsumexp)
 
+# scans, statistics and sorting
+cumprod = _of_tensor(Tensor.cumprod)
+cummax = _of_tensor(Tensor.cummax)
+cummin = _of_tensor(Tensor.cummin)
+logcumsumexp = _of_tensor(Tensor.logcumsumexp)
+aminmax = _of_tensor(Tensor.aminmax)
+count_nonzero = _of_tensor(Tensor.count_nonzero)
+median = _of_tensor(Tensor.median)
+quantile = _of_tensor(Tensor.quantile)
+sort = _of_tensor(Tensor.sort)
+argsort = _of_tensor(Tensor.argsort)
+topk = _of_tensor(Tensor.topk)
+kthvalue = _of_tensor(Tensor.kthvalue)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """(std, mean) over dim (all elements by default); correction or unbiased as Tensor.std."""
+    _check_tensor(input, "std_mean")
+    return ops.std_mean(input, dim, unbiased, keepdim, correction=correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """(var, mean) over dim (all elements by default); correction or unbiased as Tensor.var."""
+    _check_tensor(input, "var_mean")
+    return ops.var_mean(input, dim, unbiased, keepdim, correction=correction)
+
+
 # shapes: PyTorch's functions take the shape or dims as one sequence, where the Tensor methods
 # also take them spread out (x.reshape(2, 3))
 flatten = _of_tensor(Tensor.flatten)
@@ -220,6 +305,18 @@ unsqueeze = _of_tensor(Tensor.unsqueeze)
 chunk = _of_tensor(Tensor.chunk)
 unbind = _of_tensor(Tensor.unbind)
 gather = _of_tensor(Tensor.gather)
+
+# selection and scatter by index
+nonzero = _of_tensor(Tensor.nonzero)
+argwhere = _of_tensor(Tensor.argwhere)
+masked_select = _of_tensor(Tensor.masked_select)
+masked_scatter = _of_tensor(Tensor.masked_scatter)
+index_select = _of_tensor(Tensor.index_select)
+take_along_dim = _of_tensor(Tensor.take_along_dim)
+scatter = _of_tensor(Tensor.scatter)
+scatter_add = _of_tensor(Tensor.scatter_add)
+scatter_reduce = _of_tensor(Tensor.scatter_reduce)
+index_add = _of_tensor(Tensor.index_add)
 
 
 def reshape(input, shape):  # noqa: A002
@@ -253,6 +350,49 @@ def split(tensor, split_size_or_sections, dim=0):
     """Pieces of split_size_or_sections along dim (the last smaller), or of the sizes listed."""
     _check_tensor(tensor, "split", "tensor")
     return tensor.split(split_size_or_sections, dim)
+
+
+# rearranging (ops/rearrange.py, ops/contraction.py)
+roll = _of_tensor(Tensor.roll)
+diagonal = _of_tensor(Tensor.diagonal)
+diag = _of_tensor(Tensor.diag)
+diag_embed = _of_tensor(Tensor.diag_embed)
+unflatten = _of_tensor(Tensor.unflatten)
+repeat_interleave = _of_tensor(Tensor.repeat_interleave)
+movedim = _of_tensor(Tensor.movedim)
+moveaxis = _of_tensor(Tensor.moveaxis)
+narrow = _of_tensor(Tensor.narrow)
+swapaxes = _of_tensor(Tensor.swapaxes)
+swapdims = _of_tensor(Tensor.swapdims)
+rot90 = _of_tensor(Tensor.rot90)
+
+
+def einsum(*args):
+    """Einstein summation: einsum(equation, *operands), or the sublist form (see ops.einsum)."""
+    return ops.einsum(*args)
+
+
+# comparing vectors, rearranging images (ops/similarity.py, ops/resampling.py)
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    _check_tensor(x1, "cosine_similarity", "x1")
+    _check_tensor(x2, "cosine_similarity", "x2")
+    return ops.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    _check_tensor(x1, "pairwise_distance", "x1")
+    _check_tensor(x2, "pairwise_distance", "x2")
+    return ops.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    _check_tensor(input, "pixel_shuffle")
+    return ops.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    _check_tensor(input, "pixel_unshuffle")
+    return ops.pixel_unshuffle(input, downscale_factor)
 
 
 # the tensor itself

@@ -20,7 +20,7 @@ from .arguments import (
 from .autograd import RemovableHandle
 from .autograd import backward as autograd_backward
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
-from .inplace import InPlaceMethods
+from .inplace import InPlaceMethods, write_in_place
 
 _new_object = object.__new__
 
@@ -392,12 +392,87 @@ class Tensor(InPlaceMethods):
     def __ge__(self, other):
         return ops.greater_equal(self, other)
 
+    # %, // and the bitwise operators (ops/binary_math.py, ops/predicates.py)
+
+    def __mod__(self, other):
+        return ops.remainder(self, other)
+
+    def __rmod__(self, other):
+        return ops.remainder(other, self)
+
+    def __floordiv__(self, other):
+        return ops.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return ops.floor_divide(other, self)
+
+    def __and__(self, other):
+        return ops.bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return ops.bitwise_and(other, self)
+
+    def __or__(self, other):
+        return ops.bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return ops.bitwise_or(other, self)
+
+    def __xor__(self, other):
+        return ops.bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return ops.bitwise_xor(other, self)
+
+    def __invert__(self):
+        return ops.bitwise_not(self)
+
+    def __lshift__(self, other):
+        return ops.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other):
+        return ops.bitwise_left_shift(other, self)
+
+    def __rshift__(self, other):
+        return ops.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other):
+        return ops.bitwise_right_shift(other, self)
+
     def __getitem__(self, index):
         return ops.getitem(self, index)
 
     def __setitem__(self, index, value):
         """x[index] = value, in place (getitem's index rules; see minitrain/inplace.py)."""
         ops.assign(self, index, value)
+
+    # PyTorch's method forms of the operators, and contiguous.
+
+    def add(self, other, *, alpha=1):
+        return ops.add(self, other, alpha=alpha)
+
+    def sub(self, other, *, alpha=1):
+        return ops.sub(self, other, alpha=alpha)
+
+    def mul(self, other):
+        return Mul.apply(self, other)
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; rounding_mode 'trunc' or 'floor' rounds the quotient (PyTorch's)."""
+        return ops.div(self, other, rounding_mode=rounding_mode)
+
+    def true_divide(self, other):
+        return Div.apply(self, other)
+
+    def neg(self):
+        return Neg.apply(self)
+
+    # PyTorch's other spellings of the same
+    subtract, multiply, divide, negative = sub, mul, div, neg
+
+    def contiguous(self):
+        """self where its memory is in C order already, else a C-ordered copy in the graph."""
+        return self if self.data.flags.c_contiguous else ops.contiguous(self)
 
     # Elementwise math and activations: each method calls its op.
 
@@ -451,6 +526,141 @@ class Tensor(InPlaceMethods):
     def cos(self):
         return ops.cos(self)
 
+    # Transcendental and two-operand math (ops/transcendental.py, ops/binary_math.py).
+
+    def log2(self):
+        return ops.log2(self)
+
+    def log10(self):
+        return ops.log10(self)
+
+    def exp2(self):
+        return ops.exp2(self)
+
+    def expm1(self):
+        return ops.expm1(self)
+
+    def log1p(self):
+        return ops.log1p(self)
+
+    def erf(self):
+        return ops.erf(self)
+
+    def erfc(self):
+        return ops.erfc(self)
+
+    def tan(self):
+        return ops.tan(self)
+
+    def asin(self):
+        return ops.asin(self)
+
+    def acos(self):
+        return ops.acos(self)
+
+    def atan(self):
+        return ops.atan(self)
+
+    def sinh(self):
+        return ops.sinh(self)
+
+    def cosh(self):
+        return ops.cosh(self)
+
+    def asinh(self):
+        return ops.asinh(self)
+
+    def acosh(self):
+        return ops.acosh(self)
+
+    def atanh(self):
+        return ops.atanh(self)
+
+    def atan2(self, other):
+        return ops.atan2(self, other)
+
+    def hypot(self, other):
+        return ops.hypot(self, other)
+
+    def logaddexp(self, other):
+        return ops.logaddexp(self, other)
+
+    def copysign(self, other):
+        return ops.copysign(self, other)
+
+    def lerp(self, end, weight):
+        return ops.lerp(self, end, weight)
+
+    def fmod(self, other):
+        return ops.fmod(self, other)
+
+    def remainder(self, other):
+        return ops.remainder(self, other)
+
+    def floor_divide(self, other):
+        return ops.floor_divide(self, other)
+
+    # PyTorch's numpy spellings of the same
+    arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+    # Tests, logic and bits: bool or integer results, outside the graph (ops/predicates.py).
+
+    def isnan(self):
+        return ops.isnan(self)
+
+    def isinf(self):
+        return ops.isinf(self)
+
+    def isposinf(self):
+        return ops.isposinf(self)
+
+    def isneginf(self):
+        return ops.isneginf(self)
+
+    def isfinite(self):
+        return ops.isfinite(self)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return ops.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+        return ops.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other) -> bool:
+        """Whether other has self's shape and elements (one bool; `==` is elementwise)."""
+        return ops.array_equal(self, other)
+
+    def logical_and(self, other):
+        return ops.logical_and(self, other)
+
+    def logical_or(self, other):
+        return ops.logical_or(self, other)
+
+    def logical_xor(self, other):
+        return ops.logical_xor(self, other)
+
+    def logical_not(self):
+        return ops.logical_not(self)
+
+    def bitwise_and(self, other):
+        return ops.bitwise_and(self, other)
+
+    def bitwise_or(self, other):
+        return ops.bitwise_or(self, other)
+
+    def bitwise_xor(self, other):
+        return ops.bitwise_xor(self, other)
+
+    def bitwise_not(self):
+        return ops.bitwise_not(self)
+
+    def bitwise_left_shift(self, other):
+        return ops.bitwise_left_shift(self, other)
+
+    def bitwise_right_shift(self, other):
+        return ops.bitwise_right_shift(self, other)
+
     def sign(self):
         """-1, 0 or 1; the gradient is zero."""
         return ops.sign(self)
@@ -496,31 +706,56 @@ class Tensor(InPlaceMethods):
     def tanh(self):
         return ops.tanh(self)
 
-    def softmax(self, dim=None, *, axis=None):
-        """Softmax over one dim, the last by default (torch's `dim`, numpy's `axis`)."""
-        return ops.softmax(self, dim_arg(dim, axis, "softmax"))
+    def softmax(self, dim=None, dtype=None, *, axis=None):
+        """Softmax over one dim, the last by default (torch's `dim`, numpy's `axis`), of self
+        cast to `dtype` first if given."""
+        x = ops.cast_first(self, dtype, "softmax")
+        return ops.softmax(x, dim_arg(dim, axis, "softmax"))
 
-    def log_softmax(self, dim=None, *, axis=None):
-        """Log-softmax over one dim, the last by default (torch's `dim`, numpy's `axis`)."""
-        return ops.log_softmax(self, dim_arg(dim, axis, "log_softmax"))
+    def log_softmax(self, dim=None, dtype=None, *, axis=None):
+        """Log-softmax over one dim, the last by default, of self cast to `dtype` first."""
+        x = ops.cast_first(self, dtype, "log_softmax")
+        return ops.log_softmax(x, dim_arg(dim, axis, "log_softmax"))
 
     def matmul(self, other):
         return ops.matmul(self, other)
 
     # Reductions: PyTorch's dim and keepdim, or numpy's axis and keepdims.
 
-    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.sum(self, dim_arg(dim, axis, "sum"), keepdim_arg(keepdim, keepdims))
+    # dtype casts self first, as PyTorch's; axis and keepdims are numpy's (and PyTorch's
+    # undocumented) spellings of dim and keepdim
 
-    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.mean(self, dim_arg(dim, axis, "mean"), keepdim_arg(keepdim, keepdims))
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        x = ops.cast_first(self, dtype, "sum", int64=True)
+        return ops.sum(x, dim_arg(dim, axis, "sum"), keepdim_arg(keepdim, keepdims))
 
-    def prod(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.prod(self, dim_arg(dim, axis, "prod"), keepdim_arg(keepdim, keepdims))
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        x = ops.cast_first(self, dtype, "mean")
+        return ops.mean(x, dim_arg(dim, axis, "mean"), keepdim_arg(keepdim, keepdims))
 
-    def cumsum(self, dim=None, *, axis=None):
+    def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        x = ops.cast_first(self, dtype, "prod", int64=True)
+        return ops.prod(x, dim_arg(dim, axis, "prod"), keepdim_arg(keepdim, keepdims))
+
+    def cumsum(self, dim=None, *, dtype=None, axis=None):
         """The running sum along one dim; the shape stays."""
-        return ops.cumsum(self, dim_arg(dim, axis, "cumsum"))
+        x = ops.cast_first(self, dtype, "cumsum", int64=True)
+        return ops.cumsum(x, dim_arg(dim, axis, "cumsum"))
+
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        """The running product along one dim; the shape stays."""
+        return ops.cumprod(self, dim_arg(dim, axis, "cumprod"), dtype=dtype)
+
+    def cummax(self, dim=None, *, axis=None):
+        """(values, indices) of the running maximum along one dim."""
+        return ops.cummax(self, dim_arg(dim, axis, "cummax"))
+
+    def cummin(self, dim=None, *, axis=None):
+        """(values, indices) of the running minimum along one dim."""
+        return ops.cummin(self, dim_arg(dim, axis, "cummin"))
+
+    def logcumsumexp(self, dim=None, *, axis=None):
+        return ops.logcumsumexp(self, dim_arg(dim, axis, "logcumsumexp"))
 
     def norm(self, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=None):
         """The p-norm over dim (all elements by default): 'fro' (the default) and 2 are the
@@ -580,6 +815,34 @@ class Tensor(InPlaceMethods):
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.logsumexp(self, dim_arg(dim, axis, "logsumexp"), keepdim_arg(keepdim, keepdims))
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        """(min, max) of all elements or along one dim."""
+        return ops.aminmax(self, dim=dim, keepdim=keepdim)
+
+    def count_nonzero(self, dim=None):
+        return ops.count_nonzero(self, dim)
+
+    def median(self, dim=None, keepdim=False):
+        """The lower median of all elements, or (values, indices) along one dim."""
+        return ops.median(self, dim, keepdim)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return ops.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    # Sorting: values gathered where the indices say, the indices outside the graph.
+
+    def sort(self, dim=-1, descending=False, *, stable=False):
+        return ops.sort(self, dim, descending, stable=stable)
+
+    def argsort(self, dim=-1, descending=False, *, stable=False):
+        return ops.argsort(self, dim, descending, stable=stable)
+
+    def topk(self, k, dim=None, largest=True, sorted=True):
+        return ops.topk(self, k, dim, largest, sorted)
+
+    def kthvalue(self, k, dim=None, keepdim=False):
+        return ops.kthvalue(self, k, dim, keepdim)
 
     # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
 
@@ -665,11 +928,10 @@ class Tensor(InPlaceMethods):
 
     def flip(self, *dims, **keywords):
         """The elements in reverse order along the given dims: flip(0), flip(0, 1), flip([0]),
-        flip(dims=...)."""
-        dims = dims_args("flip", dims, keywords)
-        if not dims:
-            raise ArgumentError("flip: needs the dims to reverse, got none")
-        return ops.flip(self, dims)
+        flip(dims=...); flip(()) reverses none, a copy."""
+        if not dims and not keywords:
+            raise ArgumentError("flip: needs the dims to reverse (() for none), got none")
+        return ops.flip(self, dims_args("flip", dims, keywords))
 
     def split(self, split_size, dim: int = 0):
         """Pieces of split_size along dim (the last smaller), or of the sizes listed."""
@@ -686,6 +948,102 @@ class Tensor(InPlaceMethods):
     def gather(self, dim: int, index):
         """Elements picked along dim by an integer index of self's rank (PyTorch's gather)."""
         return ops.gather(self, dim, index)
+
+    # Rearranging (ops/rearrange.py).
+
+    def roll(self, shifts, dims=None):
+        return ops.roll(self, shifts, dims)
+
+    def unfold(self, dimension: int, size: int, step: int):
+        """The windows of `size` elements, `step` apart, along `dimension`, in a new last dim."""
+        return ops.unfold(self, dimension, size, step)
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
+        return ops.diagonal(self, offset, dim1, dim2)
+
+    def diag(self, diagonal: int = 0):
+        return ops.diag(self, diagonal)
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1):
+        return ops.diag_embed(self, offset, dim1, dim2)
+
+    def unflatten(self, dim: int, sizes):
+        return ops.unflatten(self, dim, sizes)
+
+    def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+        return ops.repeat_interleave(self, repeats, dim, output_size=output_size)
+
+    def movedim(self, source, destination):
+        return ops.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def narrow(self, dim: int, start, length: int):
+        return ops.narrow(self, dim, start, length)
+
+    def swapaxes(self, axis0: int, axis1: int):
+        return ops.swapaxes(self, axis0, axis1)
+
+    def swapdims(self, dim0: int, dim1: int):
+        return ops.swapdims(self, dim0, dim1)
+
+    def rot90(self, k: int = 1, dims=(0, 1)):
+        return ops.rot90(self, k, dims)
+
+    # Selection and scatter by index (ops/scattering.py), and their in-place forms.
+
+    def nonzero(self, *, as_tuple: bool = False):
+        return ops.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self):
+        return ops.argwhere(self)
+
+    def masked_select(self, mask):
+        return ops.masked_select(self, mask)
+
+    def masked_scatter(self, mask, source):
+        return ops.masked_scatter(self, mask, source)
+
+    def masked_scatter_(self, mask, source):
+        return write_in_place(self, lambda: self.masked_scatter(mask, source), "masked_scatter_")
+
+    def index_select(self, dim: int, index):
+        return ops.index_select(self, dim, index)
+
+    def take_along_dim(self, indices, dim=None):
+        return ops.take_along_dim(self, indices, dim)
+
+    def scatter(self, dim: int, index, src=None, *, value=None, reduce=None):
+        return ops.scatter(self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None):
+        return write_in_place(
+            self, lambda: self.scatter(dim, index, src, value=value, reduce=reduce), "scatter_"
+        )
+
+    def scatter_add(self, dim: int, index, src):
+        return ops.scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim: int, index, src):
+        return write_in_place(self, lambda: self.scatter_add(dim, index, src), "scatter_add_")
+
+    def scatter_reduce(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
+        return ops.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def scatter_reduce_(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
+        return write_in_place(
+            self,
+            lambda: self.scatter_reduce(dim, index, src, reduce, include_self=include_self),
+            "scatter_reduce_",
+        )
+
+    def index_add(self, dim: int, index, source, *, alpha=1):
+        return ops.index_add(self, dim, index, source, alpha=alpha)
+
+    def index_add_(self, dim: int, index, source, *, alpha=1):
+        return write_in_place(
+            self, lambda: self.index_add(dim, index, source, alpha=alpha), "index_add_"
+        )
 
     def unsqueeze(self, dim: int):
         """A new dim of size 1 at `dim` (from -ndim-1 to ndim)."""

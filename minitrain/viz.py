@@ -147,9 +147,9 @@ class _Drawing:
 def _backward_box(scope) -> str:
     """The box of the ops recorded by one node's backward under create_graph (or by the
     engine's sums of gradients between nodes): a name without dots, so no module nests it."""
-    if scope.node is None:
+    if scope.seq is None:
         return "create_graph: gradient sums and casts"
-    return f"create_graph: backward of {scope.node.name} #{scope.node.seq}"
+    return f"create_graph: backward of {scope.name} #{scope.seq}"
 
 
 def _roots(root, caller: str) -> tuple[list, list]:

@@ -232,14 +232,21 @@ def unary_samples(call, ref, values=normal) -> list[Sample]:
 SAMPLES: dict[str, list[Sample]] = {}
 for _family in (
     "elementwise",
+    "transcendental",
     "reduction",
+    "scans",
+    "sorting",
     "shape",
+    "rearrange",
     "linalg",
     "loss",
     "activation",
     "random",
     "normalization",
     "conv",
+    "resampling",
+    "similarity",
+    "scatter",
 ):
     _entries = importlib.import_module(f"samples_{_family}").SAMPLES
     assert not SAMPLES.keys() & _entries.keys(), (

@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 from op_samples import (
+    Draw,
     Sample,
     draws,
     mask,
@@ -76,6 +77,20 @@ SAMPLES: dict[str, list[Sample]] = {
     "floor": unary_samples(ops.floor, lambda x: torch.floor(x), values=_steps(1.0)(off_grid)),
     "ceil": unary_samples(ops.ceil, lambda x: torch.ceil(x), values=_steps(1.0)(off_grid)),
     "trunc": unary_samples(ops.trunc, lambda x: torch.trunc(x), values=_steps(1.0)(off_grid)),
+    # a divided by 1 (or 2, broadcast) lands between whole numbers, away from the jumps
+    "rounded_div": [
+        Sample(
+            f"{mode}_{name}",
+            draws(_steps(1.0)(off_grid)(3, 4), divisor),
+            lambda a, b, m=mode: ops.rounded_div(a, b, m),
+            lambda a, b, m=mode: torch.div(a, b, rounding_mode=m),
+        )
+        for mode in ("floor", "trunc")
+        for name, divisor in (
+            ("by_ones", Draw(lambda rng: np.ones((3, 4)))),
+            ("by_twos_row", Draw(lambda rng: np.full((4,), 2.0))),
+        )
+    ],
     "round": unary_samples(ops.round, lambda x: torch.round(x), values=_steps(1.0)(on_grid))
     + [
         Sample(

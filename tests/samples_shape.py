@@ -168,6 +168,7 @@ SAMPLES: dict[str, list[Sample]] = {
         _getitem("ellipsis_step", (2, 3, 4), (Ellipsis, slice(None, None, 2))),
         _getitem("int_array_repeated", (4, 3), np.array([0, 0, 2, 3, 0])),
         _getitem("list_repeated", (4,), [1, 1, 0]),
+        _getitem("tuple_inside_tuple", (4, 5), ((1, 0, -1), slice(None))),  # a list, as torch
         _getitem("int_arrays_2d_repeated", (3, 4), (np.array([0, 0, 2]), np.array([1, 1, 3]))),
         _getitem("slice_then_int_array", (3, 4), (slice(None), np.array([2, 0, 2]))),
         _getitem("bool_mask", (3, 4), np.arange(12).reshape(3, 4) % 3 == 0),
@@ -215,6 +216,16 @@ SAMPLES: dict[str, list[Sample]] = {
         # PyTorch's rule: an int beside an index array selects first (x[0][:, [0, 2]], (3, 2))
         _setitem("int_slice_list", (2, 3, 4), (0, slice(None), [0, 2]), (3, 2)),
         _setitem("value_with_leading_one", (3, 4), 1, (1, 4)),
+    ],
+    # contiguous of a transposed (F-ordered) input: the C-ordered copy
+    "contiguous": [
+        Sample(
+            "transposed",
+            draws(normal(3, 4)),
+            lambda x: ops.contiguous(x.T),
+            lambda x: x.T.contiguous(),
+        ),
+        Sample("zero_d", draws(normal()), ops.contiguous, lambda x: x.contiguous()),
     ],
     "flip": [
         Sample("dim0", draws(normal(3, 4)), lambda x: ops.flip(x, 0), lambda x: torch.flip(x, [0])),

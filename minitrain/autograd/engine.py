@@ -10,6 +10,7 @@ when the node is popped. No recursion, so chains of any length work.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import operator
 import sys
@@ -85,20 +86,19 @@ class Node:
             raise self.freed_error()
         if versions.latest_write > self.seq:  # an in-place write since this op ran
             self._check_saved_unwritten()
-        if needs is not None and needs == ctx.needs_grad:
-            needs = None  # nothing to narrow
         if create_graph:
             outer, recording.scope = recording.scope, BackwardScope(self)
             try:
                 grads = op.run_tensor_backward(self, grad, needs)
             finally:
                 recording.scope = outer
-        elif needs is not None:
-            ctx.needs_grad, forward_needs = needs, ctx.needs_grad
-            try:
-                return self.run_backward(grad)
-            finally:
-                ctx.needs_grad = forward_needs
+        elif needs is not None:  # on a copy of the ctx: another thread may walk this node too
+            narrowed = copy.copy(ctx)
+            narrowed.needs_grad = needs
+            if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
+                grads = op.numba_backward(narrowed, grad)
+            else:
+                grads = op.backward(narrowed, grad)
         elif ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
             grads = op.numba_backward(ctx, grad)
         else:
@@ -175,13 +175,15 @@ class Node:
 
 class BackwardScope:
     """The scope (`Node.scope`) of the ops a create_graph backward records, so that a drawing
-    can tell them from the forward's: `node` is the node whose backward recorded them, None for
-    the engine's own sums, unbroadcasts and casts of gradients between nodes."""
+    can tell them from the forward's: the name and sequence number of the node whose backward
+    recorded them (not the node: the gradient's graph must not keep it and its saved values
+    alive), None for the engine's own sums, unbroadcasts and casts of gradients."""
 
-    __slots__ = ("node",)
+    __slots__ = ("name", "seq")
 
     def __init__(self, node=None):
-        self.node = node
+        self.name = None if node is None else node.name
+        self.seq = None if node is None else node.seq
 
 
 class RemovableHandle:
@@ -410,19 +412,26 @@ def _check_accumulates(tensor) -> None:
 
 def _nodes_above(roots, capture_nodes, capture_leaves) -> dict:
     """The nodes between `roots` and the captured tensors, those whose backward grad() runs
-    (PyTorch's exec_info), each with the inputs whose gradients it must compute: those with a
-    captured node or leaf at or below them. A backward computes only those, as PyTorch's does
-    (needs_grad narrowed): a gradient penalty's weights get no gradient nobody asked for."""
+    (PyTorch's exec_info), each with the inputs whose gradients it must compute where that is
+    fewer than its forward recorded (None: all of them): those with a captured node or leaf at
+    or below them. A backward computes only those, as PyTorch's does (needs_grad narrowed): a
+    gradient penalty's weights get no gradient nobody asked for."""
     runs: dict = {}
+
+    def leads(parent) -> bool:
+        if type(parent) is Node:
+            return parent in runs or parent in capture_nodes
+        return parent is not None and id(parent) in capture_leaves
+
     for node in graph_nodes(roots):  # inputs before the nodes that consume them
-        needed = tuple(
-            (parent in runs or parent in capture_nodes)
-            if type(parent) is Node
-            else (parent is not None and id(parent) in capture_leaves)
-            for parent in node.parents
-        )
+        parents = node.parents
+        if len(parents) == 1:  # nothing to narrow: the common case, kept cheap
+            if leads(parents[0]):
+                runs[node] = None
+            continue
+        needed = tuple(map(leads, parents))
         if any(needed):
-            runs[node] = needed
+            runs[node] = None if needed == node.ctx.needs_grad else needed
     return runs
 
 

@@ -53,6 +53,27 @@ from .pooling import (
     MaxPool2d,
     MaxPool3d,
 )
+from .resampling import (
+    Fold,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
+    PixelShuffle,
+    PixelUnshuffle,
+    Unfold,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
+from .similarity import (
+    CosineEmbeddingLoss,
+    CosineSimilarity,
+    KLDivLoss,
+    MarginRankingLoss,
+    PairwiseDistance,
+    Softmin,
+    TripletMarginLoss,
+)
 from .sparse import Embedding
 
 __all__ = [
@@ -69,4 +90,8 @@ __all__ = [
     "LogSigmoid", "Softsign", "Tanhshrink", "PReLU", "GLU",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
     "BCELoss", "BCEWithLogitsLoss",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "Unfold", "Fold", "PixelShuffle",
+    "PixelUnshuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+    "CosineSimilarity", "PairwiseDistance", "Softmin", "KLDivLoss", "CosineEmbeddingLoss",
+    "MarginRankingLoss", "TripletMarginLoss",
 ]  # fmt: skip

@@ -10,10 +10,12 @@ import warnings
 
 import numpy as np
 
-from .. import ops
-from ..errors import ArgumentError, DTypeError, ShapeError
+from .. import backend, ops
+from ..errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..ops.resampling import fold_patches_as, max_unpool_as, unfold_patches_as
 from ..tensor import Tensor
 from .torch_args import (
+    TORCH_NAMES,
     adaptive_avg_pool_nd,
     avg_pool_nd,
     check_default,
@@ -23,6 +25,7 @@ from .torch_args import (
     conv_transpose_nd,
     max_pool_nd,
     padding_row,
+    torch_pads,
 )
 
 
@@ -203,7 +206,8 @@ def pad(
     """input padded on its last len(pad) // 2 dims, the last dim first, as in PyTorch:
     pad = (left, right), (left, right, top, bottom), ... 'constant' fills with value (0 by
     default); 'reflect' mirrors the input about its edge element, 'replicate' repeats the edge
-    element, 'circular' wraps around. A negative pad crops (but for 'circular')."""
+    element, 'circular' wraps around (what is left after cropping, as PyTorch's). A negative
+    pad crops."""
     if mode not in _PAD_MODES:
         raise ArgumentError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if mode != "constant" and value is not None:
@@ -242,25 +246,37 @@ def _pad_sides(shape: tuple, pad, mode: str) -> list[tuple[int, int, int]]:
                     f"pad: pads ({before}, {after}) crop more than dim {dim} of size {size} holds"
                 )
             continue
-        most = {"reflect": size - 1, "circular": size, "replicate": math.inf if size else 0}[mode]
-        # negative pads crop, as in PyTorch (but for circular, whose cropping PyTorch wraps
-        # in its own way)
-        least = 0 if mode == "circular" else -size
-        if min(before, after) < least or max(before, after) > most or size + before + after < 1:
+        if mode == "circular":
+            # PyTorch's circular pad crops first (negative pads), then wraps around what is
+            # left, at most once; cropping a dim away entirely leaves it empty
+            kept = size + min(before, 0) + min(after, 0)
+            if kept < 0 or max(before, after) > kept:
+                raise ShapeError(
+                    f"pad: mode 'circular' crops first, then wraps at most once around what is "
+                    f"left: dim {dim} of size {size} with pads ({before}, {after}) keeps {kept} "
+                    f"elements, so each pad must lie from {-size} to {max(kept, 0)}"
+                )
+            continue
+        most = {"reflect": size - 1, "replicate": math.inf if size else 0}[mode]
+        # negative pads crop, as in PyTorch
+        if min(before, after) < -size or max(before, after) > most or size + before + after < 1:
             raise ShapeError(
-                f"pad: mode {mode!r} takes pads from {least} to {most} for dim {dim} of size "
+                f"pad: mode {mode!r} takes pads from {-size} to {most} for dim {dim} of size "
                 f"{size}, leaving at least one element; got ({before}, {after})"
             )
     return sides
 
 
 def _border_index(mode: str, size: int, before: int, after: int):
+    """The input position each output element of a dim reads, padded by `mode`."""
+    if mode == "circular":  # crop first, then wrap around what is left (PyTorch's order)
+        start, stop = max(-before, 0), size - max(-after, 0)
+        positions = np.arange(-max(before, 0), stop - start + max(after, 0))
+        return positions % (stop - start) + start if stop > start else positions
     positions = np.arange(-before, size + after)
     if mode == "reflect":
         return size - 1 - np.abs(size - 1 - np.abs(positions))
-    if mode == "replicate":
-        return np.clip(positions, 0, size - 1)
-    return positions % size
+    return np.clip(positions, 0, size - 1)
 
 
 def _pad_constant(input: Tensor, sides, value: float) -> Tensor:  # noqa: A002
@@ -610,4 +626,215 @@ def binary_cross_entropy_with_logits(
     check_legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce)
     return ops.binary_cross_entropy_with_logits(
         input, target, weight, reduction=reduction, pos_weight=pos_weight
+    )
+
+
+# Resampling: interpolate and its deprecated forms, unfold / fold, pixel_shuffle, max_unpool.
+
+
+def interpolate(
+    input: Tensor,  # noqa: A002
+    size=None,
+    scale_factor=None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
+    """input resampled to size or by scale_factor. See ops.interpolate."""
+    check_default("interpolate", "antialias", antialias, False, "no antialiasing filter")
+    return ops.interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
+
+
+def _deprecated(name: str) -> None:
+    warnings.warn(
+        f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=3,
+    )
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    """Deprecated in PyTorch (with its warning): interpolate."""
+    _deprecated("upsample")
+    return ops.interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:  # noqa: A002
+    """Deprecated in PyTorch (with its warning): interpolate with mode 'nearest'."""
+    _deprecated("upsample_nearest")
+    return ops.interpolate(input, size, scale_factor, "nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:  # noqa: A002
+    """Deprecated in PyTorch (with its warning): interpolate, 'bilinear' with align_corners."""
+    _deprecated("upsample_bilinear")
+    return ops.interpolate(input, size, scale_factor, "bilinear", align_corners=True)
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
+    """The sliding windows of (N, C, H, W) or (C, H, W) as columns (N, C*K, L) or (C*K, L).
+    See ops.unfold_patches."""
+    pads, _ = torch_pads(padding, 2, "unfold", named=False)
+    return unfold_patches_as("unfold", input, kernel_size, stride, pads, dilation, TORCH_NAMES, 2)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
+    """Columns (N, C*K, L) or (C*K, L) summed back into images (N, C, *output_size) or
+    (C, *output_size). See ops.fold_patches."""
+    pads, _ = torch_pads(padding, 2, "fold", named=False)
+    return fold_patches_as(
+        "fold", input, output_size, kernel_size, stride, pads, dilation, TORCH_NAMES, 2
+    )
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
+    return ops.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
+    return ops.pixel_unshuffle(input, downscale_factor)
+
+
+def _max_unpool(caller, dims, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
+    """F.max_unpool1d / 2d / 3d: stride defaults to kernel_size; padding an int or one per dim."""
+    pads, _ = torch_pads(padding, dims, caller, named=False)
+    stride = kernel_size if stride is None else stride
+    return max_unpool_as(
+        caller, input, indices, kernel_size, stride, pads, output_size, TORCH_NAMES, dims
+    )
+
+
+def max_unpool1d(input: Tensor, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input: Tensor, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input: Tensor, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# Similarity, one-hot codes and softmin.
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """(*, num_classes) int64 zeros with a 1 at each class index of `tensor` (int64 indices,
+    as PyTorch requires), outside the graph. num_classes=-1: the largest index + 1."""
+    indices = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    if indices.dtype != np.int64:
+        raise DTypeError(f"one_hot: tensor must hold int64 class indices, got {indices.dtype}")
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise DTypeError(f"one_hot: num_classes must be an int, got {num_classes!r}")
+    if num_classes == -1:
+        if not indices.size:
+            raise ArgumentError(
+                "one_hot: cannot infer num_classes from an empty tensor; pass num_classes"
+            )
+        num_classes = int(indices.max()) + 1
+    if num_classes < 0:
+        raise ArgumentError(f"one_hot: num_classes must be -1 or >= 0, got {num_classes}")
+    if indices.size and (indices.min() < 0 or indices.max() >= num_classes):
+        raise IndexOutOfRangeError(
+            f"one_hot: class indices must lie in [0, {num_classes}), got values from "
+            f"{indices.min()} to {indices.max()}"
+        )
+    xp = backend.array_module(indices)
+    return Tensor((indices[..., None] == xp.arange(num_classes)).astype(np.int64))
+
+
+def softmin(
+    input: Tensor,  # noqa: A002
+    dim: int | None = None,
+    _stacklevel: int = 3,
+    dtype=None,
+) -> Tensor:
+    """softmax(-input) along dim; dim and dtype as in softmax."""
+    input, dim = _softmax_args("softmin", input, dim, _stacklevel, dtype)  # noqa: A001
+    return ops.softmax(ops.neg(input), dim)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):  # noqa: A002
+    """input / max(norm(input, p, dim), eps). See ops.normalize."""
+    check_default("normalize", "out", out, None, "assign the result instead")
+    return ops.normalize(input, p, dim, eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    return ops.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(
+    x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> Tensor:
+    return ops.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+# The losses comparing pairs (see minitrain.ops.pair_loss).
+
+
+def kl_div(
+    input: Tensor,  # noqa: A002
+    target,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    """KL divergence of target from input's distribution (input log-probabilities). 'mean'
+    divides by every position, with PyTorch's warning; 'batchmean' by the batch size."""
+    check_legacy_reduction("kl_div", size_average, reduce)
+    if reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.",
+            stacklevel=2,
+        )
+    return ops.kl_div(input, target, reduction=reduction, log_target=log_target)
+
+
+def cosine_embedding_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target,
+    margin: float = 0,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    check_legacy_reduction("cosine_embedding_loss", size_average, reduce)
+    return ops.cosine_embedding_loss(input1, input2, target, margin, reduction=reduction)
+
+
+def margin_ranking_loss(
+    input1: Tensor,
+    input2: Tensor,
+    target,
+    margin: float = 0,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    check_legacy_reduction("margin_ranking_loss", size_average, reduce)
+    return ops.margin_ranking_loss(input1, input2, target, margin, reduction=reduction)
+
+
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    size_average=None,
+    reduce=None,
+    reduction: str = "mean",
+) -> Tensor:
+    check_legacy_reduction("triplet_margin_loss", size_average, reduce)
+    return ops.triplet_margin_loss(
+        anchor, positive, negative, margin, p, eps, swap, reduction=reduction
     )

@@ -167,7 +167,8 @@ class BatchNorm(Op):
     channel, two sums and the output in one parallel loop over channels (by rows for (N, C))."""
 
     name = "batch_norm"
-    inputs = ("x", "scale", "bias")  # scale: the weight, saved under its name (tensor_backward)
+    inputs = ("x", "weight", "bias")
+    saved_as = {"scale": "weight"}  # the kernels' name for the weight
     attrs = ("eps", "momentum", "running_mean", "running_var")
     saved = ("x", "scale", "saved_mean", "saved_inv_std")
     grad_kernel = "BatchNormalizationGrad"

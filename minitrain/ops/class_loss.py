@@ -27,9 +27,8 @@ from .loss_reduction import (
     position_scale,
     reduce_losses,
 )
-from .op import Op, array_of
+from .op import Op, array_of, value_of
 from .shape import reshape
-from .softmax_family import log_softmax, softmax
 
 __all__ = ["cross_entropy", "nll_loss", "softmax_cross_entropy_grad"]
 
@@ -237,11 +236,9 @@ def _check_xent_inputs(logits, target, weight, ignore_index: int) -> str:
     return "classes"
 
 
-def _xent_finish(ctx, losses, logits, probs, log_probs, target, weight):
-    """Save what backward needs and reduce the per-position losses. The logits are for
-    create_graph's tensor_backward, which recomputes probs and log_probs from them."""
+def _xent_finish(ctx, losses, probs, log_probs, target, weight):
+    """Save what backward needs and reduce the per-position losses."""
     ctx.save(
-        logits=logits,
         probs=probs,
         log_probs=log_probs if ctx.needs_grad[1] else None,
         target=target,
@@ -302,6 +299,20 @@ def _xent_probability_forward(xp, logits, target, weight, eps: float):
     return -(q * log_probs).sum(axis=1), exps / totals, log_probs
 
 
+def _softmax_rule(grad, probs):
+    """The derivative of softmax over the classes (axis 1), from its output: arrays or Tensors."""
+    return probs * (grad - (probs * grad).sum(axis=1, keepdims=True))
+
+
+def _log_softmax_rule(grad, log_probs):
+    """The derivative of log-softmax over the classes, from its output: arrays or Tensors."""
+    if isinstance(log_probs, Tensor):
+        probs = log_probs.exp()
+    else:
+        probs = backend.array_module(log_probs).exp(log_probs)
+    return grad - probs * grad.sum(axis=1, keepdims=True)
+
+
 class SoftmaxCrossEntropy(Op):
     """Cross entropy of softmax(logits) against class indices or class probabilities, fused: the
     forward computes the stable softmax of each row (max subtracted) and the loss from it, and
@@ -316,7 +327,7 @@ class SoftmaxCrossEntropy(Op):
     name = "cross_entropy"
     inputs = ("logits", "target", "weight")
     attrs = ("reduction", "ignore_index", "label_smoothing")
-    saved = ("logits", "probs", "log_probs", "target", "weight")
+    saved = ("probs", "log_probs", "target", "weight")
 
     @staticmethod
     def forward(ctx, logits, target, weight):
@@ -326,7 +337,7 @@ class SoftmaxCrossEntropy(Op):
             losses, probs, log_probs = _xent_probability_forward(xp, logits, target, weight, eps)
         else:
             losses, probs = _xent_class_forward(xp, logits, target, weight, ctx.ignore_index, eps)
-        return _xent_finish(ctx, losses, logits, probs, log_probs, target, weight)
+        return _xent_finish(ctx, losses, probs, log_probs, target, weight)
 
     @staticmethod
     def numba_applies(ctx, logits, target, weight) -> bool:
@@ -356,7 +367,7 @@ class SoftmaxCrossEntropy(Op):
             losses,
         )
         probs = _from_rows(probs, logits.shape)
-        return _xent_finish(ctx, losses.reshape(target.shape), logits, probs, None, target, weight)
+        return _xent_finish(ctx, losses.reshape(target.shape), probs, None, target, weight)
 
     @staticmethod
     def backward(ctx, grad):
@@ -383,19 +394,22 @@ class SoftmaxCrossEntropy(Op):
 
     @staticmethod
     def tensor_backward(ctx, grad):
-        """backward in tensor ops: probs = softmax(logits) and log_probs = log_softmax(logits)
-        recomputed from the logits Tensor, q a Tensor of the target for probabilities and a
-        constant array for class indices (weight and the 'mean' divisor are constants).
+        """backward in tensor ops: probs and log_probs, as saved, in the graph as functions of
+        the logits (`value_of`: their derivatives are softmax's and log-softmax's, from the
+        saved values, so the logits need not be kept), q a Tensor of the target for
+        probabilities and a constant array for class indices (weight and the 'mean' divisor are
+        constants).
 
         So d(dlogits)/dlogits is s * sum_c(q_c) times softmax's Jacobian; with probabilities
         d(dlogits_k)/dtarget_j = s * (1 - eps) * (w_j probs_k - w_k [j = k]), and dtarget is
         -s * (1 - eps) * w * log_probs, which is linear in grad and flat in the target."""
-        logits, eps = ctx.logits, ctx.label_smoothing
-        shape, dtype, classes = logits.shape, logits.dtype, logits.shape[1]
+        eps = ctx.label_smoothing
+        shape, dtype = ctx.probs.shape, ctx.probs.dtype
+        classes = shape[1]
         weight = None if ctx.weight is None else array_of(ctx.weight).astype(dtype, copy=False)
         target = ctx.target
         if target.dtype.kind == "f":
-            divisor = logits.numel() // classes if logits.numel() else 1
+            divisor = math.prod(shape) // classes if math.prod(shape) else 1
             if target.dtype != dtype:
                 target = target.astype(dtype)
             q = target * (1 - eps) + eps / classes if eps else target
@@ -411,9 +425,11 @@ class SoftmaxCrossEntropy(Op):
         scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)
         dx = dt = None
         if ctx.needs_grad[0]:
-            dx = scale * (softmax(logits, axis=1) * q.sum(axis=1, keepdims=True) - q)
+            probs = value_of(ctx, 0, ctx.probs.reshape(shape), _softmax_rule)
+            dx = scale * (probs * q.sum(axis=1, keepdims=True) - q)
         if ctx.needs_grad[1]:
-            dt = (-(1 - eps) * scale) * log_softmax(logits, axis=1)
+            log_probs = value_of(ctx, 0, ctx.log_probs.reshape(shape), _log_softmax_rule)
+            dt = (-(1 - eps) * scale) * log_probs
             if weight is not None:
                 dt = dt * _class_axis(weight, len(shape))
         return dx, dt, None

@@ -8,15 +8,17 @@ import numpy as np
 
 from .. import backend
 from ..arguments import as_dtype
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
+from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from .checks import NOT_BOOL, require_kind
-from .op import Op
+from .op import Op, array_of
 
 __all__ = [
     "abs",
     "add",
     "cast",
+    "cast_first",
     "clip",
     "cos",
     "div",
@@ -70,9 +72,23 @@ class Add(Op):
     tensor_backward = backward
 
 
-def add(a, b):
-    """a + b, broadcasting."""
-    return Add.apply(a, b)
+def add(a, b, *, alpha=1):
+    """a + alpha * b, broadcasting (PyTorch's add: alpha scales b first)."""
+    return Add.apply(a, _scaled("add", a, b, alpha))
+
+
+def _scaled(caller: str, a, b, alpha):
+    """b * alpha for add and sub; b itself for alpha 1. An integer a and b take an integer
+    alpha only, as in PyTorch (a float alpha would make a float result of integers)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{caller}: alpha must be a number, got {type(alpha).__name__}")
+    if isinstance(alpha, (float, np.floating)):
+        if {getattr(v, "dtype", np.asarray(v).dtype).kind for v in (a, b)} <= set("biu"):
+            raise DTypeError(
+                f"{caller}: alpha must be an integer for integer inputs, got {alpha!r} (as in "
+                f"PyTorch)"
+            )
+    return b if alpha == 1 else Mul.apply(b, alpha)
 
 
 class Sub(Op):
@@ -93,9 +109,9 @@ class Sub(Op):
     tensor_backward = backward
 
 
-def sub(a, b):
-    """a - b, broadcasting."""
-    return Sub.apply(a, b)
+def sub(a, b, *, alpha=1):
+    """a - alpha * b, broadcasting (PyTorch's sub)."""
+    return Sub.apply(a, _scaled("sub", a, b, alpha))
 
 
 class Mul(Op):
@@ -152,9 +168,14 @@ class Div(Op):
     tensor_backward = backward
 
 
-def div(a, b):
-    """a / b, broadcasting."""
-    return Div.apply(a, b)
+def div(a, b, *, rounding_mode=None):
+    """a / b, broadcasting; with `rounding_mode` 'trunc' or 'floor', the quotient rounded
+    (PyTorch's div: integers then divide exactly, and the gradient is zero)."""
+    if rounding_mode is None:
+        return Div.apply(a, b)
+    from .rounding import rounded_div  # rounding builds on this module
+
+    return rounded_div(a, b, rounding_mode)
 
 
 class Neg(Op):
@@ -225,7 +246,7 @@ class Pow(Op):
         from .masking import where  # masking builds on this module
 
         xp, a, b = ctx.xp, ctx.a, ctx.b
-        a_values, b_values = _values(a), _values(b)
+        a_values, b_values = array_of(a), array_of(b)
         grad_a = grad_b = None
         with np.errstate(divide="ignore", invalid="ignore"):
             if ctx.needs_grad[0]:
@@ -238,8 +259,29 @@ class Pow(Op):
 
 
 def pow(a, b):  # noqa: A001 (the op's name)
-    """a ** b; either may be a tensor or a number."""
+    """a ** b; either may be a tensor or a number. An integer to a negative integer power is
+    refused, as in PyTorch (its value is not an integer)."""
+    base, exponent = (v.data if isinstance(v, Tensor) else v for v in (a, b))
+    if _integral(base) and _integral(exponent) and np.any(np.asarray(exponent) < 0):
+        raise ArgumentError(
+            f"pow: integers to negative integer powers are not allowed (base of dtype "
+            f"{np.asarray(base).dtype}, exponent {_describe_exponent(exponent)}); cast the base "
+            f"to a floating dtype first"
+        )
     return Pow.apply(a, b)
+
+
+def _integral(value) -> bool:
+    """An integer (or bool) array or number, not a float."""
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return True
+    return getattr(value, "dtype", None) is not None and value.dtype.kind in "biu"
+
+
+def _describe_exponent(exponent) -> str:
+    if hasattr(exponent, "shape") and exponent.shape:
+        return f"of shape {exponent.shape} holding {int(np.min(exponent))}"
+    return repr(int(np.asarray(exponent)))
 
 
 class Exp(Op):
@@ -390,16 +432,10 @@ def cos(x):
     return Cos.apply(x)
 
 
-def _values(value):
-    """The array (or number) behind a saved value, which tensor_backward sees as a Tensor:
-    for masks and shares, constants to a second derivative."""
-    return value.data if isinstance(value, Tensor) else value
-
-
-def _pick_grads(ctx, grad, a_wins):
-    """Gradients of maximum/minimum: to the winner, split evenly on ties (a subgradient). The
-    shares are constants, so this serves arrays and tensors alike."""
-    xp, a, b = ctx.xp, _values(ctx.a), _values(ctx.b)
+def _pick_grads(xp, grad, a, b, a_wins):
+    """Gradients of maximum/minimum for a and b (arrays or numbers): to the winner, split
+    evenly on ties (a subgradient). The shares are constants: grad may be a Tensor (the
+    tensor_backward)."""
     share_a = xp.where(a_wins, 1.0, xp.where(a == b, 0.5, 0.0)).astype(grad.dtype)
     return grad * share_a, grad * (1 - share_a)
 
@@ -421,9 +457,12 @@ class Maximum(Op):
         """da = grad where a > b, db = grad where a < b, else 0; a tie gives each grad / 2.
 
         Each gradient is summed back over broadcast dims."""
-        return _pick_grads(ctx, grad, _values(ctx.a) > _values(ctx.b))
+        return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a > ctx.b)
 
-    tensor_backward = backward
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        a, b = array_of(ctx.a), array_of(ctx.b)
+        return _pick_grads(ctx.xp, grad, a, b, a > b)
 
 
 def maximum(a, b):
@@ -448,9 +487,12 @@ class Minimum(Op):
         """da = grad where a < b, db = grad where a > b, else 0; a tie gives each grad / 2.
 
         Each gradient is summed back over broadcast dims."""
-        return _pick_grads(ctx, grad, _values(ctx.a) < _values(ctx.b))
+        return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a < ctx.b)
 
-    tensor_backward = backward
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        a, b = array_of(ctx.a), array_of(ctx.b)
+        return _pick_grads(ctx.xp, grad, a, b, a < b)
 
 
 def minimum(a, b):
@@ -473,16 +515,22 @@ class Clip(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad where min <= x <= max, else 0 (a None bound does not limit); the mask is a
-        constant, so this serves arrays and tensors alike."""
-        x, inside = _values(ctx.x), True
-        if ctx.min is not None:
-            inside = inside & (x >= ctx.min)
-        if ctx.max is not None:
-            inside = inside & (x <= ctx.max)
-        return grad * inside
+        """dx = grad where min <= x <= max, else 0 (a None bound does not limit)."""
+        return grad * _inside(ctx, ctx.x)
 
-    tensor_backward = backward
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return grad * _inside(ctx, ctx.x.data)  # a constant mask
+
+
+def _inside(ctx, x):
+    """Where min <= x <= max: where clip passes its gradient."""
+    inside = True
+    if ctx.min is not None:
+        inside = inside & (x >= ctx.min)
+    if ctx.max is not None:
+        inside = inside & (x <= ctx.max)
+    return inside
 
 
 def _bound(value, name: str):
@@ -499,7 +547,10 @@ def _bound(value, name: str):
 
 def clip(x, min=None, max=None):  # noqa: A002
     """x limited to [min, max]. Numpy scalar bounds count as Python numbers, as in PyTorch: an
-    np.float64 bound leaves a float16 x float16."""
+    np.float64 bound leaves a float16 x float16. At least one bound must be given, as in
+    PyTorch."""
+    if min is None and max is None:
+        raise ArgumentError("clip: at least one of min and max must not be None")
     return Clip.apply(x, min=_bound(min, "min"), max=_bound(max, "max"))
 
 
@@ -530,6 +581,28 @@ def cast(x, dtype):
     if dtype.kind != "f" and isinstance(x, Tensor):
         x = x.detach()
     return Cast.apply(x, dtype=dtype)
+
+
+def cast_first(x, dtype, caller: str, int64: bool = False):
+    """x cast to a reduction's or softmax's `dtype=` argument, if given (recorded: the gradient
+    flows back), as PyTorch casts before the op. Only to a floating dtype, or to int64 where
+    `int64` is set (sum, prod and cumsum keep it; their results of other integer dtypes come
+    out int64, where PyTorch keeps the dtype asked for). As in PyTorch, int64 is refused for an
+    x that requires grad while gradients are recorded: it has none."""
+    if dtype is None:
+        return x
+    dtype = as_dtype(dtype, caller)
+    if dtype.kind != "f" and not (int64 and dtype == np.int64):
+        raise DTypeError(
+            f"{caller}: dtype must be a floating dtype (np.float32, np.float64, ...)"
+            f"{' or int64' if int64 else ''}, got {dtype}"
+        )
+    if dtype.kind != "f" and x.requires_grad and is_grad_enabled():
+        raise DTypeError(
+            f"{caller}: dtype {dtype} has no gradient, and the input requires grad (as in "
+            f"PyTorch); pass input.detach(), or compute under minitrain.no_grad()"
+        )
+    return x.to(dtype=dtype)
 
 
 class ToDevice(Op):

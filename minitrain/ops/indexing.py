@@ -12,7 +12,7 @@ from ..grad_mode import is_grad_enabled
 from ..inplace import write_in_place
 from ..tensor import Tensor
 from .checks import normalize_one_axis
-from .op import Op, shape_of
+from .op import Op, array_of, shape_of
 
 __all__ = ["assign", "gather", "getitem", "getitem_grad", "setitem"]
 
@@ -102,10 +102,11 @@ def getitem_grad(grad, shape, index):
 
 
 def _index_item(item, xp):
-    """One index entry as numpy takes it; tensors and lists become arrays on x's device."""
+    """One index entry as numpy takes it; tensors, lists and tuples (inside the index tuple,
+    x[(1, 0, -1), :], a tuple reads as a list, as in PyTorch) become arrays on x's device."""
     if isinstance(item, Tensor):
         item = item.data
-    elif isinstance(item, list):
+    elif isinstance(item, (list, tuple)):
         item = np.asarray(item)
     if backend.is_array(item):
         item = xp.array(item)  # a copy: the index tensor may change in place later
@@ -316,13 +317,8 @@ class Gather(Op):
 
     @staticmethod
     def tensor_backward(ctx, grad):
-        index = _along(ctx.xp, _values(ctx.index), ctx.axis)
+        index = _along(ctx.xp, array_of(ctx.index), ctx.axis)
         return GetItemGrad.apply(grad, shape=ctx.shapes[0], index=index), None
-
-
-def _values(value):
-    """The array behind a saved value (a Tensor in a tensor_backward)."""
-    return value.data if isinstance(value, Tensor) else value
 
 
 def _along(xp, index, axis) -> tuple:

@@ -39,7 +39,7 @@ from .normalization_common import (
     tensor_statistics,
     work_dtype,
 )
-from .op import Op, array_of, as_tensor
+from .op import Op, array_of, as_tensor, input_place
 from .shape import reshape
 
 __all__ = [
@@ -317,7 +317,8 @@ class LayerNorm(Op):
     numba enabled, a fused row kernel runs instead (rows in parallel for large inputs)."""
 
     name = "layer_norm"
-    inputs = ("x", "scale", "bias")  # scale: the weight, saved under its name (tensor_backward)
+    inputs = ("x", "weight", "bias")
+    saved_as = {"scale": "weight"}  # the kernels' name for the weight
     attrs = ("axis", "eps")
     saved = ("x", "scale", "mean", "inv_std")
     grad_kernel = "LayerNormalizationGrad"
@@ -399,7 +400,8 @@ class InvertibleLayerNorm(Op):
     Higher derivatives need no x either: only its place in the graph (tensor_backward)."""
 
     name = "invertible_layer_norm"
-    inputs = ("x", "scale", "bias")  # scale: the weight, saved under its name (tensor_backward)
+    inputs = ("x", "weight", "bias")
+    saved_as = {"scale": "weight"}  # the kernels' name for the weight
     attrs = ("axis", "eps")
     saved = ("out", "scale", "bias", "inv_std")
     grad_kernel = "InvertibleLayerNormalizationGrad"
@@ -486,18 +488,11 @@ class RowInvStd(Op, register=False):
 
 def _inv_std_of_x(ctx, x_hat) -> Tensor:
     """inv_std of an invertible layer norm's tensor_backward (ctx), as a Tensor that moves with
-    x: a RowInvStd on x's place in the graph, found through the output's node (the leaf x, or a
-    zero-memory placeholder on the node that made x); the saved constant where x needs no
-    gradient."""
-    source = ctx.out.node.parents[0]
-    if source is None:
+    x: a RowInvStd on x's place in the graph (`input_place`: the invertible norm keeps no x);
+    the saved constant where x needs no gradient."""
+    place = input_place(ctx, 0)
+    if place is None:
         return Tensor.wrap(ctx.inv_std)
-    place = source
-    if not isinstance(source, Tensor):
-        xp = ctx.xp
-        place = Tensor.wrap(xp.broadcast_to(xp.zeros((), ctx.dtypes[0]), ctx.shapes[0]))
-        place.node = source
-        place.requires_grad = True
     count = math.prod(ctx.shapes[0][ctx.axis :])
     return RowInvStd.apply(place, x_hat, inv_std=ctx.inv_std, count=count)
 
@@ -557,7 +552,8 @@ class RMSNorm(Op):
     enabled, a fused row kernel runs instead (rows in parallel for large inputs)."""
 
     name = "rms_norm"
-    inputs = ("x", "scale")  # scale: the weight, saved under its name (tensor_backward)
+    inputs = ("x", "weight")
+    saved_as = {"scale": "weight"}  # the kernels' name for the weight
     attrs = ("axis", "eps")
     saved = ("x", "scale", "inv_std")
     grad_kernel = "SimplifiedLayerNormalizationGrad"

@@ -17,7 +17,7 @@ from ..grad_mode import recording
 from ..inplace import check_plain_view_input, note_plain_view
 from ..tensor import Tensor
 
-__all__ = ["Ctx", "Op", "registry"]
+__all__ = ["Ctx", "Op", "input_place", "registry", "value_of"]
 
 _OPS: dict[str, type[Op]] = {}
 _FLOAT64 = np.dtype(np.float64)
@@ -50,6 +50,7 @@ _CTX_FIELDS = frozenset(
         "out_written",
         "trace",
         "is_view",
+        "node",
     }
 )
 
@@ -132,7 +133,10 @@ class Op(metaclass=_OpType):
       that numpy made from inputs none of which is float64 (ints divided, an int's exp, ...)
       becomes float32, PyTorch's default float dtype;
     - `views`: the output may be a view of the first input's memory (reshape, transpose, basic
-      indexing, broadcast_to), so it cannot change in place while in the graph.
+      indexing, broadcast_to), so it cannot change in place while in the graph;
+    - `saved_as`: saved values that hold an input under another name, {saved name: input name}
+      (the normalization kernels call the weight `scale`); a saved value named like an input
+      holds that input already.
 
     Backward refuses to run on a saved value whose memory an in-place op wrote after the op
     was recorded (minitrain/versions.py); a saved value named like an input (`saved = ("x",)`)
@@ -174,6 +178,7 @@ class Op(metaclass=_OpType):
     exact_dtype: ClassVar[bool] = False
     same_dtype: ClassVar[bool] = False
     views: ClassVar[bool] = False
+    saved_as: ClassVar[dict[str, str]] = {}
     numba_forward: ClassVar = None
     numba_backward: ClassVar = None
     tensor_backward: ClassVar = None
@@ -189,10 +194,15 @@ class Op(metaclass=_OpType):
             index for index, name in enumerate(cls.inputs) if name in cls.promoted
         )  # () or the positions of the pair
         # (saved name, input position) of the saved values that may be an input's own array
+        holds = {name: cls.saved_as.get(name, name) for name in cls.saved}  # name -> input
         cls.saved_inputs = (
             ()
             if cls.variadic
-            else tuple((name, cls.inputs.index(name)) for name in cls.saved if name in cls.inputs)
+            else tuple(
+                (name, cls.inputs.index(holds[name]))
+                for name in cls.saved
+                if holds[name] in cls.inputs
+            )
         )
         cls.saves_output = "out" in cls.saved
         if register:
@@ -350,9 +360,11 @@ class Op(metaclass=_OpType):
 
 def _tensor_ctx(node) -> Ctx:
     """A copy of `node`'s ctx for its tensor_backward: each saved input and `out` as a Tensor in
-    the graph, so that what the backward computes from them is differentiable again."""
+    the graph, so that what the backward computes from them is differentiable again; `node`,
+    for `input_place` and `value_of`."""
     ctx = object.__new__(Ctx)
     ctx.__dict__.update(node.ctx.__dict__)
+    ctx.node = node
     saved = ctx.__dict__
     for name, index in node.op.saved_inputs:
         value = saved.get(name)
@@ -389,6 +401,55 @@ def _input_tensor(node, index, array) -> Tensor:
     if parent.data is array:
         return parent
     return SavedInput.apply(parent, array=array)
+
+
+def input_place(ctx, index: int) -> Tensor | None:
+    """Input `index` of a tensor_backward's node as a place in the graph, without its values
+    (an op that saved no copy of the input has none to give): the leaf itself, or a
+    zero-memory Tensor on the node that made the input; None where it needs no gradient. For an
+    op that takes a value's derivative from saved values alone (`value_of`, RowInvStd)."""
+    parent = ctx.node.parents[index]
+    if parent is None or type(parent) is not Node:
+        return parent
+    xp = ctx.xp
+    return _in_graph(xp.broadcast_to(xp.zeros((), ctx.dtypes[index]), ctx.shapes[index]), parent)
+
+
+def value_of(ctx, index: int, value, rule) -> Tensor:
+    """`value`, an array forward computed from input `index` (softmax's probabilities, x minus
+    its mean) and saved, as a Tensor in the graph that moves with that input: its derivative is
+    `rule(grad, value)`, in arithmetic arrays and Tensors share, so that it serves the first
+    and every higher derivative. The input itself need not have been saved: a tensor_backward
+    gets its second derivative without the first-order path keeping more memory. A constant
+    where the input needs no gradient."""
+    place = input_place(ctx, index)
+    if place is None:
+        return Tensor.wrap(value)
+    return ValueOf.apply(place, value=value, rule=rule)
+
+
+class ValueOf(Op, register=False):
+    """`value_of`'s op: its output is the saved value, its input the place of the input the
+    value was computed from; backward is `rule(grad, out)`, on arrays or, for the next
+    derivative, on Tensors."""
+
+    name = "value_of"
+    inputs = ("source",)
+    attrs = ("value", "rule")
+    saved = ("out",)
+    exact_dtype = True
+
+    @staticmethod
+    def forward(ctx, source):
+        ctx.save(out=ctx.value)
+        return ctx.value
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dsource = rule(grad, out)."""
+        return ctx.rule(grad, ctx.out)
+
+    tensor_backward = backward
 
 
 class SavedInput(Op, register=False):
@@ -439,6 +500,10 @@ def _validate_header(cls) -> None:
         or not set(cls.promoted) <= set(cls.inputs)
     ):
         raise GraphError(f"{subject}: `promoted` must name two of its inputs, got {cls.promoted!r}")
+    if not (set(cls.saved_as) <= set(cls.saved) and set(cls.saved_as.values()) <= set(cls.inputs)):
+        raise GraphError(
+            f"{subject}: `saved_as` must map saved names to input names, got {cls.saved_as!r}"
+        )
     clash = (set(cls.attrs) & set(cls.saved)) | ((set(cls.attrs) | set(cls.saved)) & _CTX_FIELDS)
     if clash:
         raise GraphError(f"{subject}: names {sorted(clash)} clash between attrs, saved and ctx")

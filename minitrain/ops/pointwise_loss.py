@@ -78,16 +78,19 @@ class _PointwiseLoss(Op, register=False):
 
         A subclass overrides it only to write its own slope into this docstring (the graph
         viewer's tooltip)."""
-        diff = ctx.input - ctx.target
-        dx = position_scale(grad, ctx.reduction, diff.size) * cls.slope(ctx, diff)
-        return (dx if ctx.needs_grad[0] else None), (-dx if ctx.needs_grad[1] else None)
+        return cls.grads(ctx, grad, cls.slope)
 
     @classmethod
     def tensor_backward(cls, ctx, grad):
         """backward in tensor ops: d = input - target a Tensor, so the slope's own slope (the
         second derivative) reaches input and target."""
+        return cls.grads(ctx, grad, cls.tensor_slope)
+
+    @staticmethod
+    def grads(ctx, grad, slope):
+        """(dinput, dtarget) = (s * slope(d), -s * slope(d)), on arrays or Tensors."""
         diff = ctx.input - ctx.target
-        dx = position_scale(grad, ctx.reduction, diff.numel()) * cls.tensor_slope(ctx, diff)
+        dx = position_scale(grad, ctx.reduction, math.prod(diff.shape)) * slope(ctx, diff)
         return (dx if ctx.needs_grad[0] else None), (-dx if ctx.needs_grad[1] else None)
 
     @staticmethod

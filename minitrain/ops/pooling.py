@@ -27,7 +27,7 @@ from .. import backend
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
-from .checks import check_floating
+from .checks import NOT_BOOL, check_floating, require_kind
 from .indexing import getitem_grad
 from .op import Op, shape_of
 from .transposed_convolution import ConvTranspose
@@ -164,7 +164,8 @@ def max_pool_forward(x, window: Window):
     """(Y, indices) of max pooling x (N, C, *spatial) over `window`: the max of each window and
     where it sits, as a flat index into its (n, c) plane of x (PyTorch's return_indices). The
     first maximal element in window order wins; a NaN counts as a maximum (max pooling
-    propagates NaN, as in PyTorch); a window with no input element gives -inf and index -1."""
+    propagates NaN, as in PyTorch); a window with no input element gives -inf (an integer x:
+    its dtype's least value) and index -1."""
     if _half(x):
         y, indices = max_pool_forward(x.astype(np.float32), window)
         return y.astype(np.float16), indices
@@ -184,8 +185,9 @@ def max_pool_forward(x, window: Window):
         shape = x.shape[:2] + window.out
         return y.reshape(shape), indices.reshape(shape)
     xp = backend.array_module(x)
-    padded = _padded(xp, x, window, -np.inf)
-    best = xp.full(x.shape[:2] + window.out, -np.inf, x.dtype)
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min  # integers: no -inf
+    padded = _padded(xp, x, window, lowest)
+    best = xp.full(x.shape[:2] + window.out, lowest, x.dtype)
     indices = xp.full(best.shape, -1, np.int64)
     lead = (slice(None), slice(None))
     for offset in np.ndindex(*window.kernel):
@@ -342,7 +344,7 @@ def max_pool_as(
     window = pool_window(
         caller, shape_of(x), kernel_shape, strides, pads, dilations, ceil_mode, names
     )
-    check_pool_float(caller, x)
+    require_kind(caller, x, "iuf", NOT_BOOL, "int")  # integers too, as in PyTorch
     return MaxPool.apply(
         x,
         kernel_shape=window.kernel,

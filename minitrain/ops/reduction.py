@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -20,7 +21,7 @@ from . import elementwise
 from .checks import NOT_BOOL, normalize_axis, normalize_one_axis, require_kind
 from .indexing import gather
 from .masking import where
-from .op import Op, shape_of
+from .op import Op, shape_of, value_of
 from .shape import broadcast_to, flip, permute
 
 __all__ = [
@@ -47,11 +48,6 @@ def _kept(ctx, grad):
     if ctx.keepdims:
         return grad
     return grad.reshape(tuple(1 if d in ctx.axis else n for d, n in enumerate(ctx.shapes[0])))
-
-
-def _values(value):
-    """The array behind a saved value (a Tensor in a tensor_backward): for masks, constants."""
-    return value.data if isinstance(value, Tensor) else value
 
 
 def _count(shape, axis) -> int:
@@ -114,24 +110,32 @@ class Mean(Op):
 
     @staticmethod
     def forward(ctx, x):
+        if not _count(x.shape, ctx.axis):  # the mean of nothing: nan, as in PyTorch
+            return x.sum(axis=ctx.axis, keepdims=ctx.keepdims) * np.nan
         return x.mean(axis=ctx.axis, keepdims=ctx.keepdims)
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad / M broadcast back over the reduced axes, M the count of values averaged."""
+        """dx = grad / M broadcast back over the reduced axes, M the count of values averaged
+        (none: x is empty, and so is dx)."""
         shape = ctx.shapes[0]
-        return ctx.xp.broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
+        count = _count(shape, ctx.axis)
+        if not count:
+            return ctx.xp.zeros(shape, grad.dtype)
+        return ctx.xp.broadcast_to(_kept(ctx, grad) / count, shape)
 
     @staticmethod
     def tensor_backward(ctx, grad):
         shape = ctx.shapes[0]
-        return broadcast_to(_kept(ctx, grad) / _count(shape, ctx.axis), shape)
+        count = _count(shape, ctx.axis)
+        if not count:
+            return Tensor.wrap(ctx.xp.zeros(shape, grad.dtype))
+        return broadcast_to(_kept(ctx, grad) / count, shape)
 
 
 def mean(x, axis=None, keepdims: bool = False):
-    """Mean over axis; an empty axis is an error, not nan. Floating x only, as in PyTorch."""
+    """Mean over axis; over no elements nan, as in PyTorch. Floating x only, as in PyTorch."""
     require_kind("mean", x, "f", "floating point", "float")
-    _require_nonempty(x, axis, "mean")
     return _reduction(Mean, x, axis, keepdims)
 
 
@@ -158,13 +162,16 @@ class Prod(Op):
 
     @staticmethod
     def tensor_backward(ctx, grad):
-        """backward's rule in tensor ops. The product of the others, for each element of a
-        slice of n, is the product of n copies of the slice, each with its own element set to
-        1 (an n x n grid per slice): O(n^2), but exact at zeros, as the cumulative products of
-        the array kernel are, and differentiable again."""
+        """backward's rule in tensor ops. Without zeros in x, the product of the others is
+        prod / x, recomputed in the graph. With zeros, it is the product of n copies of each
+        slice of n, each with its own element set to 1 (an n x n grid per slice): O(n^2), but
+        exact at zeros, as the cumulative products of the array kernel are, and differentiable
+        again."""
         x, axis = ctx.x, ctx.axis
         if not x.data.size:
             return Tensor.wrap(ctx.xp.zeros_like(x.data))
+        if not (x.data == 0).any():
+            return _kept(ctx, grad) * (prod(x, axis, keepdims=True) / x)
         kept = [d for d in range(x.ndim) if d not in axis]
         order = tuple(kept + list(axis))
         moved = permute(x, order)
@@ -253,15 +260,21 @@ class _Extreme(Op, register=False):
     @staticmethod
     def backward(ctx, grad):
         """dx = grad / k where x equals its slice's max (min), else 0; k: the ties in that slice."""
-        x = _values(ctx.x)  # the hits are constants: this serves tensor_backward too
-        hit = x == ctx.extreme
-        if ctx.nan_takes_grad:
-            hit |= ctx.xp.isnan(x)  # a NaN is only in a slice whose extreme is NaN
-        ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
-        with np.errstate(divide="ignore", invalid="ignore"):  # amax's NaN slice: no hit, 0 / 0
-            return (_kept(ctx, grad) / ties) * hit
+        return _to_extremes(ctx, grad, ctx.x)
 
-    tensor_backward = backward
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return _to_extremes(ctx, grad, ctx.x.data)  # the hits are constants
+
+
+def _to_extremes(ctx, grad, x):
+    """max / min's gradient (an array, or a Tensor in tensor_backward) sent to x's extremes."""
+    hit = x == ctx.extreme
+    if ctx.nan_takes_grad:
+        hit |= ctx.xp.isnan(x)  # a NaN is only in a slice whose extreme is NaN
+    ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):  # amax's NaN slice: no hit, 0 / 0
+        return (_kept(ctx, grad) / ties) * hit
 
 
 class Max(_Extreme):
@@ -353,14 +366,43 @@ def norm(x, p=2, axis=None, keepdims: bool = False):
 
 
 def _dof(ctx, shape) -> int:
-    """var / std's degrees of freedom: the values reduced into each output less the correction."""
-    return _count(shape, ctx.axis) - ctx.correction
+    """var / std's degrees of freedom: the values reduced into each output less the correction,
+    and 0 where that is not positive (PyTorch's: the variance is then nan or inf)."""
+    return builtins.max(_count(shape, ctx.axis) - ctx.correction, 0)
+
+
+def _over_dof(ctx, numerator: float) -> float:
+    """numerator / the degrees of freedom, inf where there are none."""
+    dof = _dof(ctx, ctx.shapes[0])
+    return numerator / dof if dof else math.inf
 
 
 def _centered_variance(ctx, x):
-    """var / std's forward: x - mean(x), and the variance with the reduced dims kept (size 1)."""
-    centered = x - x.mean(axis=ctx.axis, keepdims=True)
-    return centered, (centered * centered).sum(axis=ctx.axis, keepdims=True) / _dof(ctx, x.shape)
+    """var / std's forward: x - mean(x), and the variance with the reduced dims kept (size 1);
+    nan (no elements, or 0 / 0) or inf where there are no degrees of freedom, as in PyTorch."""
+    if _count(x.shape, ctx.axis):
+        centered = x - x.mean(axis=ctx.axis, keepdims=True)
+    else:
+        centered = x - x.sum(axis=ctx.axis, keepdims=True) * np.nan  # empty, as x is
+    squares = (centered * centered).sum(axis=ctx.axis, keepdims=True)
+    dof = _dof(ctx, x.shape)
+    if dof:
+        return centered, squares / dof
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return centered, squares / dof
+
+
+def _centered_in_graph(ctx):
+    """var's and std's saved x - mean(x) as a Tensor that moves with x (their tensor_backward:
+    `value_of`, so x need not be kept): it is linear in x, with derivative grad - mean(grad)."""
+    axis = ctx.axis
+
+    def centering(grad, centered):
+        if not _count(grad.shape, axis):  # no elements to center
+            return grad
+        return grad - grad.mean(axis=axis, keepdims=True)
+
+    return value_of(ctx, 0, ctx.centered, centering)
 
 
 def _spread(op, x, axis, keepdims, correction):
@@ -369,10 +411,12 @@ def _spread(op, x, axis, keepdims, correction):
     norm = normalize_axis(axis, len(shape), op.name)
     count = _count(shape, norm)
     if count - correction <= 0:
-        raise ShapeError(
-            f"{op.name}: {count} elements per reduction with correction={correction} leaves no "
-            f"degrees of freedom (input shape {shape}, axis {axis!r}); use correction=0 or more "
-            "elements"
+        warnings.warn(
+            f"{op.name}(): degrees of freedom is <= 0: {count} elements per reduction with "
+            f"correction={correction} (input shape {shape}, axis {axis!r}); the result is nan or "
+            f"inf, as in PyTorch",
+            UserWarning,
+            stacklevel=3,
         )
     return op.apply(x, axis=norm, keepdims=bool(keepdims), correction=correction)
 
@@ -383,26 +427,28 @@ class Var(Op):
     name = "var"
     inputs = ("x",)
     attrs = ("axis", "keepdims", "correction")
-    saved = ("centered", "x")  # x for tensor_backward, which recomputes centered from it
+    saved = ("centered",)
 
     @staticmethod
     def forward(ctx, x):
         centered, variance = _centered_variance(ctx, x)
-        ctx.save(centered=centered, x=x)
+        ctx.save(centered=centered)
         return variance if ctx.keepdims else variance.squeeze(axis=ctx.axis)
 
     @staticmethod
     def backward(ctx, grad):
         """dx = 2 * grad * (x - mean(x)) / (M - correction), with grad broadcast back over axis.
 
-        M: the number of values reduced into each output; x - mean(x) is saved as `centered`."""
-        return _kept(ctx, grad) * (2 / _dof(ctx, ctx.shapes[0])) * ctx.centered
+        M: the number of values reduced into each output; x - mean(x) is saved as `centered`.
+        With no degrees of freedom, inf and nan, as PyTorch's."""
+        with np.errstate(invalid="ignore"):  # inf * 0 where there are no degrees of freedom
+            return _kept(ctx, grad) * _over_dof(ctx, 2.0) * ctx.centered
 
     @staticmethod
     def tensor_backward(ctx, grad):
-        x = ctx.x
-        centered = x - mean(x, ctx.axis, keepdims=True)
-        return _kept(ctx, grad) * (2 / _dof(ctx, ctx.shapes[0])) * centered
+        centered = _centered_in_graph(ctx)
+        with np.errstate(invalid="ignore"):
+            return _kept(ctx, grad) * _over_dof(ctx, 2.0) * centered
 
 
 def var(x, axis=None, keepdims: bool = False, correction: int = 1):
@@ -417,13 +463,13 @@ class Std(Op):
     name = "std"
     inputs = ("x",)
     attrs = ("axis", "keepdims", "correction")
-    saved = ("centered", "std", "x")  # x for tensor_backward, which recomputes the rest
+    saved = ("centered", "std")
 
     @staticmethod
     def forward(ctx, x):
         centered, variance = _centered_variance(ctx, x)
         std = ctx.xp.sqrt(variance)
-        ctx.save(centered=centered, std=std, x=x)
+        ctx.save(centered=centered, std=std)
         return std if ctx.keepdims else std.squeeze(axis=ctx.axis)
 
     @staticmethod
@@ -433,19 +479,24 @@ class Std(Op):
         There every x in the slice is equal and the derivative 0 / 0: 0 is a subgradient
         (PyTorch's choice too), where sqrt(var)'s chain rule would give inf * 0 = NaN."""
         zero = ctx.std == 0
-        scale = ctx.xp.where(
-            zero, 0, 1 / (_dof(ctx, ctx.shapes[0]) * ctx.xp.where(zero, 1, ctx.std))
-        )
-        return _kept(ctx, grad) * scale * ctx.centered
+        with np.errstate(divide="ignore", invalid="ignore"):  # no degrees of freedom: nan
+            scale = ctx.xp.where(
+                zero, 0, 1 / (_dof(ctx, ctx.shapes[0]) * ctx.xp.where(zero, 1, ctx.std))
+            )
+            return _kept(ctx, grad) * scale * ctx.centered
 
     @staticmethod
     def tensor_backward(ctx, grad):
-        x = ctx.x
-        centered = x - mean(x, ctx.axis, keepdims=True)
-        deviation = _spread(Std, x, ctx.axis, True, ctx.correction)
+        """backward in tensor ops, std = sqrt(sum(centered^2) / dof) rebuilt from centered,
+        which moves with x (std depends on x through it alone)."""
+        centered = _centered_in_graph(ctx)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            squares = (centered * centered).sum(axis=ctx.axis, keepdims=True)
+            deviation = elementwise.sqrt(squares * _over_dof(ctx, 1.0))
         zero = deviation.data == 0
-        scale = where(zero, 0.0, 1 / (_dof(ctx, ctx.shapes[0]) * where(zero, 1.0, deviation)))
-        return _kept(ctx, grad) * scale * centered
+        with np.errstate(divide="ignore", invalid="ignore"):  # no degrees of freedom: nan
+            scale = where(zero, 0.0, 1 / (_dof(ctx, ctx.shapes[0]) * where(zero, 1.0, deviation)))
+            return _kept(ctx, grad) * scale * centered
 
 
 def std(x, axis=None, keepdims: bool = False, correction: int = 1):

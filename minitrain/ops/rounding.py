@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DTypeError
+from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from .checks import NOT_BOOL, require_kind
 from .elementwise import widened
 from .op import Op
 
-__all__ = ["ceil", "floor", "round", "sign", "trunc"]
+__all__ = ["ceil", "floor", "round", "rounded_div", "sign", "trunc"]
 
 
 class _Step(Op, register=False):
@@ -121,3 +121,53 @@ def round(x, decimals: int = 0):  # noqa: A001 (the op's name)
     else:
         require_kind("round", x, "iuf", NOT_BOOL, "int")
     return Round.apply(x, decimals=int(decimals))
+
+
+class RoundedDiv(_Step):
+    """a / b rounded toward zero ('trunc') or down ('floor', Python's //), as PyTorch's
+    div(rounding_mode=...): integers divide exactly in their dtype, floats as their quotient
+    rounded. Flat wherever it has a derivative: both gradients are zero, as in PyTorch."""
+
+    name = "rounded_div"
+    inputs = ("a", "b")
+    attrs = ("rounding_mode",)
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xp = ctx.xp
+        integral = all(getattr(v, "dtype", np.asarray(v).dtype).kind in "biu" for v in (a, b))
+        if integral:
+            if xp.any(xp.asarray(b) == 0):
+                raise ArgumentError("div: integer division by zero (as in PyTorch)")
+            if ctx.rounding_mode == "floor":
+                return xp.floor_divide(a, b)
+            return (a - xp.fmod(a, b)) // b  # exact: a - fmod(a, b) is a multiple of b
+        with np.errstate(divide="ignore", invalid="ignore"):  # x / 0: inf and nan, as torch
+            if ctx.rounding_mode == "floor":
+                return xp.floor_divide(a, b)
+            return xp.trunc(xp.true_divide(a, b))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = db = 0: the quotient is flat between its jumps."""
+        zero = ctx.xp.zeros_like(grad)
+        return zero, zero
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        zero = Tensor.wrap(ctx.xp.zeros_like(grad.data))
+        return zero, zero
+
+
+def rounded_div(a, b, rounding_mode: str):
+    """a / b rounded by `rounding_mode`, 'trunc' (toward zero) or 'floor' (down); the
+    gradient is zero. Bool inputs are refused, as in PyTorch."""
+    if rounding_mode not in ("trunc", "floor"):
+        raise ArgumentError(
+            f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+        )
+    for value in (a, b):
+        require_kind("div", value, "iuf", NOT_BOOL, "int")
+    return RoundedDiv.apply(a, b, rounding_mode=rounding_mode)

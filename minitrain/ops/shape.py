@@ -18,8 +18,10 @@ __all__ = [
     "broadcast_to",
     "chunk",
     "concat",
+    "contiguous",
     "flatten",
     "flip",
+    "meshgrid",
     "pad",
     "permute",
     "reshape",
@@ -206,6 +208,15 @@ def broadcast_to(x, shape):
     return BroadcastTo.apply(x, shape=shape)
 
 
+def _one_dim(dim, axis, caller: str):
+    """The dim of concat / stack, from PyTorch's `dim` or numpy's `axis` (keyword only)."""
+    if axis is None:
+        return dim
+    if dim != 0:
+        raise ArgumentError(f"{caller}: give dim or axis, not both (got dim={dim}, axis={axis})")
+    return axis
+
+
 def _check_same(tensors, caller: str):
     """(shapes, ndim) of tensors that must have one number of dims."""
     shapes = [shape_of(t) for t in tensors]
@@ -236,9 +247,11 @@ class Concat(Op):
         return _pieces(grad, ctx.axis, [shape[ctx.axis] for shape in ctx.shapes])
 
 
-def concat(tensors, axis: int = 0):
-    """Tensors joined along an existing axis; the other dims must match. The result has their
-    PyTorch result_type (int64 with float32 gives float32, where numpy widens to float64)."""
+def concat(tensors, dim: int = 0, *, axis: int | None = None):
+    """Tensors joined along an existing dim (PyTorch's `dim`, or numpy's `axis`); the other
+    dims must match. The result has their PyTorch result_type (int64 with float32 gives
+    float32, where numpy widens to float64)."""
+    axis = _one_dim(dim, axis, "concat")
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("concat: 'tensors' is empty")
@@ -271,8 +284,10 @@ class Stack(Op):
     tensor_backward = backward
 
 
-def stack(tensors, axis: int = 0):
-    """Tensors of one shape joined along a new axis, in their PyTorch result_type (as concat)."""
+def stack(tensors, dim: int = 0, *, axis: int | None = None):
+    """Tensors of one shape joined along a new dim (`dim` or `axis`), in their PyTorch
+    result_type (as concat)."""
+    axis = _one_dim(dim, axis, "stack")
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: 'tensors' is empty")
@@ -432,6 +447,61 @@ class Flip(Op):
 def flip(x, axis):
     """x with the order of its elements reversed along `axis` (an int or a tuple), a copy."""
     return Flip.apply(x, axes=normalize_axis(axis, len(shape_of(x)), "flip"))
+
+
+def meshgrid(*tensors, indexing: str = "ij") -> tuple:
+    """Coordinate grids of 0-d and 1-D tensors (given spread out or as one list): output i
+    holds tensors[i]'s values along dim i, repeated along the others (`indexing='ij'`,
+    PyTorch's default); 'xy' swaps the roles of the first two dims (numpy's default). Each
+    output is a broadcast (read-only) view, as PyTorch's, and its gradient flows back."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ArgumentError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    if not tensors:
+        raise ShapeError("meshgrid: expects at least one tensor")
+    shapes = [shape_of(t) for t in tensors]
+    if any(len(shape) > 1 for shape in shapes):
+        raise ShapeError(f"meshgrid: expects 0-d or 1-D tensors, got shapes {shapes}")
+    dtypes = {str(getattr(t, "dtype", None)) for t in tensors}
+    if len(dtypes) > 1:
+        raise DTypeError(f"meshgrid: expects tensors of one dtype, got {sorted(dtypes)}")
+    sizes = [math.prod(shape) for shape in shapes]
+    places = list(range(len(tensors)))
+    if indexing == "xy" and len(places) > 1:
+        places[0], places[1] = 1, 0
+    grid = [0] * len(sizes)
+    for place, size in zip(places, sizes, strict=True):
+        grid[place] = size
+    outputs = []
+    for place, size, t in zip(places, sizes, tensors, strict=True):
+        along = tuple(size if d == place else 1 for d in range(len(grid)))
+        outputs.append(BroadcastTo.apply(Reshape.apply(t, shape=along), shape=tuple(grid)))
+    return tuple(outputs)
+
+
+class Contiguous(Op):
+    """x copied into C-ordered memory (row-major, as PyTorch's contiguous()); the values and the
+    gradient pass through unchanged."""
+
+    name = "contiguous"
+    inputs = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        return ctx.xp.array(x, order="C", copy=True)  # a copy even where x is C-ordered
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad."""
+        return grad
+
+    tensor_backward = backward
+
+
+def contiguous(x):
+    """A C-ordered copy of x (Tensor.contiguous() returns x itself where it is C-ordered)."""
+    return Contiguous.apply(x)
 
 
 def tile(x, reps):

@@ -259,6 +259,14 @@ def test_softmax_dtype_casts_the_input_first(name):
         ((-3, -1, 2, -2), "replicate", None),
         ((2, 1, 0, 3), "circular", None),
         ((5, 5, 4, 1), "circular", None),
+        # circular crops first, then wraps around what is left (at most once), as torch
+        ((1, -2, -1, -1), "circular", None),
+        ((-2, 1, 2, -2), "circular", None),
+        ((3, -1, -3, 0), "circular", None),
+        ((-4, 1, 0, 0), "circular", None),
+        # pads that empty a dim
+        ((-5, 0), "constant", None),
+        ((0, -5, 0, 0), "circular", None),
     ],
 )
 def test_pad_matches_torch(pad, mode, value):
@@ -276,7 +284,9 @@ def test_pad_matches_torch(pad, mode, value):
         (lambda t: F.pad(t, (1,) * 8), ShapeError, "two per padded dim of shape"),
         (lambda t: F.pad(t, (3, 0), "reflect"), ShapeError, r"pads from -3 to 2 for dim 2"),
         (lambda t: F.pad(t, (-2, -1), "reflect"), ShapeError, r"at least one element"),
-        (lambda t: F.pad(t, (0, -1), "circular"), ShapeError, r"pads from 0 to 3 for dim 2"),
+        (lambda t: F.pad(t, (-1, 3), "circular"), ShapeError, r"keeps 2 elements.* from -3 to 2"),
+        (lambda t: F.pad(t, (-3, 1), "circular"), ShapeError, r"keeps 0 elements"),
+        (lambda t: F.pad(t, (4, 0), "circular"), ShapeError, r"wraps at most once"),
         (lambda t: F.pad(t, (-2, -2)), ShapeError, r"crop more than dim 2 of size 3"),
     ],
 )

@@ -11,7 +11,6 @@ from op_samples import SAMPLES, minitrain_inputs, rng_for, torch_inputs
 
 import minitrain as mt
 from minitrain import ops
-from minitrain.errors import ShapeError
 
 CASES = [
     pytest.param(op_name, sample, id=f"{op_name}-{sample.name}")
@@ -361,11 +360,24 @@ def test_logsumexp_of_an_all_minus_inf_row_is_minus_inf():
     assert out.data[1] == pytest.approx(math.log(2.0))
 
 
-def test_var_with_one_element_and_correction_1_raises():
-    with pytest.raises(ShapeError):
-        ops.var(_leaf([3.0]))
-    with pytest.raises(ShapeError):
-        ops.var(_leaf([[1.0], [2.0]]), axis=1)
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_and_std_without_degrees_of_freedom_give_nan_and_warn_as_torch(name):
+    torch = pytest.importorskip("torch")
+    cases = [
+        ([3.0], {}),  # one element, correction 1: 0 / 0
+        ([1.0, 2.0, 4.0], {"correction": 3}),  # positive / 0: inf
+        ([1.0, 2.0, 4.0], {"correction": 5}),  # fewer elements than the correction: as 0
+        ([[1.0], [2.0]], {"dim": 1}),
+    ]
+    for values, keywords in cases:
+        x = _leaf(values)
+        with pytest.warns(UserWarning, match=rf"{name}\(\): degrees of freedom is <= 0"):
+            out = getattr(x, name)(**keywords)
+        with pytest.warns(UserWarning, match="degrees of freedom"):
+            expected = getattr(torch.tensor(values, dtype=torch.float64), name)(**keywords)
+        np.testing.assert_array_equal(out.data, expected.numpy())
+        out.sum().backward()  # nan and inf, no error
+        assert not np.isfinite(x.grad.data).any()
     # with correction=0 one element is fine: its variance is 0
     assert ops.var(_leaf([3.0]), correction=0).item() == 0.0
 
@@ -380,9 +392,14 @@ def test_var_by_hand():
 
 
 @pytest.mark.parametrize("axis", [1, None, (0, 1)], ids=["axis1", "all", "tuple"])
-def test_mean_over_an_empty_axis_raises(axis):
-    with pytest.raises(ShapeError):
-        ops.mean(mt.tensor(np.zeros((2, 0))), axis=axis)
+def test_mean_over_an_empty_axis_is_nan_as_torch(axis):
+    torch = pytest.importorskip("torch")
+    x = _leaf(np.zeros((2, 0)))
+    out = ops.mean(x, axis=axis)
+    expected = torch.zeros(2, 0, dtype=torch.float64).mean(dim=axis)
+    assert out.shape == tuple(expected.shape) and np.isnan(out.data).all()
+    out.sum().backward()
+    assert x.grad.shape == (2, 0)
 
 
 def test_mean_over_a_nonempty_axis_of_an_empty_tensor_is_fine():

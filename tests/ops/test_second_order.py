@@ -11,6 +11,7 @@ from op_samples import SAMPLES, minitrain_inputs, rng_for, torch_inputs
 import minitrain as mt
 from minitrain import ops
 from minitrain.errors import GraphError
+from minitrain.ops.op import Op
 
 
 def _double_backward_op(op_name):
@@ -127,3 +128,40 @@ def test_norm_second_derivative_at_a_zero_slice_is_zero(p):
     np.testing.assert_array_equal(h.data[0], 0.0)
     assert np.isfinite(h.data[1]).all()
     assert (np.abs(h.data[1]).max() > 0) == (p != 1)  # the 1-norm is linear where no x is 0
+
+
+def test_first_order_backward_never_runs_a_tensor_backward(monkeypatch):
+    # create_graph=False keeps the array kernels: with every tensor_backward refused, the
+    # gradients of every sample still come, and a create_graph backward does hit the refusal
+    def refuse(cls, node, grad, needs=None):
+        raise AssertionError(f"{cls.name}: tensor_backward ran")
+
+    monkeypatch.setattr(Op, "run_tensor_backward", classmethod(refuse))
+    for op_name, samples in SAMPLES.items():
+        for sample in samples:
+            values = sample.make(rng_for(op_name, sample))
+            inputs = minitrain_inputs(values, sample)
+            wrt = [inputs[i] for i in sample.differentiable(values)]
+            out = sample.call(*inputs)
+            mt.grad(out, wrt, mt.tensor(np.ones(out.shape)), allow_unused=True)
+    x = mt.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    with pytest.raises(AssertionError, match="tensor_backward ran"):
+        mt.grad((x * x).sum(), x, create_graph=True)
+
+
+@pytest.mark.parametrize("op_name, sample", CASES)
+def test_a_saved_input_holds_that_inputs_values(op_name, sample):
+    # tensor_backward reads each saved value named like an input (or mapped by saved_as) as
+    # that input, in the graph: it must hold the input's values, not something made from them
+    inputs = minitrain_inputs(sample.make(rng_for(op_name, sample)), sample)
+    out = sample.call(*inputs)
+    node = out.grad_fn
+    while node is not None and node.op.name != op_name:  # a wrapper's reshape after the op
+        node = next((p for p in node.parents if type(p) is type(node)), None)
+    if node is None:
+        return  # the op is not the one recorded last: nothing saved to compare
+    for name, index in node.op.saved_inputs:
+        value, parent = node.ctx.__dict__.get(name), node.parents[index]
+        if hasattr(value, "shape") and isinstance(parent, mt.Tensor):
+            assert value.shape == parent.shape, f"{name}: shape {value.shape}"
+            np.testing.assert_array_equal(value, parent.data.astype(value.dtype), err_msg=name)

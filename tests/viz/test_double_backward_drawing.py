@@ -25,13 +25,13 @@ def test_the_backward_ops_remember_whose_backward_recorded_them():
     x, sin, y, g = _sin_times_x()
     nodes = mt.autograd.graph_nodes([g])
     recorded_by = {
-        node.op.name: node.scope.node
+        node.op.name: (node.scope.name, node.scope.seq)
         for node in nodes
-        if type(node.scope) is BackwardScope and node.scope.node is not None
+        if type(node.scope) is BackwardScope and node.scope.seq is not None
     }
     # d/dx sum(sin(x) * x) = sin(x) + x cos(x): MulGrad gives grad * x and grad * sin(x), and
     # SinGrad's backward multiplies by cos(x), an op of its own
-    assert recorded_by["cos"] is sin.node
+    assert recorded_by["cos"] == ("SinGrad", sin.node.seq)
     forward = [node for node in nodes if node.scope is None]
     assert [node.op.name for node in forward] == ["sin"]  # the forward op the gradient reads
     np.testing.assert_allclose(g.data, np.sin(x.data) + x.data * np.cos(x.data), rtol=1e-12)
@@ -74,3 +74,21 @@ def test_a_gradient_penalty_graph_shows_module_boxes_and_backward_boxes():
     assert "0: Linear" in labels and "2: Linear" in labels  # the forward, by module
     assert any(label.startswith("create_graph: backward of LinearGrad") for label in labels)
     assert any(label.startswith("create_graph: backward of TanhGrad") for label in labels)
+
+
+def test_the_scope_does_not_keep_the_forward_nodes_alive():
+    # the gradient's graph remembers whose backward recorded each op by name and number only:
+    # a forward node it does not need (relu's, whose backward is a where on a constant mask)
+    # is freed with its saved values
+    import gc
+    import weakref
+
+    x = mt.tensor(np.array([0.5, -1.0, 2.0]), requires_grad=True)
+    w = mt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    r = mt.ops.relu(x * 3)
+    relu_node = weakref.ref(r.node)
+    (g,) = mt.grad((r * w).sum(), x, create_graph=True)
+    del r
+    gc.collect()
+    assert relu_node() is None
+    assert any(type(n.scope) is BackwardScope for n in mt.autograd.graph_nodes([g]))

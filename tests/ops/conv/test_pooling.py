@@ -606,10 +606,10 @@ ERRORS = [
         ["avg_pool", "count_include_pad"],
     ),
     (
-        "integer_input",
-        lambda: ops.max_pool(_zeros(1, 1, 4, dtype=np.int64), 2),
+        "bool_input",  # integers are pooled, as in PyTorch; bools are refused, as there
+        lambda: ops.max_pool(_zeros(1, 1, 4, dtype=np.bool_), 2),
         DTypeError,
-        ["max_pool", "floating", "int64"],
+        ["max_pool", "not bool", "bool"],
     ),
     (
         "output_size_length",
@@ -644,3 +644,18 @@ def test_errors_name_the_op_the_argument_and_the_values(call, error, words):
         call()
     for word in words:
         assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_max_pool_takes_integer_input_as_torch(dtype):
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(0).integers(0, 100, (2, 3, 7, 6)).astype(dtype)
+    for keywords in ({"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                     {"kernel_size": 2, "ceil_mode": True, "dilation": 2}):  # fmt: skip
+        out, at = F.max_pool2d(mt.tensor(values), return_indices=True, **keywords)
+        want, want_at = torch.nn.functional.max_pool2d(
+            torch.from_numpy(values), return_indices=True, **keywords
+        )
+        assert out.dtype == dtype and not out.requires_grad
+        np.testing.assert_array_equal(out.numpy(), want.numpy())
+        np.testing.assert_array_equal(at.numpy(), want_at.numpy())
