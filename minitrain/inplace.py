@@ -211,8 +211,8 @@ class InPlaceMethods:
     def mul_(self, other):
         return write_in_place(self, lambda: self * other, "mul_")
 
-    def div_(self, other):
-        return write_in_place(self, lambda: self / other, "div_")
+    def div_(self, other, *, rounding_mode=None):
+        return write_in_place(self, lambda: self.div(other, rounding_mode=rounding_mode), "div_")
 
     def pow_(self, exponent):
         return write_in_place(self, lambda: self**exponent, "pow_")
@@ -262,8 +262,8 @@ class InPlaceMethods:
     def round_(self, *, decimals: int = 0):
         return write_in_place(self, lambda: self.round(decimals=decimals), "round_")
 
-    def cumsum_(self, dim):
-        return write_in_place(self, lambda: self.cumsum(dim), "cumsum_")
+    def cumsum_(self, dim, *, dtype=None):
+        return write_in_place(self, lambda: self.cumsum(dim, dtype=dtype), "cumsum_")
 
     def tril_(self, diagonal: int = 0):
         return write_in_place(self, lambda: self.tril(diagonal), "tril_")

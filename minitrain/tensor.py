@@ -221,8 +221,11 @@ class Tensor(InPlaceMethods):
             raise ShapeError("len() of a 0-d tensor")
         return self.data.shape[0]
 
-    def numpy(self) -> np.ndarray:
-        """The data as a numpy array (no copy). CUDA tensors: call .cpu() first."""
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a numpy array (no copy). CUDA tensors: call .cpu() first, or pass
+        `force=True` for a copy in host memory (a tensor in the graph needs no detach here)."""
+        if force and not isinstance(self.data, np.ndarray):
+            return backend.to_device(self.data, backend.device("cpu"))
         if not isinstance(self.data, np.ndarray):
             raise DeviceError(f"numpy: the tensor is on {self.device}; call .cpu() first")
         return self.data
@@ -295,8 +298,11 @@ class Tensor(InPlaceMethods):
     def cpu(self) -> Tensor:
         return self.to("cpu")
 
-    def cuda(self, index: int = 0) -> Tensor:
-        return self.to(f"cuda:{index}")
+    def cuda(self, device=None) -> Tensor:
+        """On a GPU: `device` an index (0 by default), 'cuda:1' or a Device."""
+        if device is None or isinstance(device, (int, np.integer)):
+            device = f"cuda:{0 if device is None else int(device)}"
+        return self.to(device)
 
     def float(self) -> Tensor:
         return self.to(np.dtype(np.float32))
@@ -893,12 +899,13 @@ class Tensor(InPlaceMethods):
             )
         return self.T
 
-    def broadcast_to(self, *shape):
-        return ops.broadcast_to(self, shape_args(shape))
+    def broadcast_to(self, size):
+        """self repeated along new leading dims and dims of size 1 to reach `size`."""
+        return ops.broadcast_to(self, size)
 
-    def expand(self, *shape):
+    def expand(self, *size):
         """PyTorch's expand: broadcast_to where -1 keeps an existing dim's size."""
-        shape = shape_args(shape)
+        shape = shape_args(size)
         lead = len(shape) - self.ndim
         if any(n == -1 for n in shape[: max(lead, 0)]):
             raise ShapeError(f"expand: -1 in a new leading dim of {shape} (tensor {self.shape})")
@@ -910,10 +917,10 @@ class Tensor(InPlaceMethods):
         """Broadcast to other's shape."""
         return ops.broadcast_to(self, other.shape)
 
-    def repeat(self, *sizes):
-        """Tiled sizes[d] times along each dim d, with a size for every dim (more sizes add
+    def repeat(self, *repeats):
+        """Tiled repeats[d] times along each dim d, with a count for every dim (more counts add
         leading dims): PyTorch's repeat, numpy's tile. The gradient sums over the copies."""
-        sizes = shape_args(sizes)
+        sizes = shape_args(repeats)
         if len(sizes) < self.ndim:
             raise ShapeError(
                 f"repeat: needs a size for each of the {self.ndim} dims of shape {self.shape}, "

@@ -225,11 +225,15 @@ def unary_samples(call, ref, values=normal) -> list[Sample]:
     ]
 
 
-# To cover a new op, add `"name": [Sample(...), ...]` to SAMPLES in its family's file,
+# To cover a new op, add `"name": [Sample(...), ...]` to SAMPLES in its family's file (a
+# function composed of registered ops: to COMPOSED there),
 # samples_<family>.py: its inputs, the minitrain call and the PyTorch reference (refs reach torch
 # only when called, so the table loads without it). Those files import the machinery above from
 # this module, which is why the table is assembled last, the families in their ops' test order.
 SAMPLES: dict[str, list[Sample]] = {}
+# the functions composed of registered ops (sort, roll, cosine_similarity ...), which a family
+# file lists in its COMPOSED: the registry tests run them too, but for the registry's own checks
+COMPOSED: dict[str, list[Sample]] = {}
 for _family in (
     "elementwise",
     "transcendental",
@@ -248,8 +252,9 @@ for _family in (
     "similarity",
     "scatter",
 ):
-    _entries = importlib.import_module(f"samples_{_family}").SAMPLES
-    assert not SAMPLES.keys() & _entries.keys(), (
-        f"ops sampled twice: {SAMPLES.keys() & _entries.keys()}"
-    )
+    _module = importlib.import_module(f"samples_{_family}")
+    _entries, _composed = _module.SAMPLES, getattr(_module, "COMPOSED", {})
+    _twice = (SAMPLES.keys() | COMPOSED.keys()) & (_entries.keys() | _composed.keys())
+    assert not _twice, f"functions sampled twice: {_twice}"
     SAMPLES.update(_entries)
+    COMPOSED.update(_composed)

@@ -143,8 +143,11 @@ SAMPLES: dict[str, list[Sample]] = {
     "fmod": _division(ops.fmod, lambda a, b: torch.fmod(*_as_torch(a), b)),
     # torch.remainder(number, x) has no derivative: the number as a 0-d tensor has
     "remainder": _division(ops.remainder, lambda a, b: torch.remainder(*_as_torch(a, b))),
-    # PyTorch's floor_divide has no derivative; its div(rounding_mode='floor') computes the
-    # same quotient with the zero gradient floor_divide has here
+}
+
+COMPOSED: dict[str, list[Sample]] = {
+    # floor_divide is rounded_div's 'floor'; PyTorch's floor_divide has no derivative, its
+    # div(rounding_mode='floor') computes the same quotient with the zero gradient it has here
     "floor_divide": _division(
         ops.floor_divide, lambda a, b: torch.div(*_as_torch(a, b), rounding_mode="floor")
     ),

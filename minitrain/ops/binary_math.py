@@ -15,6 +15,7 @@ from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from .elementwise import exp, widened
 from .op import Op, as_tensor, result_type
+from .rounding import rounded_div
 from .transcendental import floating_or_float32
 
 __all__ = [
@@ -355,41 +356,10 @@ def remainder(input, other):  # noqa: A002
     return Remainder.apply(input, other)
 
 
-class FloorDivide(Op):
-    """floor(input / other), as Python's // computes it (exact where floor(a / b) rounds)."""
-
-    name = "floor_divide"
-    inputs = ("input", "other")
-    broadcast = True
-    promoted = ("input", "other")
-
-    @staticmethod
-    def forward(ctx, a, b):
-        xp = ctx.xp
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            out = xp.floor_divide(a, b)
-        _check_integer_divisor("floor_divide", xp, out, b)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dinput = 0, dother = 0: the quotient is flat between its jumps, as PyTorch's
-        div(rounding_mode='floor') takes it."""
-        xp = ctx.xp
-        return tuple(xp.zeros_like(grad) if needs else None for needs in ctx.needs_grad)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """The zero gradients, constants: their own derivatives are zero too."""
-        xp = ctx.xp
-        return tuple(
-            Tensor.wrap(xp.zeros_like(grad.data)) if needs else None for needs in ctx.needs_grad
-        )
-
-
 def floor_divide(input, other):  # noqa: A002
-    """input // other, rounded down (Python's //), elementwise; input may be a number. Integers
-    stay integers (a zero divisor is refused), bools are refused, as in PyTorch. The gradient is
-    zero, as that of PyTorch's div(rounding_mode='floor') (PyTorch's floor_divide has none)."""
+    """input // other, rounded down (Python's //), elementwise; input may be a number: div's
+    'floor' rounding (`rounded_div`). Integers stay integers (a zero divisor is refused), bools
+    are refused, as in PyTorch. The gradient is zero, as that of PyTorch's
+    div(rounding_mode='floor') (PyTorch's floor_divide has none)."""
     _check_kinds("floor_divide", "iuf", "numeric (not bool)", input=input, other=other)
-    return FloorDivide.apply(input, other)
+    return rounded_div(input, other, "floor", caller="floor_divide")

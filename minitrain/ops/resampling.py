@@ -571,8 +571,9 @@ class UnfoldPatches(Op):
     @staticmethod
     def forward(ctx, x):
         window = _window_of(ctx, x.shape)
-        col = im2col(x, window.kernel, strides=window.strides, pads=window.pads,
-                     dilations=window.dilations)  # fmt: skip
+        col = im2col(
+            x, window.kernel, strides=window.strides, pads=window.pads, dilations=window.dilations
+        )
         rows, blocks = col.shape[0], math.prod(window.out)
         return ctx.xp.ascontiguousarray(col.reshape(rows, x.shape[0], blocks).transpose(1, 0, 2))
 
@@ -601,8 +602,9 @@ def _fold(ctx, columns, x_shape):
     """col2im of columns (N, C*K, L) into x_shape (N, C, *spatial)."""
     images, rows, blocks = columns.shape
     flat = ctx.xp.ascontiguousarray(columns.transpose(1, 0, 2)).reshape(rows, images * blocks)
-    return col2im(flat, x_shape, ctx.kernel_shape, strides=ctx.strides, pads=ctx.pads,
-                  dilations=ctx.dilations)  # fmt: skip
+    return col2im(
+        flat, x_shape, ctx.kernel_shape, strides=ctx.strides, pads=ctx.pads, dilations=ctx.dilations
+    )
 
 
 def unfold_patches(
@@ -674,8 +676,13 @@ class FoldPatches(Op):
     def backward(ctx, grad):
         """dx = im2col(grad): each column entry reads the gradient where it was added."""
         window = _window_of(ctx, grad.shape)
-        col = im2col(grad, window.kernel, strides=window.strides, pads=window.pads,
-                     dilations=window.dilations)  # fmt: skip
+        col = im2col(
+            grad,
+            window.kernel,
+            strides=window.strides,
+            pads=window.pads,
+            dilations=window.dilations,
+        )
         images, rows, blocks = ctx.shapes[0]
         return ctx.xp.ascontiguousarray(col.reshape(rows, images, blocks).transpose(1, 0, 2))
 

@@ -9,7 +9,7 @@ from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from .checks import NOT_BOOL, require_kind
 from .elementwise import widened
-from .op import Op
+from .op import Op, array_of
 
 __all__ = ["ceil", "floor", "round", "rounded_div", "sign", "trunc"]
 
@@ -137,14 +137,12 @@ class RoundedDiv(_Step):
     @staticmethod
     def forward(ctx, a, b):
         xp = ctx.xp
-        integral = all(getattr(v, "dtype", np.asarray(v).dtype).kind in "biu" for v in (a, b))
-        if integral:
-            if xp.any(xp.asarray(b) == 0):
-                raise ArgumentError("div: integer division by zero (as in PyTorch)")
-            if ctx.rounding_mode == "floor":
-                return xp.floor_divide(a, b)
-            return (a - xp.fmod(a, b)) // b  # exact: a - fmod(a, b) is a multiple of b
-        with np.errstate(divide="ignore", invalid="ignore"):  # x / 0: inf and nan, as torch
+        if _integral(a) and _integral(b):  # (a zero divisor was refused before)
+            with np.errstate(over="ignore"):  # the least integer // -1 wraps, as in PyTorch
+                if ctx.rounding_mode == "floor":
+                    return xp.floor_divide(a, b)
+                return (a - xp.fmod(a, b)) // b  # exact: a - fmod(a, b) is a multiple of b
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # x / 0: inf, nan
             if ctx.rounding_mode == "floor":
                 return xp.floor_divide(a, b)
             return xp.trunc(xp.true_divide(a, b))
@@ -161,13 +159,21 @@ class RoundedDiv(_Step):
         return zero, zero
 
 
-def rounded_div(a, b, rounding_mode: str):
+def _integral(value) -> bool:
+    return getattr(value, "dtype", np.asarray(value).dtype).kind in "biu"
+
+
+def rounded_div(a, b, rounding_mode: str, caller: str = "div"):
     """a / b rounded by `rounding_mode`, 'trunc' (toward zero) or 'floor' (down); the
-    gradient is zero. Bool inputs are refused, as in PyTorch."""
+    gradient is zero. Two bools are refused (one promotes), and an integer zero divisor, as in
+    PyTorch (errors name `caller`: div, floor_divide)."""
     if rounding_mode not in ("trunc", "floor"):
         raise ArgumentError(
-            f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+            f"{caller}: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
         )
-    for value in (a, b):
-        require_kind("div", value, "iuf", NOT_BOOL, "int")
+    dividend, divisor = array_of(a), array_of(b)
+    if dividend.dtype == np.bool_ and divisor.dtype == np.bool_:  # one bool promotes, as torch
+        raise DTypeError(f"{caller}: takes numeric (not bool) operands, got two bools")
+    if _integral(dividend) and _integral(divisor) and np.any(divisor == 0):
+        raise ArgumentError(f"{caller}: integer division by zero (other holds a 0)")
     return RoundedDiv.apply(a, b, rounding_mode=rounding_mode)

@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 import pytest
-from op_samples import minitrain_inputs, rng_for, torch_inputs
 
 import minitrain as mt
 from minitrain import backend, nn, ops
@@ -32,11 +31,6 @@ COMPOSED = {
     for family in ("resampling", "similarity")
     for name, samples in importlib.import_module(f"samples_{family}").COMPOSED.items()
 }
-CASES = [
-    pytest.param(name, sample, id=f"{name}-{sample.name}")
-    for name, samples in COMPOSED.items()
-    for sample in samples
-]
 
 
 def _leaf(values, dtype=np.float64):
@@ -57,71 +51,8 @@ def test_every_composed_function_has_samples():
     assert not COMPOSED.keys() & ops.registry().keys()
 
 
-@pytest.mark.parametrize("name, sample", CASES)
-def test_composed_gradcheck_and_gradgradcheck(name, sample):
-    inputs = minitrain_inputs(sample.make(rng_for(name, sample)), sample)
-    assert mt.gradcheck(sample.call, inputs, **sample.check)
-    if not sample.not_twice_differentiable:
-        assert mt.gradgradcheck(sample.call, inputs, mode="direction")
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_composed_matches_torch_to_second_order(torch, name, sample):
-    rng = rng_for(name, sample)
-    values = sample.make(rng)
-    grad = sample.differentiable(values)
-    ours_in, theirs_in = minitrain_inputs(values, sample), torch_inputs(values, sample)
-    ours, theirs = sample.call(*ours_in), sample.ref(*theirs_in)
-    assert ours.shape == tuple(theirs.shape)
-    assert ours.dtype == theirs.detach().numpy().dtype
-    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
-    upstream = rng.standard_normal(ours.shape)
-    across = [rng.standard_normal(values[i].shape) for i in grad]
-    firsts = mt.grad(
-        ours, [ours_in[i] for i in grad], mt.tensor(upstream), create_graph=True, allow_unused=True
-    )
-    their_firsts = torch.autograd.grad(
-        theirs,
-        [theirs_in[i] for i in grad],
-        torch.from_numpy(upstream),
-        create_graph=True,
-        allow_unused=True,
-    )
-    for i, (g, want) in enumerate(zip(firsts, their_firsts, strict=True)):
-        assert g is not None, f"input {grad[i]}: no gradient"
-        want = np.zeros(g.shape) if want is None else want.numpy(force=True)
-        np.testing.assert_allclose(g.data, want, rtol=1e-9, atol=1e-10, err_msg=f"grad {i}")
-    ours_total = sum(((g * mt.tensor(w)).sum() for g, w in zip(firsts, across, strict=True)))
-    their_total = sum(
-        (g * torch.from_numpy(w)).sum()
-        for g, w in zip(their_firsts, across, strict=True)
-        if g is not None and g.requires_grad
-    )
-    if sample.not_twice_differentiable or not getattr(their_total, "requires_grad", False):
-        return
-    seconds = (
-        mt.grad(ours_total, [ours_in[i] for i in grad], allow_unused=True)
-        if ours_total.requires_grad  # else linear (or piecewise so) in the inputs: zeros
-        else [None] * len(grad)
-    )
-    their_seconds = torch.autograd.grad(
-        their_total, [theirs_in[i] for i in grad], allow_unused=True
-    )
-    for i, (g, want) in enumerate(zip(seconds, their_seconds, strict=True)):
-        got = np.zeros(values[grad[i]].shape) if g is None else g.data
-        want = np.zeros(got.shape) if want is None else want.numpy(force=True)
-        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-9, err_msg=f"second {i}")
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_composed_float32_in_float32_out(name, sample):
-    values = sample.make(rng_for(name, sample))
-    inputs = minitrain_inputs(values, sample, dtype=np.float32)
-    out = sample.call(*inputs)
-    assert out.dtype == np.float32
-    out.backward(np.ones(out.shape, np.float32))
-    for i in sample.differentiable(values):
-        assert inputs[i].grad.dtype == np.float32
+# (The registry's checks run on these COMPOSED samples too: tests/ops/test_ops.py and
+# test_second_order.py.)
 
 
 # interpolate: PyTorch's sizes, scales and index rules over many shapes.

@@ -97,7 +97,7 @@ def test_reshape_to_wrong_size():
 
 
 def test_broadcast_to_incompatible():
-    message = _message(ShapeError, lambda: leaf((3,)).broadcast_to(2, 4))
+    message = _message(ShapeError, lambda: leaf((3,)).broadcast_to((2, 4)))
     assert "broadcast_to" in message and "(3,)" in message and "(2, 4)" in message
     message = _message(ShapeError, lambda: leaf((2, 3)).expand(3))
     assert "(2, 3)" in message

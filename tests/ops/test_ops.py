@@ -7,16 +7,22 @@ import math
 
 import numpy as np
 import pytest
-from op_samples import SAMPLES, minitrain_inputs, rng_for, torch_inputs
+from op_samples import COMPOSED, SAMPLES, minitrain_inputs, rng_for, torch_inputs
 
 import minitrain as mt
 from minitrain import ops
 
-CASES = [
-    pytest.param(op_name, sample, id=f"{op_name}-{sample.name}")
-    for op_name, samples in SAMPLES.items()
-    for sample in samples
-]
+
+def _cases(table):
+    return [
+        pytest.param(op_name, sample, id=f"{op_name}-{sample.name}")
+        for op_name, samples in table.items()
+        for sample in samples
+    ]
+
+
+# every sample: the registered ops' and the composed functions'
+CASES = _cases(SAMPLES) + _cases(COMPOSED)
 FLOAT32_CASES = [case for case in CASES if case.values[1].float32]
 
 # Display names of the backward kernels of the ops the first version registered.
@@ -78,8 +84,12 @@ def test_every_registered_op_has_samples():
     assert not empty, f"ops with an empty sample list: {empty}"
 
 
+def test_composed_functions_are_not_registered_ops():
+    assert not COMPOSED.keys() & ops.registry().keys()
+
+
 def test_sample_names_are_unique_per_op():
-    for op_name, samples in SAMPLES.items():
+    for op_name, samples in {**SAMPLES, **COMPOSED}.items():
         names = [s.name for s in samples]
         assert len(names) == len(set(names)), f"{op_name}: repeated sample names {names}"
 
@@ -127,7 +137,7 @@ def test_matches_torch(op_name, sample):
     )
     for i, want in zip(grad, expected, strict=True):
         got = ours_in[i].grad
-        want = np.zeros(values[i].shape) if want is None else want.numpy()
+        want = np.zeros(values[i].shape) if want is None else want.detach().numpy()
         assert got is not None, f"input {i}: minitrain gave no gradient"
         assert got.shape == values[i].shape and got.dtype == np.float64
         np.testing.assert_allclose(got.data, want, err_msg=f"gradient of input {i}", **tol)

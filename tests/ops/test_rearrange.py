@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_samples import minitrain_inputs, rng_for, torch_inputs
 from samples_rearrange import COMPOSED
 
 import minitrain as mt
@@ -19,74 +18,14 @@ from minitrain.errors import (
     ShapeError,
 )
 
-CASES = [
-    pytest.param(name, sample, id=f"{name}-{sample.name}")
-    for name, samples in COMPOSED.items()
-    for sample in samples
-]
-
 
 def test_every_rearranging_function_has_samples():
     composed = set(ops.rearrange.__all__)
     assert composed == set(COMPOSED), sorted(composed ^ set(COMPOSED))
 
 
-# The registry's checks (tests/ops/test_ops.py, test_second_order.py), on the composed functions.
-@pytest.mark.parametrize("name, sample", CASES)
-def test_gradcheck(name, sample):
-    inputs = minitrain_inputs(sample.make(rng_for(name, sample)), sample)
-    assert mt.gradcheck(sample.call, inputs, **sample.check)
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_gradgradcheck(name, sample):
-    inputs = minitrain_inputs(sample.make(rng_for(name, sample)), sample)
-    assert mt.gradgradcheck(sample.call, inputs, mode="full")
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_values_and_first_and_second_derivatives_match_torch(torch, name, sample):
-    rng = rng_for(name, sample)
-    values = sample.make(rng)
-    grad = sample.differentiable(values)
-    ours_in, theirs_in = minitrain_inputs(values, sample), torch_inputs(values, sample)
-    ours, theirs = sample.call(*ours_in), sample.ref(*theirs_in)
-    assert ours.shape == tuple(theirs.shape)
-    assert ours.dtype == theirs.detach().numpy().dtype
-    np.testing.assert_array_equal(ours.data, theirs.detach().numpy())
-
-    # first derivatives, and the derivative of (first . across) with respect to the upstream
-    # gradient: the second-order path (each function is linear in x, so its x-derivative is 0)
-    upstream = rng.standard_normal(ours.shape)
-    across = [rng.standard_normal(values[i].shape) for i in grad]
-    ours_up = mt.tensor(upstream, requires_grad=True)
-    theirs_up = torch.tensor(upstream, requires_grad=True)
-    firsts = mt.grad(ours, [ours_in[i] for i in grad], ours_up, create_graph=True)
-    their_firsts = torch.autograd.grad(
-        theirs, [theirs_in[i] for i in grad], theirs_up, create_graph=True
-    )
-    for got, want in zip(firsts, their_firsts, strict=True):
-        np.testing.assert_allclose(got.data, want.detach().numpy(), rtol=1e-12, atol=1e-14)
-    total = sum((g * mt.tensor(w)).sum() for g, w in zip(firsts, across, strict=True))
-    their_total = sum(
-        (g * torch.from_numpy(w)).sum() for g, w in zip(their_firsts, across, strict=True)
-    )
-    (second,) = mt.grad(total, ours_up)
-    (their_second,) = torch.autograd.grad(their_total, theirs_up)
-    np.testing.assert_allclose(second.data, their_second.numpy(), rtol=1e-12, atol=1e-14)
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_float32_in_float32_out(name, sample):
-    rng = rng_for(name, sample)
-    values = sample.make(rng)
-    inputs = minitrain_inputs(values, sample, dtype=np.float32)
-    out = sample.call(*inputs)
-    assert out.dtype == np.float32
-    wrt = [inputs[i] for i in sample.differentiable(values)]
-    upstream = mt.tensor(rng.standard_normal(out.shape).astype(np.float32))
-    for g, x in zip(mt.grad(out, wrt, upstream), wrt, strict=True):
-        assert g.dtype == np.float32 and g.shape == x.shape
+# (The registry's checks run on samples_rearrange.COMPOSED too: tests/ops/test_ops.py and
+# test_second_order.py.)
 
 
 # PyTorch agreement beyond the samples

@@ -1,117 +1,20 @@
-"""Scans, sorting and statistics against PyTorch: the registry's checks on the ones composed of
-other ops (samples_scans.COMPOSED, samples_sorting.COMPOSED), and by hand their index outputs,
-ties, NaN, dtypes and errors."""
+"""Scans, sorting and statistics against PyTorch, by hand: their index outputs, ties, NaN,
+dtypes and errors (the registry's tests run their samples, samples_scans.py and
+samples_sorting.py, the composed ones included)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from op_samples import minitrain_inputs, rng_for, torch_inputs
-from samples_scans import COMPOSED as SCANS
-from samples_sorting import COMPOSED as SORTING
 
 import minitrain as mt
 from minitrain.errors import ArgumentError, DimensionError, DTypeError, ShapeError
 
 torch = pytest.importorskip("torch")
 
-COMPOSED = {**SCANS, **SORTING}
-CASES = [
-    pytest.param(name, sample, id=f"{name}-{sample.name}")
-    for name, samples in COMPOSED.items()
-    for sample in samples
-]
-
 
 def _numpy(value):
     return value.detach().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-
-
-# The registry's checks (tests/ops/test_ops.py, test_second_order.py) on the composed ones.
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_gradcheck(name, sample):
-    inputs = minitrain_inputs(sample.make(rng_for(name, sample)), sample)
-    assert mt.gradcheck(sample.call, inputs, **sample.check)
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_values_and_gradients_match_torch(name, sample):
-    rng = rng_for(name, sample)
-    values = sample.make(rng)
-    grad = sample.differentiable(values)
-    ours_in, theirs_in = minitrain_inputs(values, sample), torch_inputs(values, sample)
-    ours, theirs = sample.call(*ours_in), sample.ref(*theirs_in)
-    assert ours.shape == tuple(theirs.shape) and ours.dtype == _numpy(theirs).dtype
-    np.testing.assert_allclose(ours.data, _numpy(theirs), rtol=1e-10, atol=1e-12)
-    upstream = rng.standard_normal(ours.shape)
-    ours.backward(upstream)
-    expected = torch.autograd.grad(
-        theirs, [theirs_in[i] for i in grad], torch.from_numpy(upstream), allow_unused=True
-    )
-    for i, want in zip(grad, expected, strict=True):
-        want = np.zeros(values[i].shape) if want is None else _numpy(want)
-        np.testing.assert_allclose(ours_in[i].grad.data, want, rtol=1e-10, atol=1e-12)
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_float32_in_float32_out(name, sample):
-    rng = rng_for(name, sample)
-    values = sample.make(rng)
-    inputs = minitrain_inputs(values, sample, dtype=np.float32)
-    out = sample.call(*inputs)
-    assert out.dtype == np.float32
-    wrt = [inputs[i] for i in sample.differentiable(values)]
-    upstream = mt.tensor(rng.standard_normal(out.shape).astype(np.float32))
-    for g, x in zip(mt.grad(out, wrt, upstream, allow_unused=True), wrt, strict=True):
-        assert g is None or (g.dtype == np.float32 and g.shape == x.shape)
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_gradgradcheck(name, sample):
-    inputs = minitrain_inputs(sample.make(rng_for(name, sample)), sample)
-    assert mt.gradgradcheck(sample.call, inputs)
-
-
-@pytest.mark.parametrize("name, sample", CASES)
-def test_second_derivatives_match_torch(name, sample):
-    rng = rng_for(name, sample)
-    values = sample.make(rng)
-    grad = sample.differentiable(values)
-    ours_in, theirs_in = minitrain_inputs(values, sample), torch_inputs(values, sample)
-    ours_wrt, theirs_wrt = [ours_in[i] for i in grad], [theirs_in[i] for i in grad]
-    ours, theirs = sample.call(*ours_in), sample.ref(*theirs_in)
-    upstream = rng.standard_normal(ours.shape)
-    across = [rng.standard_normal(values[i].shape) for i in grad]
-    firsts = mt.grad(ours, ours_wrt, mt.tensor(upstream), create_graph=True, allow_unused=True)
-    their_firsts = torch.autograd.grad(
-        theirs, theirs_wrt, torch.from_numpy(upstream), create_graph=True, allow_unused=True
-    )
-    ours_total = [
-        (g * mt.tensor(w)).sum() for g, w in zip(firsts, across, strict=True) if g is not None
-    ]
-    ours_total = [t for t in ours_total if t.requires_grad]
-    their_total = [
-        (g * torch.from_numpy(w)).sum()
-        for g, w in zip(their_firsts, across, strict=True)
-        if g is not None and g.requires_grad
-    ]
-    seconds = (
-        mt.grad(sum(ours_total[1:], ours_total[0]), ours_wrt, allow_unused=True)
-        if ours_total
-        else [None] * len(grad)
-    )
-    their_seconds = (
-        torch.autograd.grad(sum(their_total), theirs_wrt, allow_unused=True)
-        if their_total
-        else [None] * len(grad)
-    )
-    for i, (g, want) in enumerate(zip(seconds, their_seconds, strict=True)):
-        shape = values[grad[i]].shape
-        got = np.zeros(shape) if g is None else g.data
-        want = np.zeros(shape) if want is None else _numpy(want)
-        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10, err_msg=f"input {i}")
 
 
 # Index outputs, ties and NaN, by hand against PyTorch.

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from parameter_names import parameter_names
 
 import minitrain as mt
 from minitrain.errors import ArgumentError, DTypeError
@@ -526,29 +527,12 @@ TORCH_PARAMETERS = {
     "pixel_shuffle": "input, upscale_factor",
     "pixel_unshuffle": "input, downscale_factor",
 }  # fmt: skip
-# numpy's names for dim and keepdim, which minitrain's Tensor methods take and torch takes
-# undocumented; keyword-only where minitrain's functions take them
-NUMPY_SPELLINGS = {"axis", "keepdims"}
 FUNCTIONS = sorted(n for n in mt.functions.__all__ if inspect.isfunction(getattr(mt, n)))
-
-
-def _parameters(function) -> str:
-    """'input, dim, *, dtype': the parameter names as TORCH_PARAMETERS writes them."""
-    names, star = [], False
-    for p in inspect.signature(function).parameters.values():
-        if p.name in NUMPY_SPELLINGS:
-            assert p.kind is p.KEYWORD_ONLY, f"{p.name} is not keyword-only"
-            continue
-        if p.kind is p.KEYWORD_ONLY and not star:
-            names.append("*")
-        star = star or p.kind in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)
-        names.append({p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name)
-    return ", ".join(names)
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)
 def test_parameter_names_are_torchs(name):
-    assert _parameters(getattr(mt, name)) == TORCH_PARAMETERS[name]
+    assert parameter_names(getattr(mt, name)) == TORCH_PARAMETERS[name]
 
 
 def test_every_function_has_its_torch_parameters_listed():
