@@ -111,11 +111,33 @@ def to_device(array, target: Device):
 
 
 def scatter_add(xp, target, index, values) -> None:
-    """target[index] += values, adding repeated indices once per occurrence."""
-    if xp is np:
-        np.add.at(target, index, values)
-    else:
+    """target[index] += values, adding repeated indices once per occurrence. On the CPU, a
+    floating target indexed by integer arrays in every dim sums with np.bincount over the flat
+    positions (in float64, then cast): about ten times np.add.at's speed, which takes the rest."""
+    if xp is not np:
         importlib.import_module("cupyx").scatter_add(target, index, values)
+        return
+    flat = _flat_positions(target, index)
+    if flat is None:
+        np.add.at(target, index, values)
+        return
+    weights = np.broadcast_to(values, flat.shape).ravel()
+    sums = np.bincount(flat.ravel(), weights=weights, minlength=target.size)
+    target += sums.reshape(target.shape).astype(target.dtype, copy=False)
+
+
+def _flat_positions(target, index):
+    """The flat positions in `target` that an index of integer arrays, one per dim, reaches
+    (negative ones counting from the end); None for any other index, or a target bincount
+    cannot sum (not floating)."""
+    if target.dtype.kind != "f" or not target.size:
+        return None
+    entries = index if isinstance(index, tuple) else (index,)
+    if len(entries) != target.ndim or not all(
+        isinstance(e, np.ndarray) and e.dtype.kind in "iu" for e in entries
+    ):
+        return None
+    return np.ravel_multi_index(np.broadcast_arrays(*entries), target.shape, mode="wrap")
 
 
 _generator = np.random.default_rng()

@@ -263,7 +263,12 @@ class InPlaceMethods:
         return write_in_place(self, lambda: self.round(decimals=decimals), "round_")
 
     def cumsum_(self, dim, *, dtype=None):
-        return write_in_place(self, lambda: self.cumsum(dim, dtype=dtype), "cumsum_")
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            raise DTypeError(
+                f"cumsum_: dtype {np.dtype(dtype)} is not the tensor's own {self.dtype}: an "
+                f"in-place result keeps its tensor's dtype (as in PyTorch)"
+            )
+        return write_in_place(self, lambda: self.cumsum(dim), "cumsum_")
 
     def tril_(self, diagonal: int = 0):
         return write_in_place(self, lambda: self.tril(diagonal), "tril_")

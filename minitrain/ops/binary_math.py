@@ -14,7 +14,7 @@ from ..arguments import as_array
 from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
 from .elementwise import exp, widened
-from .op import Op, as_tensor, result_type
+from .op import Op, array_of, as_tensor, result_type
 from .rounding import rounded_div
 from .transcendental import floating_or_float32
 
@@ -28,12 +28,6 @@ __all__ = [
     "logaddexp",
     "remainder",
 ]
-
-
-def _values(value):
-    """The array (or number) behind a saved value, which tensor_backward sees as a Tensor: for
-    masks, constants to a second derivative."""
-    return value.data if isinstance(value, Tensor) else value
 
 
 def _described(value) -> str:
@@ -81,7 +75,7 @@ class Atan2(Op):
         are 0 (a constant mask, so this serves arrays and tensors alike)."""
         a, b = ctx.input, ctx.other
         r2 = a * a + b * b
-        r2 = r2 + (_values(r2) == 0)
+        r2 = r2 + (array_of(r2) == 0)
         return (
             grad * b / r2 if ctx.needs_grad[0] else None,
             -grad * a / r2 if ctx.needs_grad[1] else None,

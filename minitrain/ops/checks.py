@@ -105,3 +105,11 @@ def normalize_one_axis(axis, ndim: int, caller: str) -> int | None:
         raise DTypeError(f"{caller}: takes one int axis, got {axis!r}")
     axes = normalize_axis(axis, ndim, caller)
     return axes[0] if axes else None
+
+
+def is_integral(value) -> bool:
+    """An integer or bool array (or Tensor) or number: not a float."""
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "biu"

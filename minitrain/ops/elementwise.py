@@ -11,7 +11,7 @@ from ..arguments import as_dtype
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..grad_mode import is_grad_enabled
 from ..tensor import Tensor
-from .checks import NOT_BOOL, require_kind
+from .checks import NOT_BOOL, is_integral, require_kind
 from .op import Op, array_of
 
 __all__ = [
@@ -88,7 +88,11 @@ def _scaled(caller: str, a, b, alpha):
                 f"{caller}: alpha must be an integer for integer inputs, got {alpha!r} (as in "
                 f"PyTorch)"
             )
-    return b if alpha == 1 else Mul.apply(b, alpha)
+    if alpha == 1:
+        return b
+    if isinstance(b, (int, float, np.integer, np.floating)):  # a number stays a number
+        return b * alpha
+    return Mul.apply(b, alpha)
 
 
 class Sub(Op):
@@ -218,7 +222,10 @@ class Pow(Op):
 
     @staticmethod
     def forward(ctx, a, b):
-        out = ctx.xp.power(a, b)
+        try:
+            out = ctx.xp.power(a, b)
+        except ValueError:  # numpy's refusal of integers to negative integer powers
+            out = _integer_power(ctx.xp, a, b)
         ctx.save(a=a, b=b, out=out if ctx.needs_grad[1] else None)  # only db reads it
         return out
 
@@ -258,30 +265,29 @@ class Pow(Op):
         return grad_a, grad_b
 
 
+def _integer_power(xp, a, b):
+    """Integers to integer powers, some negative, as PyTorch computes them: 1 and -1 to a
+    negative power are 1 and -1 ** |b|, every other base 0 (0 included)."""
+    b = xp.asarray(b)
+    out = xp.power(a, xp.maximum(b, 0))
+    odd = (b % 2) != 0
+    negative = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(b < 0, negative, out).astype(out.dtype)
+
+
 def pow(a, b):  # noqa: A001 (the op's name)
     """a ** b; either may be a tensor or a number. An integer to a negative integer power is
     refused, as in PyTorch (its value is not an integer)."""
-    base, exponent = (v.data if isinstance(v, Tensor) else v for v in (a, b))
-    if _integral(base) and _integral(exponent) and np.any(np.asarray(exponent) < 0):
+    base = a.data if isinstance(a, Tensor) else a
+    # as PyTorch: a negative number exponent is refused for an integer base (a tensor of
+    # exponents holding negatives gives 0 there, numpy's and PyTorch's integer power)
+    if isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b < 0 and is_integral(base):
         raise ArgumentError(
             f"pow: integers to negative integer powers are not allowed (base of dtype "
-            f"{np.asarray(base).dtype}, exponent {_describe_exponent(exponent)}); cast the base "
+            f"{getattr(base, 'dtype', type(base).__name__)}, exponent {int(b)}); cast the base "
             f"to a floating dtype first"
         )
     return Pow.apply(a, b)
-
-
-def _integral(value) -> bool:
-    """An integer (or bool) array or number, not a float."""
-    if isinstance(value, (bool, int, np.integer, np.bool_)):
-        return True
-    return getattr(value, "dtype", None) is not None and value.dtype.kind in "biu"
-
-
-def _describe_exponent(exponent) -> str:
-    if hasattr(exponent, "shape") and exponent.shape:
-        return f"of shape {exponent.shape} holding {int(np.min(exponent))}"
-    return repr(int(np.asarray(exponent)))
 
 
 class Exp(Op):

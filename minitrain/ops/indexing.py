@@ -305,23 +305,23 @@ class Gather(Op):
     @staticmethod
     def forward(ctx, x, index):
         ctx.save(index=index)
-        return x[_along(ctx.xp, index, ctx.axis)]
+        return x[along(ctx.xp, index, ctx.axis)]
 
     @staticmethod
     def backward(ctx, grad):
         """dx = zeros of x's shape with dx[.., index, ..] += grad (a repeated index gets both)."""
         xp = ctx.xp
         grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
-        backend.scatter_add(xp, grad_x, _along(xp, ctx.index, ctx.axis), grad)
+        backend.scatter_add(xp, grad_x, along(xp, ctx.index, ctx.axis), grad)
         return grad_x, None
 
     @staticmethod
     def tensor_backward(ctx, grad):
-        index = _along(ctx.xp, array_of(ctx.index), ctx.axis)
+        index = along(ctx.xp, array_of(ctx.index), ctx.axis)
         return GetItemGrad.apply(grad, shape=ctx.shapes[0], index=index), None
 
 
-def _along(xp, index, axis) -> tuple:
+def along(xp, index, axis) -> tuple:
     """The full index that reads x at index[p] along `axis` for every position p of index: index
     itself there, and in each other dim d the position's own coordinate (an arange along d)."""
     ndim = index.ndim

@@ -127,11 +127,11 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:  #
             f"isclose: input and other must have one dtype, got {x_dtype} and {y_dtype}"
         )
     xp = backend.array_module(x, y)
+    close = _broadcasting("isclose", xp.equal, x, y)  # exact, before any cast
     dtype = x_dtype if x_dtype is not None else y_dtype
     if dtype is not None and dtype.kind != "f":  # differences of integers would wrap
         x, y = (v.astype(np.float32) if hasattr(v, "dtype") else v for v in (x, y))
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: nan, not close anyway
-        close = _broadcasting("isclose", xp.equal, x, y)
         if equal_nan:
             close = close | (xp.isnan(x) & xp.isnan(y))
         if rtol or atol:

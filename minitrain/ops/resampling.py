@@ -10,9 +10,10 @@ agree with its in float64 to the last bits (in float32, to a few ulps: its vecto
 round some weights differently). interpolate is linear in x: its backward sends each gradient
 back along the same taps, the last dim resampled first being the last sent back.
 
-One deliberate difference: where a scale_factor leaves a dim its size but moves its samples
-(10 * 1.07 -> 10), PyTorch's nearest and bicubic backward pass the gradient straight through,
-which is not the gradient of their forward; ours is.
+Where a scale_factor leaves a dim its size (10 * 1.07 -> 10), PyTorch's 2-D nearest copies it,
+and so does this; its 1-D and 3-D nearest and its bicubic move the samples in forward but pass
+the gradient straight through in backward, which is not the gradient of that forward: ours is
+(the one deliberate difference).
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def _compute_dtype(dtype) -> np.dtype:
 
 
 @functools.lru_cache(maxsize=256)
-def _taps(kind: str, length: int, out: int, scale, align_corners: bool, dtype: np.dtype):
+def _taps(
+    kind: str, length: int, out: int, scale, align_corners: bool, dtype: np.dtype, spatial: int
+):
     """Where each of the `out` positions of one dim reads the `length` inputs, and with what
     weights: (index (out, K) int64, weight (out, K) of dtype), read-only; None where the dim is
     copied as it is (linear to its own size, whatever the scale says, as in PyTorch).
@@ -98,8 +101,8 @@ def _taps(kind: str, length: int, out: int, scale, align_corners: bool, dtype: n
         else:
             source = np.floor(((j + 0.5) * np.float64(ratio)).astype(np.float32))
         index = np.minimum(source.astype(np.int64), length - 1)[:, None]
-        if out == length and (index[:, 0] == j).all():
-            return None
+        if out == length and ((index[:, 0] == j).all() or (kind == "nearest" and spatial == 2)):
+            return None  # (PyTorch's 2-D nearest copies a dim kept its size, whatever the scale)
         weight = np.ones((out, 1), dtype)
     else:
         if kind == "linear" and out == length:
@@ -145,7 +148,9 @@ def _plan(ctx, shape, dtype) -> list[tuple]:
     interpolate changes, the first dim first; the tables as ctx's arrays (CuPy's on a GPU)."""
     plan = []
     for dim, (length, out, scale) in enumerate(zip(shape[2:], ctx.size, ctx.scales, strict=True)):
-        taps = _taps(ctx.kind, length, out, scale, ctx.align_corners, _compute_dtype(dtype))
+        taps = _taps(
+            ctx.kind, length, out, scale, ctx.align_corners, _compute_dtype(dtype), len(shape) - 2
+        )
         if taps is not None:
             plan.append((2 + dim, length, ctx.xp.asarray(taps[0]), ctx.xp.asarray(taps[1])))
     return plan

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
-from .checks import NOT_BOOL, require_kind
+from .checks import NOT_BOOL, is_integral, require_kind
 from .elementwise import widened
 from .op import Op, array_of
 
@@ -137,7 +137,7 @@ class RoundedDiv(_Step):
     @staticmethod
     def forward(ctx, a, b):
         xp = ctx.xp
-        if _integral(a) and _integral(b):  # (a zero divisor was refused before)
+        if is_integral(a) and is_integral(b):  # (a zero divisor was refused before)
             with np.errstate(over="ignore"):  # the least integer // -1 wraps, as in PyTorch
                 if ctx.rounding_mode == "floor":
                     return xp.floor_divide(a, b)
@@ -159,10 +159,6 @@ class RoundedDiv(_Step):
         return zero, zero
 
 
-def _integral(value) -> bool:
-    return getattr(value, "dtype", np.asarray(value).dtype).kind in "biu"
-
-
 def rounded_div(a, b, rounding_mode: str, caller: str = "div"):
     """a / b rounded by `rounding_mode`, 'trunc' (toward zero) or 'floor' (down); the
     gradient is zero. Two bools are refused (one promotes), and an integer zero divisor, as in
@@ -174,6 +170,6 @@ def rounded_div(a, b, rounding_mode: str, caller: str = "div"):
     dividend, divisor = array_of(a), array_of(b)
     if dividend.dtype == np.bool_ and divisor.dtype == np.bool_:  # one bool promotes, as torch
         raise DTypeError(f"{caller}: takes numeric (not bool) operands, got two bools")
-    if _integral(dividend) and _integral(divisor) and np.any(divisor == 0):
+    if is_integral(dividend) and is_integral(divisor) and np.any(divisor == 0):
         raise ArgumentError(f"{caller}: integer division by zero (other holds a 0)")
     return RoundedDiv.apply(a, b, rounding_mode=rounding_mode)

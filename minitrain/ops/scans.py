@@ -13,6 +13,7 @@ from . import elementwise
 from .checks import normalize_one_axis
 from .masking import where
 from .op import Op, as_tensor, shape_of
+from .reduction import cumsum
 from .shape import broadcast_to, flip, permute
 from .sorting import ValuesIndices, values_at
 
@@ -88,9 +89,10 @@ class CumProd(Op):
 
     @staticmethod
     def tensor_backward(ctx, grad):
-        """backward's rule in tensor ops: for each k, the running product of x with x_k set to
-        1 (an n x n grid per slice, O(n^2) as prod's tensor_backward), read at j >= k. Exact at
-        zeros, and differentiable again."""
+        """backward's rule in tensor ops. Without zeros in x: dx_j = sum over i >= j of
+        grad_i out_i / x_j, a running sum taken from the end, out recomputed in the graph. With
+        zeros: for each k, the running product of x with x_k set to 1 (an n x n grid per slice,
+        O(n^2) as prod's), read at j >= k: exact there, and differentiable again."""
         if ctx.dim is None:
             return grad.reshape(())
         x, back = _last(ctx.x, ctx.dim)
@@ -98,6 +100,9 @@ class CumProd(Op):
         n = x.shape[-1]
         if n == 0:
             return permute(x * 0, back)
+        if not (x.data == 0).any():
+            later = flip(cumsum(flip(grad * cumprod(x, -1), -1), -1), -1)
+            return permute(later / x, back)
         eye = ctx.xp.eye(n, dtype=bool)  # [k, j]: j is k, whose x is left out
         grid = broadcast_to(x.unsqueeze(-2), x.shape[:-1] + (n, n))
         others = cumprod(where(eye, 1.0, grid), -1)  # [k, j]: product of x_m, m <= j, m != k

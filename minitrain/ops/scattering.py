@@ -15,9 +15,9 @@ from ..arguments import nested_array
 from ..errors import ArgumentError, DTypeError, GraphError, IndexOutOfRangeError, ShapeError
 from ..tensor import Tensor
 from .checks import normalize_one_axis
-from .indexing import gather, getitem, setitem
+from .indexing import along, gather, getitem, setitem
 from .masking import masked_fill, where
-from .op import Op, dtype_of, shape_of
+from .op import Op, array_of, dtype_of, shape_of
 from .shape import broadcast_to, reshape
 
 __all__ = [
@@ -36,15 +36,11 @@ __all__ = [
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))  # PyTorch's, for index (not gather's)
 
 
-def _data(value):
-    return value.data if isinstance(value, Tensor) else value
-
-
 def _index_array(caller: str, index, name: str = "index", int64_only: bool = False):
     """index (a Tensor, an array or nested lists) as an int64 array of its own (the caller's
     index may change in place later), refused unless int64 or int32 as in PyTorch (int64 only
     where `int64_only`: take_along_dim's indices)."""
-    array = _data(index)
+    array = array_of(index)
     if not backend.is_array(array):
         array = nested_array(array, f"{caller}: {name}")
     allowed = _INDEX_DTYPES[1:] if int64_only else _INDEX_DTYPES
@@ -86,7 +82,7 @@ def nonzero(x, *, as_tuple: bool = False):
     """The indices of x's nonzero elements (NaN counts), in row-major order, outside the graph:
     an int64 tensor of shape (count, ndim), or with as_tuple one int64 tensor of count indices
     per dim (a 0-d x counts as 1-d there, as in PyTorch)."""
-    array = _data(x)
+    array = array_of(x)
     if not backend.is_array(array):
         array = np.asarray(array)
     xp = backend.array_module(array)
@@ -115,7 +111,7 @@ def masked_select(x, mask):
             f"masked_select: mask of shape {mask_shape} does not broadcast with input of shape "
             f"{x_shape}"
         ) from None
-    mask = _data(mask)
+    mask = array_of(mask)
     mask = backend.array_module(mask).broadcast_to(mask, shape or (1,))  # (0-d: as 1-d)
     if x_shape != shape or not shape:
         x = broadcast_to(x, shape) if shape else reshape(x, (1,))
@@ -138,7 +134,7 @@ def masked_scatter(x, mask, source):
             f"masked_scatter: mask of shape {mask_shape} does not broadcast with input of shape "
             f"{x_shape}"
         ) from None
-    mask = _data(mask)
+    mask = array_of(mask)
     mask = backend.array_module(mask).broadcast_to(mask, shape or (1,))  # (0-d: as 1-d)
     count, size = int(mask.sum()), int(np.prod(shape_of(source), dtype=np.int64))
     if size < count:
@@ -322,7 +318,7 @@ def _scales(ctx, dtype) -> tuple:
     giving a src that alone reaches the result half its gradient)."""
     xp, index, reduce, shape = ctx.xp, ctx.index, ctx.reduce, ctx.shapes[0]
     left_out = None if ctx.include_self else _touched(xp, shape, index)
-    x, out = _data(getattr(ctx, "x", None)), _data(getattr(ctx, "out", None))
+    x, out = array_of(getattr(ctx, "x", None)), array_of(getattr(ctx, "out", None))
     if reduce == "sum":
         return (None if left_out is None else (~left_out).astype(dtype)), None
     if reduce == "mean":
@@ -333,7 +329,7 @@ def _scales(ctx, dtype) -> tuple:
     if left_out is not None:
         ties &= ~left_out
     counts = ties.astype(dtype)
-    backend.scatter_add(xp, counts, index, (_data(ctx.src) == out[index]).astype(dtype))
+    backend.scatter_add(xp, counts, index, (array_of(ctx.src) == out[index]).astype(dtype))
     share = dtype.type(1) / counts  # no value equals a NaN result: its gradient is NaN
     return ties * share, share
 
@@ -402,16 +398,6 @@ def _prod(x, src, index, include_self):
     return ScatterReduce.apply(x, src, index=index, reduce="prod", include_self=include_self)
 
 
-def _along(xp, index, dim: int) -> tuple:
-    """The numpy index that reaches, for each position p of index, x at index[p] along dim and
-    at p's own coordinate in every other dim (an arange along each)."""
-    ndim = index.ndim
-    return tuple(
-        index if d == dim else xp.arange(n).reshape((n,) + (1,) * (ndim - 1 - d))
-        for d, n in enumerate(index.shape)
-    )
-
-
 def _scatter_index(caller: str, x, dim, index, src=None) -> tuple:
     """(x, the numpy index along dim, src cut to index's shape, x's shape) after PyTorch's
     checks: index and src have as many dims as x (a 0-d one counting as 1-d), index is no larger
@@ -439,8 +425,8 @@ def _scatter_index(caller: str, x, dim, index, src=None) -> tuple:
         src = _at_least_1d(src)
         if src_shape != array.shape:
             src = getitem(src, tuple(slice(0, n) for n in array.shape))
-    xp = backend.array_module(_data(x))
-    return _at_least_1d(x), _along(xp, xp.asarray(array), dim), src, shape
+    xp = backend.array_module(array_of(x))
+    return _at_least_1d(x), along(xp, xp.asarray(array), dim), src, shape
 
 
 def _check_reduce(caller: str, x, reduce, include_self) -> None:
@@ -504,7 +490,7 @@ def scatter(x, dim: int, index, src=None, *, value=None, reduce=None):
     x1, index, src, shape = _scatter_index("scatter", x, dim, index, src)
     if reduce is not None:
         if src is None:  # value everywhere index reaches: index's shape
-            xp = backend.array_module(_data(x1))
+            xp = backend.array_module(array_of(x1))
             src = xp.full(np.broadcast_shapes(*(i.shape for i in index)), value, dtype_of(x1))
         how = "sum" if reduce == "add" else "prod"
         out = ScatterReduce.apply(x1, src, index=index, reduce=how, include_self=True)
@@ -542,7 +528,7 @@ def index_add(x, dim: int, index, source, *, alpha=1):
     _check_range("index_add", array, dim, limits[dim], shape)
     if alpha != 1:
         source1 = source1 * (int(alpha) if dtype_of(x).kind in "biu" else alpha)
-    xp = backend.array_module(_data(x1))
+    xp = backend.array_module(array_of(x1))
     at = (slice(None),) * dim + (xp.asarray(array),)
     out = ScatterReduce.apply(x1, source1, index=at, reduce="sum", include_self=True)
     return reshape(out, shape) if not shape else out

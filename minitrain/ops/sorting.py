@@ -44,6 +44,32 @@ def stable_order(array, dim: int, descending: bool = False):
     return xp.flip(array.shape[dim] - 1 - reversed_order, dim)
 
 
+def first_in_order(array, dim: int, k: int, descending: bool = False):
+    """stable_order(array, dim, descending) cut to its first k along dim, picked without sorting
+    the rest where k is small: a partition finds the k-th value, the elements beyond it and the
+    first of those equal to it are taken in index order, and only those k are sorted (O(n) and
+    a sort of k, where the full order is O(n log n)). NaN the largest, ties first-first."""
+    n = array.shape[dim]
+    if not k or 4 * k >= n or array.dtype.kind not in "iuf":
+        return take_along(stable_order(array, dim, descending), dim, 0, k)
+    xp = backend.array_module(array)
+    a = xp.moveaxis(array, dim, -1)
+    floating = a.dtype.kind == "f"
+    nans = xp.isnan(a) if floating else xp.zeros(a.shape, bool)
+    kth = n - k if descending else k - 1
+    threshold = xp.take(xp.partition(a, kth, axis=-1), [kth], axis=-1)
+    nan_threshold = xp.isnan(threshold) if floating else xp.zeros(threshold.shape, bool)
+    with np.errstate(invalid="ignore"):  # comparisons with NaN: False, as intended
+        beyond = (a > threshold) | nans if descending else (a < threshold) & ~nans
+    beyond = xp.where(nan_threshold, ~nans if not descending else False, beyond)
+    ties = xp.where(nan_threshold, nans, a == threshold)
+    need = k - beyond.sum(-1, keepdims=True)
+    chosen = beyond | (ties & (xp.cumsum(ties, -1) <= need))
+    picked = xp.argsort(~chosen, axis=-1, kind="stable")[..., :k]  # in index order
+    within = stable_order(xp.take_along_axis(a, picked, -1), a.ndim - 1, descending)
+    return xp.moveaxis(xp.take_along_axis(picked, within, -1), -1, dim)
+
+
 def values_at(x, dim: int | None, indices) -> Tensor:
     """x's elements at `indices` (an integer array) along dim, gathered: the gradient goes back
     to the elements picked. A 0-d x has dim None and a 0-d index (0)."""
@@ -113,7 +139,7 @@ def topk(input, k: int, dim: int | None = None, largest: bool = True, sorted: bo
     k = _count("topk", "k", k, 0, size, x, -1 if dim is None else dim)
     if dim is None:  # a 0-d tensor: k is 0 or 1, and either gives its one element (as PyTorch)
         return ValuesIndices(values_at(x, None, np.zeros((), np.int64)), Tensor(np.int64(0)))
-    indices = take_along(stable_order(x.data, dim, descending=bool(largest)), dim, 0, k)
+    indices = first_in_order(x.data, dim, k, descending=bool(largest))
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
 
@@ -127,7 +153,7 @@ def kthvalue(input, k: int, dim: int | None = None, keepdim: bool = False):  # n
     k = _count("kthvalue", "k", k, 1, size, x, -1 if dim is None else dim)
     if dim is None:
         return ValuesIndices(values_at(x, None, np.zeros((), np.int64)), Tensor(np.int64(0)))
-    indices = take_along(stable_order(x.data, dim), dim, k - 1, k)
+    indices = take_along(first_in_order(x.data, dim, k), dim, k - 1, k)
     values = values_at(x, dim, indices)
     if keepdim:
         return ValuesIndices(values, Tensor(indices))

@@ -8,11 +8,14 @@ nan, as in PyTorch, and numpy's warning says so."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 
 import numpy as np
 
+from .. import backend
+from . import numba_math
 from .elementwise import exp, sqrt
 from .op import Op
 from .special import erfc as erfc_float64
@@ -194,12 +197,43 @@ def _erf_float64(x):
 _FLOAT64_KERNELS = {"erf": _erf_float64, "erfc": erfc_float64}
 
 
+_PARALLEL_WORK = 1 << 16  # elements from which erf's numba loop runs on several threads
+
+
+@functools.cache
+def _numba_special(name: str, parallel: bool):
+    """erf or erfc elementwise as a numba kernel over flat arrays (math.erf / math.erfc, in
+    float64 whatever the dtype), in a parallel and a serial build."""
+    loop = numba_math.loop(parallel)
+    if name == "erf":
+
+        @backend.jit(parallel=parallel, fastmath=False)
+        def kernel(x, out):
+            for i in loop(x.size):
+                out[i] = math.erf(x[i])
+
+    else:
+
+        @backend.jit(parallel=parallel, fastmath=False)
+        def kernel(x, out):
+            for i in loop(x.size):
+                out[i] = math.erfc(x[i])
+
+    return kernel
+
+
 def _special(xp, name: str, x):
     """erf or erfc (`name`) of x in its floating dtype: on numpy computed in float64 (numpy has
-    neither), on CuPy by cupyx.scipy.special."""
+    neither), by a numba kernel where numba takes x (the float64 series is its reference), on
+    CuPy by cupyx.scipy.special."""
     x = floating_or_float32(x)
     if xp is not np:
         return getattr(importlib.import_module("cupyx.scipy.special"), name)(x)
+    if backend.numba_takes(x):
+        flat = np.ascontiguousarray(x).reshape(-1)
+        out = np.empty_like(flat)
+        _numba_special(name, flat.size >= _PARALLEL_WORK)(flat, out)
+        return out.reshape(x.shape)
     return _FLOAT64_KERNELS[name](np.asarray(x, np.float64)).astype(x.dtype, copy=False)
 
 

@@ -12,6 +12,7 @@ import itertools
 import warnings
 
 import numpy as np
+import op_samples  # noqa: F401 (first: it imports the family files, as COMPOSED below reads)
 import pytest
 
 import minitrain as mt
@@ -25,7 +26,6 @@ from minitrain.errors import (
 )
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's idiom)
 
-# (the family files import op_samples, which imports them: op_samples first)
 COMPOSED = {
     name: samples
     for family in ("resampling", "similarity")
@@ -136,6 +136,13 @@ def test_interpolate_to_the_same_size_copies_where_torch_does(torch):
         theirs = torch.nn.functional.interpolate(torch.from_numpy(x), scale_factor=1.07, mode=mode)
         np.testing.assert_array_equal(ours, theirs.numpy())
     np.testing.assert_array_equal(ops.interpolate(mt.tensor(x), 10, mode="linear").data, x)
+    # PyTorch's 2-D nearest copies a dim that keeps its size too (its 1-D and 3-D do not)
+    grid = np.random.default_rng(1).standard_normal((1, 1, 5, 20))
+    for scale in (1.04, (1.07, 2.0)):
+        ours = ops.interpolate(_leaf(grid), scale_factor=scale, mode="nearest")
+        tx = torch.from_numpy(grid.copy()).requires_grad_()
+        theirs = torch.nn.functional.interpolate(tx, scale_factor=scale, mode="nearest")
+        np.testing.assert_array_equal(ours.data, theirs.detach().numpy())
 
 
 @pytest.mark.parametrize("mode", ["nearest", "bicubic"])

@@ -40,9 +40,9 @@ LAYERS = sorted(set(nn.__all__) - CONTAINERS - BEYOND_TORCH - {"functional", "in
 
 
 def _from_docstring(function) -> list[inspect.Parameter]:
-    """The parameters of a builtin PyTorch function, from its docstring's first line:
-    'conv1d(input, weight, bias=None, stride=1, ...) -> Tensor'."""
-    head = function.__doc__.strip().splitlines()[0].split(" -> ")[0]
+    """The parameters of a builtin PyTorch function, from its docstring's head (which may span
+    lines): 'conv1d(input, weight, bias=None, stride=1, ...) -> Tensor'."""
+    head = " ".join(function.__doc__.strip().split(" -> ")[0].split())  # may span lines
     arguments = ast.parse(f"def {head}: pass").body[0].args
     missing = [inspect.Parameter.empty] * (len(arguments.args) - len(arguments.defaults))
     defaults = missing + [ast.literal_eval(d) for d in arguments.defaults]
@@ -63,8 +63,14 @@ def _torch_parameters(name: str) -> list[inspect.Parameter]:
         return _from_docstring(function)
 
 
+def _default(value):
+    """A function as a default (the transformer layers' activation=F.relu) by its name: PyTorch's
+    F.relu and minitrain's are different objects for the same function."""
+    return f"<function {value.__name__}>" if inspect.isfunction(value) else value
+
+
 def _described(parameters, extra=()) -> list[tuple]:
-    return [(p.name, p.kind.name, p.default) for p in parameters if p.name not in extra]
+    return [(p.name, p.kind.name, _default(p.default)) for p in parameters if p.name not in extra]
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

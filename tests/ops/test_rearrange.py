@@ -5,6 +5,7 @@ registry's checks, agreement with PyTorch beyond the samples, and the errors."""
 from __future__ import annotations
 
 import numpy as np
+import op_samples  # noqa: F401 (first: it imports the family files, samples_rearrange among them)
 import pytest
 from samples_rearrange import COMPOSED
 

@@ -377,3 +377,21 @@ def test_bad_arguments_raise_a_minitrain_error_naming_the_op(call, error, messag
     with pytest.raises(error, match=message):
         call(x)
     assert x.grad is None and x.node is None
+
+
+def test_topk_by_partition_picks_what_the_full_stable_order_does():
+    # topk and kthvalue pick a small k by partition, not a full sort: the same indices, ties
+    # first-first and NaN the largest, over many shapes, dims and dtypes
+    from minitrain.ops.sorting import first_in_order, stable_order, take_along
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        shape = tuple(int(v) for v in rng.integers(1, 30, size=rng.integers(1, 4)))
+        x = rng.integers(0, 5, shape).astype(rng.choice([np.float64, np.float32, np.int64]))
+        if x.dtype.kind == "f":
+            x[rng.random(shape) < 0.15] = np.nan
+        dim = int(rng.integers(0, len(shape)))
+        k = int(rng.integers(0, shape[dim] + 1))
+        for descending in (True, False):
+            want = take_along(stable_order(x, dim, descending), dim, 0, k)
+            np.testing.assert_array_equal(first_in_order(x, dim, k, descending), want)

@@ -111,6 +111,16 @@ def test_div_rounding_mode_has_zero_gradient_and_refuses_bad_input():
         mt.div(mt.tensor([1, 2]), mt.tensor([1, 0]), rounding_mode="floor")
 
 
+def test_alpha_scales_a_number_as_a_number():
+    # float64 0.1 * 3, not a float32 0-d tensor's
+    x = mt.zeros(1, dtype=np.float64)
+    assert (
+        mt.add(x, 0.1, alpha=3).item()
+        == torch.add(torch.zeros(1, dtype=torch.float64), 0.1, alpha=3).item()
+    )
+    assert mt.sub(x, 1e-9, alpha=1000).item() == -1e-9 * 1000
+
+
 def test_alpha_must_be_an_integer_for_integer_inputs():
     with pytest.raises(DTypeError, match="add: alpha must be an integer for integer inputs"):
         mt.add(mt.tensor([1, 2]), mt.tensor([3, 4]), alpha=0.5)
@@ -197,7 +207,11 @@ def test_refusals_as_torch():
         torch.tensor([1, 2]) ** -1
     with pytest.raises(ArgumentError, match="pow: integers to negative integer powers"):
         mt.tensor([1, 2]) ** -1
-    with pytest.raises(ArgumentError, match="pow: integers to negative integer powers"):
-        mt.tensor([2, 3]) ** mt.tensor([1, -2])
+    # a tensor of exponents holding negatives: PyTorch's integer power, 0 but for 1 and -1
+    bases, powers = [2, 1, -1, 0, -2, -1], [-1, -3, -3, -1, -2, 1]
+    np.testing.assert_array_equal(
+        (mt.tensor(bases) ** mt.tensor(powers)).numpy(),
+        (torch.tensor(bases) ** torch.tensor(powers)).numpy(),
+    )
     np.testing.assert_array_equal((mt.tensor([2, 3]) ** 2).numpy(), [4, 9])
     np.testing.assert_allclose((mt.tensor([2.0, 4.0]) ** -1).numpy(), [0.5, 0.25])
