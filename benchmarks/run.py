@@ -20,6 +20,10 @@ BENCHMARKS = [
     "higher_order",
     "einsum",
     "interpolate",
+    "activations",
+    "char_lm",
+    "recurrent",
+    "attention",
 ]
 
 

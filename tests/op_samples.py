@@ -251,6 +251,8 @@ for _family in (
     "resampling",
     "similarity",
     "scatter",
+    "attention",
+    "recurrent",
 ):
     _module = importlib.import_module(f"samples_{_family}")
     _entries, _composed = _module.SAMPLES, getattr(_module, "COMPOSED", {})

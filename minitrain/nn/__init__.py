@@ -26,6 +26,7 @@ from .activation import (
     Tanh,
     Tanhshrink,
 )
+from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
@@ -53,6 +54,7 @@ from .pooling import (
     MaxPool2d,
     MaxPool3d,
 )
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .resampling import (
     Fold,
     MaxUnpool1d,
@@ -75,6 +77,12 @@ from .similarity import (
     TripletMarginLoss,
 )
 from .sparse import Embedding
+from .transformer import (
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "utils",
@@ -94,4 +102,7 @@ __all__ = [
     "PixelUnshuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
     "CosineSimilarity", "PairwiseDistance", "Softmin", "KLDivLoss", "CosineEmbeddingLoss",
     "MarginRankingLoss", "TripletMarginLoss",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "TransformerDecoderLayer", "TransformerDecoder",
+    "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
 ]  # fmt: skip

@@ -160,6 +160,23 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return ops.dropout(input, p, training)
 
 
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask=None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    """softmax(scale query key^T + mask) value, one op (ops.scaled_dot_product_attention: masks,
+    causal, dropout, grouped-query attention) whose backward recomputes the weights."""
+    return ops.scaled_dot_product_attention(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
+    )
+
+
 def embedding(
     input,  # noqa: A002
     weight: Tensor,

@@ -5,6 +5,7 @@ from types import ModuleType as _ModuleType
 
 from .activation import *  # noqa: F403
 from .adaptive_pooling import *  # noqa: F403
+from .attention import *  # noqa: F403
 from .batch_normalization import *  # noqa: F403
 from .binary_math import *  # noqa: F403
 from .class_loss import *  # noqa: F403
@@ -24,6 +25,7 @@ from .predicates import *  # noqa: F403
 from .pytorch_activations import *  # noqa: F403
 from .random import *  # noqa: F403
 from .rearrange import *  # noqa: F403
+from .recurrent import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .resampling import *  # noqa: F403
 from .rounding import *  # noqa: F403

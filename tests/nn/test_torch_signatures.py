@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import typing
 import warnings
 
 import numpy as np
@@ -84,7 +85,10 @@ def test_functional_takes_torchs_parameters_in_order_with_its_defaults(name):
 
 @pytest.mark.parametrize("name", LAYERS)
 def test_layer_takes_torchs_constructor_parameters_in_order_with_its_defaults(name):
-    theirs = list(inspect.signature(getattr(torch.nn, name).__init__).parameters.values())[1:]
+    init = getattr(torch.nn, name).__init__
+    # RNN, LSTM, GRU: (*args, **kwargs) and typing overloads (readable from Python 3.11 on)
+    overloads = getattr(typing, "get_overloads", lambda function: [])(init)
+    theirs = list(inspect.signature(overloads[0] if overloads else init).parameters.values())[1:]
     if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in theirs):
         theirs = []  # Module's own __init__: the layer takes no arguments
     ours = list(inspect.signature(getattr(nn, name).__init__).parameters.values())[1:]

@@ -97,20 +97,67 @@ def test_numba_softmax_serial_and_parallel_builds_agree_at_the_threshold(
         np.testing.assert_array_equal(got, want)
 
 
+# The generic tanh form's 1 + tanh(u) and 1 - tanh(u)^2 cancel in the left tail, where the numba
+# kernels' sigmoid(2u) does not: there the two differ by the generic kernel's error, |x| u' / 2
+# times tanh's rounding near -1 in the gradient (1.4e-6 at x = -4.5 in float32, as PyTorch's).
+GELU_TOLERANCE = {
+    ("none", np.float32): {"rtol": 1e-5, "atol": 1e-6},
+    ("none", np.float64): {"rtol": 1e-13, "atol": 1e-15},
+    ("tanh", np.float32): {"rtol": 1e-5, "atol": 5e-6},
+    ("tanh", np.float64): {"rtol": 1e-12, "atol": 1e-14},
+}
+
+
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "serial"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_numba_gelu_matches_generic(numba_runs, layout, dtype):
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_numba_gelu_matches_generic(monkeypatch, numba_runs, approximate, layout, dtype, parallel):
+    kernel = "gelu" if approximate == "none" else "gelu_tanh"
+    for name in (kernel, kernel + "_grad"):
+        monkeypatch.setitem(activation._PARALLEL_ELEMENTS, name, 0 if parallel else 1 << 62)
     rng = np.random.default_rng(4)
     x, dy = _draw(rng, layout, dtype, scale=6.0), _draw(rng, layout, dtype, scale=1.0)
     with backend.use_numba(True):
-        y_numba, dx_numba = value_and_grad(ops.gelu, x, dy)
-    assert runs_of(numba_runs) == ["gelu", "gelu_grad"]
+        y_numba, dx_numba = value_and_grad(ops.gelu, x, dy, approximate)
+    assert runs_of(numba_runs) == [kernel, kernel + "_grad"]
     with backend.use_numba(False):
-        y, dx = value_and_grad(ops.gelu, x, dy)
+        y, dx = value_and_grad(ops.gelu, x, dy, approximate)
     assert runs_of(numba_runs) == []
-    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-15}
+    assert y_numba.dtype == dx_numba.dtype == dtype
+    tol = GELU_TOLERANCE[approximate, dtype]
     np.testing.assert_allclose(y_numba, y, **tol)
     np.testing.assert_allclose(dx_numba, dx, **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_numba_gelu_matches_high_precision_values(approximate, dtype):
+    # against mpmath at 60 digits over the whole range, both tails included
+    mpmath = pytest.importorskip("mpmath")
+    x = np.concatenate([np.linspace(-14.0, 14.0, 1121), [-37.0, -20.0, 25.0]]).astype(dtype)
+    with mpmath.workdps(60):
+        want = np.array([_gelu_and_slope(mpmath, float(v), approximate) for v in x])
+    with backend.use_numba(True):
+        y, dx = value_and_grad(ops.gelu, x, np.ones_like(x), approximate)
+    # in the left tail exp carries its argument's rounding (x^2 / 2, or 2|u| of the tanh form,
+    # up to hundreds): 6e-6 relative at y = -1e-21 in float32, 6e-14 at y = -1e-94 in float64
+    tol = {"rtol": 1e-5, "atol": 1e-30} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-300}
+    np.testing.assert_allclose(y, want[:, 0], **tol)
+    # the gradient is a difference near its zero (x = -0.75): checked there to its terms' rounding
+    tol["atol"] = 2e-7 if dtype == np.float32 else 1e-15
+    np.testing.assert_allclose(dx, want[:, 1], **tol)
+
+
+def _gelu_and_slope(mpmath, v: float, approximate: str) -> tuple[float, float]:
+    x = mpmath.mpf(v)
+    if approximate == "none":
+        cdf = mpmath.ncdf(x)
+        return float(x * cdf), float(cdf + x * mpmath.npdf(x))
+    scale, cubic = mpmath.sqrt(2 / mpmath.pi), mpmath.mpf(0.044715)
+    u = scale * (x + cubic * x**3)
+    s = 1 / (1 + mpmath.exp(-2 * u))  # (1 + tanh(u)) / 2, without its cancellation
+    return float(x * s), float(s + 2 * x * s * (1 - s) * scale * (1 + 3 * cubic * x * x))
 
 
 @pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "serial"])
@@ -155,12 +202,14 @@ def test_numba_relu_keeps_a_fortran_layout():
 def test_numba_kernels_step_aside_where_they_do_not_apply(numba_runs):
     rng = np.random.default_rng(5)
     with backend.use_numba(True):
-        # float16, the tanh form of gelu, empty and 0-d tensors run the generic kernels
+        # float16, empty and 0-d tensors run the generic kernels
         half = rng.standard_normal((3, 4)).astype(np.float16)
         y, dx = value_and_grad(ops.softmax, half, np.ones((3, 4), np.float16))
         assert y.dtype == dx.dtype == np.float16
         np.testing.assert_allclose(y.astype(np.float64).sum(axis=1), 1.0, rtol=1e-3)
-        value_and_grad(ops.gelu, rng.standard_normal((3, 4)), np.ones((3, 4)), "tanh")
+        for approximate in ("none", "tanh"):
+            y, dx = value_and_grad(ops.gelu, half, np.ones((3, 4), np.float16), approximate)
+            assert y.dtype == dx.dtype == np.float16
         empty_y, empty_dx = value_and_grad(ops.log_softmax, np.zeros((2, 0)), np.zeros((2, 0)))
         assert empty_y.shape == empty_dx.shape == (2, 0)
         scalar_y, scalar_dx = value_and_grad(ops.softmax, np.array(3.0), np.array(1.0))

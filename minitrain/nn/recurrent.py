@@ -1,0 +1,508 @@
+"""Recurrent layers: RNN, LSTM and GRU over a sequence, and their one-step cells RNNCell,
+LSTMCell and GRUCell, with PyTorch's arguments, parameter names and shapes.
+
+Every time step of every layer and direction is one cell op (ops.lstm_cell, ops.gru_cell, or for
+RNN a linear pair and its nonlinearity), so backprop through time reads in the graph as a chain
+of cell nodes; an LSTM's state runs through it as one (2, batch, hidden_size) tensor, h over c.
+Packed sequences (PackedSequence) are not supported: pad the batch instead.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .. import ops
+from ..errors import ArgumentError, DTypeError, ShapeError
+from ..ops.op import as_tensor
+from ..tensor import Tensor
+from . import init
+from .linear import layer_dtype
+from .module import Module, Parameter
+from .torch_args import check_default
+
+# gates stacked in each weight, per mode
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+_NONLINEARITIES = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+
+
+def _check_size(caller: str, name: str, value) -> int:
+    """hidden_size, input_size or num_layers: an int (bools refused), > 0 (input_size >= 0)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DTypeError(f"{caller}: {name} must be an int, got {type(value).__name__}")
+    least = 0 if name == "input_size" else 1
+    if value < least:
+        raise ArgumentError(f"{caller}: {name} must be >= {least}, got {value}")
+    return int(value)
+
+
+def _nonlinearity(caller: str, nonlinearity: str) -> str:
+    if nonlinearity not in _NONLINEARITIES:
+        raise ArgumentError(
+            f"{caller}: unknown nonlinearity {nonlinearity!r}; select 'tanh' or 'relu'"
+        )
+    return nonlinearity
+
+
+def _reset(layer: Module) -> None:
+    """PyTorch's initialisation of every recurrent weight and bias: U(-1/sqrt(hidden_size),
+    1/sqrt(hidden_size))."""
+    bound = 1.0 / math.sqrt(layer.hidden_size)
+    for weight in layer.parameters():
+        init.uniform_(weight, -bound, bound)
+
+
+def _check_dtype(caller: str, name: str, value: Tensor, dtype) -> None:
+    if value.dtype != dtype:
+        raise DTypeError(
+            f"{caller}: {name} is {value.dtype} but the layer's parameters are {dtype} (cast "
+            f"one, e.g. with .to(dtype))"
+        )
+
+
+def _refuse_packed(caller: str, input) -> None:  # noqa: A002
+    if type(input).__name__ == "PackedSequence":
+        raise DTypeError(
+            f"{caller}: packed sequences (PackedSequence) are not supported; pass a padded "
+            f"tensor and read each sequence's output at its own last step"
+        )
+
+
+class _RNNBase(Module):
+    """RNN, LSTM and GRU: the parameters of every layer and direction, by PyTorch's names, and
+    the loop over layers, directions and time steps."""
+
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        caller = "RNN" if mode.startswith("RNN") else mode
+        check_default(caller, "proj_size", proj_size, 0, "LSTM projections are not supported")
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, numbers.Real)
+            or not 0 <= dropout <= 1
+        ):
+            raise ArgumentError(
+                f"{caller}: dropout must be a probability in [0, 1] (of zeroing an element "
+                f"between layers), got {dropout!r}"
+            )
+        dtype = layer_dtype(dtype, caller)
+        self.mode = mode
+        self.input_size = _check_size(caller, "input_size", input_size)
+        self.hidden_size = _check_size(caller, "hidden_size", hidden_size)
+        self.num_layers = _check_size(caller, "num_layers", num_layers)
+        self.bias, self.batch_first = bool(bias), bool(batch_first)
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bool(bidirectional), 0
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(
+                f"{caller}: dropout={dropout} acts between layers, so with num_layers=1 it does "
+                f"nothing",
+                UserWarning,
+                stacklevel=3,
+            )
+        gates = _GATES[mode] * self.hidden_size
+        directions = 2 if self.bidirectional else 1
+        self._flat_weights_names = []
+        for layer in range(self.num_layers):
+            inputs = self.input_size if layer == 0 else self.hidden_size * directions
+            for direction in range(directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                shapes = {"weight_ih": (gates, inputs), "weight_hh": (gates, self.hidden_size)}
+                if self.bias:
+                    shapes.update(bias_ih=(gates,), bias_hh=(gates,))
+                for name, shape in shapes.items():
+                    setattr(self, name + suffix, Parameter(np.empty(shape, dtype)))
+                    self._flat_weights_names.append(name + suffix)
+        self.reset_parameters()
+        if device is not None:
+            self.to(device)
+
+    def reset_parameters(self) -> None:
+        _reset(self)
+
+    def flatten_parameters(self) -> None:
+        """Nothing to do: PyTorch packs the weights for cuDNN here; minitrain never needs to."""
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        """The parameters per layer and direction, [w_ih, w_hh, b_ih, b_hh] (no biases without
+        bias), as PyTorch's."""
+        per = 4 if self.bias else 2
+        flat = [getattr(self, name) for name in self._flat_weights_names]
+        return [flat[start : start + per] for start in range(0, len(flat), per)]
+
+    def forward(self, input, hx=None):  # noqa: A002
+        """output (seq_len, batch, directions * hidden_size), (batch, seq_len, ...) with
+        batch_first, or (seq_len, directions * hidden_size) for an unbatched input; and the last
+        hidden state (num_layers * directions, batch, hidden_size), (h_n, c_n) for an LSTM."""
+        name = type(self).__name__
+        _refuse_packed(name, input)
+        x = as_tensor(input)
+        batched = self._check_input(x)
+        states = self._initial_states(hx, x, batched)
+        x = x.unsqueeze(1) if not batched else x.transpose(0, 1) if self.batch_first else x
+        outputs, finals = self._layers(x, states)
+        if self.batch_first and batched:
+            outputs = outputs.transpose(0, 1)
+        final = ops.stack(finals)
+        if self.mode == "LSTM":
+            h_n, c_n = final[:, 0], final[:, 1]
+            if not batched:
+                return outputs.squeeze(1), (h_n.squeeze(1), c_n.squeeze(1))
+            return outputs, (h_n, c_n)
+        return (outputs, final) if batched else (outputs.squeeze(1), final.squeeze(1))
+
+    def _check_input(self, x: Tensor) -> bool:
+        """Check the input's rank, size and dtype; whether it is batched (3-D)."""
+        name = type(self).__name__
+        if x.ndim not in (2, 3):
+            order = "batch, seq_len" if self.batch_first else "seq_len, batch"
+            raise ShapeError(
+                f"{name}: input must be 3-D ({order}, input_size) or 2-D (seq_len, input_size) "
+                f"unbatched, got shape {x.shape}"
+            )
+        if x.shape[-1] != self.input_size:
+            raise ShapeError(
+                f"{name}: input {x.shape} has {x.shape[-1]} features in its last dim, the layer "
+                f"was built for input_size={self.input_size}"
+            )
+        time_axis = 1 if self.batch_first and x.ndim == 3 else 0
+        if x.shape[time_axis] == 0:
+            raise ShapeError(f"{name}: input {x.shape} has no time steps (seq_len 0)")
+        _check_dtype(name, "input", x, self.weight_hh_l0.dtype)
+        return x.ndim == 3
+
+    def _initial_states(self, hx, x: Tensor, batched: bool) -> list:
+        """The initial state of each layer and direction, in order, for the input x as given:
+        h (batch, hidden_size), or for an LSTM h over c (2, batch, hidden_size); zeros where hx
+        is None."""
+        name = type(self).__name__
+        directions = 2 if self.bidirectional else 1
+        count = self.num_layers * directions
+        batch = (x.shape[0] if self.batch_first else x.shape[1]) if batched else 1
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            zeros = Tensor(np.zeros((2,) * lstm + (batch, self.hidden_size), x.dtype))
+            return [zeros] * count
+        if lstm and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+            raise DTypeError(f"{name}: hx must be a pair (h_0, c_0), got {type(hx).__name__}")
+        parts = [as_tensor(h) for h in (hx if lstm else (hx,))]
+        expected = (count, batch, self.hidden_size) if batched else (count, self.hidden_size)
+        layout = "num_layers * num_directions, " + ("batch, " if batched else "")
+        for part, part_name in zip(parts, ("h_0", "c_0"), strict=False):
+            if part.shape != expected:
+                raise ShapeError(
+                    f"{name}: {part_name if lstm else 'hx'} {part.shape} must have shape "
+                    f"{expected} ({layout}hidden_size) for input {x.shape}"
+                )
+            _check_dtype(name, part_name if lstm else "hx", part, x.dtype)
+        if not batched:
+            parts = [part.unsqueeze(1) for part in parts]
+        joined = ops.stack(parts, axis=1) if lstm else parts[0]  # (count, 2, batch, hidden)
+        return [joined[k] for k in range(count)]
+
+    def _layers(self, x: Tensor, states: list) -> tuple[Tensor, list]:
+        """Run every layer over the sequence x (seq_len, batch, features): the last layer's
+        output (seq_len, batch, directions * hidden_size) and each layer's and direction's last
+        state."""
+        directions = 2 if self.bidirectional else 1
+        weights = self.all_weights
+        steps = _time_steps(x)
+        runs, finals = [], []
+        for layer in range(self.num_layers):
+            if layer:
+                steps = self._next_inputs(runs)
+            runs = []
+            for direction in range(directions):
+                k = layer * directions + direction
+                run = self._direction(steps, states[k], weights[k], reverse=bool(direction))
+                runs.append(run)
+                finals.append(run[0] if direction else run[-1])
+        return self._sequence(runs), finals
+
+    def _next_inputs(self, runs: list) -> list:
+        """The next layer's input per time step: the runs' h side by side, through dropout in
+        training (a mask per step, which is a mask of the whole layer output, drawn in pieces)."""
+        hidden = [[self._hidden(state) for state in run] for run in runs]
+        if len(runs) == 1:
+            steps = hidden[0]
+        else:
+            steps = [ops.concat(pair, axis=1) for pair in zip(*hidden, strict=True)]
+        if self.training and self.dropout > 0:
+            steps = [ops.dropout(step, self.dropout, True) for step in steps]
+        return steps
+
+    def _direction(self, steps, state, weights, reverse: bool) -> list:
+        """The states one layer's direction goes through, one per time step, in time order."""
+        w_ih, w_hh = weights[0], weights[1]
+        b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
+        order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
+        run = [None] * len(steps)
+        for t in order:
+            state = self._step(steps[t], state, w_ih, w_hh, b_ih, b_hh)
+            run[t] = state
+        return run
+
+    def _step(self, x, state, w_ih, w_hh, b_ih, b_hh) -> Tensor:
+        if self.mode == "LSTM":
+            return ops.lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh)
+        if self.mode == "GRU":
+            return ops.gru_cell(x, state, w_ih, w_hh, b_ih, b_hh)
+        return _rnn_step(self.mode, x, state, w_ih, w_hh, b_ih, b_hh)
+
+    def _hidden(self, state: Tensor) -> Tensor:
+        """h of a state: an LSTM's first slice, the state itself otherwise."""
+        return state[0] if self.mode == "LSTM" else state
+
+    def _sequence(self, runs: list) -> Tensor:
+        """The last layer's output from its runs: each run's h stacked over time, the
+        directions side by side."""
+        outputs = []
+        for run in runs:
+            stacked = ops.stack(run)  # (seq_len, batch, hidden) or an LSTM's (seq_len, 2, ...)
+            outputs.append(stacked[:, 0] if self.mode == "LSTM" else stacked)
+        return outputs[0] if len(outputs) == 1 else ops.concat(outputs, axis=2)
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            text += f", num_layers={self.num_layers}"
+        if not self.bias:
+            text += ", bias=False"
+        if self.batch_first:
+            text += ", batch_first=True"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += ", bidirectional=True"
+        return text
+
+
+def _time_steps(x: Tensor) -> list[Tensor]:
+    """x[t] for each time step t of x (seq_len, ...), cut by halving x again and again. A slice's
+    backward is a gradient of the whole sliced tensor's size, zeros but for the slice, so T
+    slices of x would cost T x-sized arrays (O(T^2)) where x needs a gradient (an embedding's
+    output); halving costs two per level, O(T log T). The slices are views either way."""
+    if x.shape[0] == 1:
+        return [x[0]]
+    half = x.shape[0] // 2
+    return _time_steps(x[:half]) + _time_steps(x[half:])
+
+
+def _rnn_step(mode: str, x, h, w_ih, w_hh, b_ih, b_hh) -> Tensor:
+    """An Elman RNN step, composed: act(x @ w_ih^T + b_ih + h @ w_hh^T + b_hh)."""
+    pre = ops.linear(x, w_ih, b_ih) + ops.linear(h, w_hh, b_hh)
+    return ops.tanh(pre) if mode == "RNN_TANH" else ops.relu(pre)
+
+
+class RNN(_RNNBase):
+    """An Elman RNN, h_t = tanh (or relu) of x_t @ w_ih^T + b_ih + h_(t-1) @ w_hh^T + b_hh,
+    per layer and direction; PyTorch's arguments, parameter names and shapes."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device=None,
+        dtype=None,
+    ):
+        mode = _NONLINEARITIES[_nonlinearity("RNN", nonlinearity)]
+        super().__init__(
+            mode, input_size, hidden_size, num_layers, bias, batch_first, dropout,
+            bidirectional, 0, device, dtype,
+        )  # fmt: skip
+        self.nonlinearity = nonlinearity  # not in the repr, as in PyTorch's
+
+
+class LSTM(_RNNBase):
+    """A long short-term memory RNN, PyTorch's: per layer and direction, one fused lstm_cell
+    op per time step. forward(input, (h_0, c_0)) returns (output, (h_n, c_n)). proj_size other
+    than 0 is refused."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            "LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+            bidirectional, proj_size, device, dtype,
+        )  # fmt: skip
+
+
+class GRU(_RNNBase):
+    """A gated recurrent unit RNN, PyTorch's: per layer and direction, one fused gru_cell op
+    per time step."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(
+            "GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout,
+            bidirectional, 0, device, dtype,
+        )  # fmt: skip
+
+
+class _RNNCellBase(Module):
+    """The cells: weight_ih (gates * hidden_size, input_size), weight_hh (gates * hidden_size,
+    hidden_size), bias_ih and bias_hh (gates * hidden_size,), and the checks of one step's
+    input and hidden state."""
+
+    def __init__(self, input_size, hidden_size, bias, gates, device, dtype):
+        super().__init__()
+        caller = type(self).__name__
+        dtype = layer_dtype(dtype, caller)
+        self.input_size = _check_size(caller, "input_size", input_size)
+        self.hidden_size = _check_size(caller, "hidden_size", hidden_size)
+        self.bias = bool(bias)
+        size = gates * self.hidden_size
+        self.weight_ih = Parameter(np.empty((size, self.input_size), dtype))
+        self.weight_hh = Parameter(np.empty((size, self.hidden_size), dtype))
+        if self.bias:
+            self.bias_ih = Parameter(np.empty(size, dtype))
+            self.bias_hh = Parameter(np.empty(size, dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+        if device is not None:
+            self.to(device)
+
+    def reset_parameters(self) -> None:
+        _reset(self)
+
+    def _input(self, input) -> tuple[Tensor, bool]:  # noqa: A002
+        """The step's input as a (batch, input_size) Tensor, and whether it came batched."""
+        name = type(self).__name__
+        x = as_tensor(input)
+        if x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+            raise ShapeError(
+                f"{name}: input must be (batch, input_size) or (input_size,) with input_size="
+                f"{self.input_size}, got shape {x.shape}"
+            )
+        _check_dtype(name, "input", x, self.weight_ih.dtype)
+        return (x, True) if x.ndim == 2 else (x.unsqueeze(0), False)
+
+    def _state_part(self, value, part: str, x: Tensor, batched: bool) -> Tensor:
+        """A given hidden state (h or c) as (batch, hidden_size), checked against the input."""
+        name = type(self).__name__
+        h = as_tensor(value)
+        expected = (x.shape[0], self.hidden_size) if batched else (self.hidden_size,)
+        if h.shape != expected:
+            shown = x.shape if batched else x.shape[1:]
+            raise ShapeError(
+                f"{name}: {part} {h.shape} must have shape {expected} "
+                f"({'batch, ' if batched else ''}hidden_size) for input {shown}"
+            )
+        _check_dtype(name, part, h, x.dtype)
+        return h if batched else h.unsqueeze(0)
+
+    def _zeros(self, x: Tensor, *lead: int) -> Tensor:
+        return Tensor(np.zeros(lead + (x.shape[0], self.hidden_size), x.dtype))
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        return text if self.bias else text + ", bias=False"
+
+
+class RNNCell(_RNNCellBase):
+    """One Elman RNN step: h' = tanh (or relu) of x @ w_ih^T + b_ih + h @ w_hh^T + b_hh."""
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: str = "tanh",
+        device=None,
+        dtype=None,
+    ):
+        _nonlinearity("RNNCell", nonlinearity)
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None) -> Tensor:  # noqa: A002
+        x, batched = self._input(input)
+        h = self._zeros(x) if hx is None else self._state_part(hx, "hx", x, batched)
+        mode = _NONLINEARITIES[self.nonlinearity]
+        out = _rnn_step(mode, x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return out if batched else out.squeeze(0)
+
+    def extra_repr(self) -> str:
+        text = super().extra_repr()
+        shown = "" if self.nonlinearity == "tanh" else f", nonlinearity={self.nonlinearity}"
+        return text + shown
+
+
+class LSTMCell(_RNNCellBase):
+    """One LSTM step, the fused lstm_cell op: forward(input, (h, c)) returns (h', c')."""
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None
+    ):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None) -> tuple[Tensor, Tensor]:  # noqa: A002
+        x, batched = self._input(input)
+        if hx is None:
+            state = self._zeros(x, 2)
+        else:
+            if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+                raise DTypeError(f"LSTMCell: hx must be a pair (h, c), got {type(hx).__name__}")
+            h, c = (self._state_part(v, part, x, batched) for v, part in zip(hx, "hc", strict=True))
+            state = ops.stack([h, c])
+        out = ops.lstm_cell(x, state, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return (out[0], out[1]) if batched else (out[0, 0], out[1, 0])
+
+
+class GRUCell(_RNNCellBase):
+    """One GRU step, the fused gru_cell op: forward(input, h) returns h'."""
+
+    def __init__(
+        self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None
+    ):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None) -> Tensor:  # noqa: A002
+        x, batched = self._input(input)
+        h = self._zeros(x) if hx is None else self._state_part(hx, "hx", x, batched)
+        out = ops.gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return out if batched else out.squeeze(0)

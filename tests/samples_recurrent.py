@@ -1,0 +1,64 @@
+"""Sample table entries for the recurrent cell ops (merged into op_samples.SAMPLES): lstm_cell and
+gru_cell with and without biases, a batch of one, and frozen weights or inputs (the gradients
+asked for narrowed), against PyTorch's torch.lstm_cell and torch.gru_cell."""
+
+from __future__ import annotations
+
+from op_samples import Sample, draws, normal, uniform
+
+from minitrain import ops
+
+try:
+    import torch
+except ImportError:  # the PyTorch comparison skips itself; the table still loads
+    torch = None
+
+
+def _torch_lstm_cell(x, state, *weights):
+    """torch.lstm_cell's (h, c) stacked as minitrain's state, h over c."""
+    return torch.stack(torch.lstm_cell(x, (state[0], state[1]), *weights))
+
+
+def _torch_gru_cell(x, h, *weights):
+    return torch.gru_cell(x, h, *weights)
+
+
+def _cell(name, call, ref, gates, batch, inputs, hidden, state_lead, bias=True, grad=None):
+    """A cell sample: x (batch, inputs), the state, weights in U(-0.6, 0.6) (gates off their
+    flat ends) and normal biases, or no biases."""
+    size = gates * hidden
+    weights = (uniform(-0.6, 0.6, size, inputs), uniform(-0.6, 0.6, size, hidden))
+    biases = (normal(size), normal(size)) if bias else ()
+    return Sample(
+        name,
+        draws(normal(batch, inputs), normal(*state_lead, batch, hidden), *weights, *biases),
+        call,
+        ref,
+        grad=grad,
+    )
+
+
+def _lstm(name, batch=3, inputs=4, hidden=5, **kw) -> Sample:
+    return _cell(name, ops.lstm_cell, _torch_lstm_cell, 4, batch, inputs, hidden, (2,), **kw)
+
+
+def _gru(name, batch=3, inputs=4, hidden=5, **kw) -> Sample:
+    return _cell(name, ops.gru_cell, _torch_gru_cell, 3, batch, inputs, hidden, (), **kw)
+
+
+SAMPLES: dict[str, list[Sample]] = {
+    "lstm_cell": [
+        _lstm("batch"),
+        _lstm("no_bias", bias=False),
+        _lstm("batch_of_one", batch=1, inputs=3, hidden=2),
+        _lstm("frozen_weights", grad=(0, 1)),
+        _lstm("weights_only", grad=(2, 3, 4, 5)),
+    ],
+    "gru_cell": [
+        _gru("batch"),
+        _gru("no_bias", bias=False),
+        _gru("batch_of_one", batch=1, inputs=3, hidden=2),
+        _gru("frozen_weights", grad=(0, 1)),
+        _gru("weights_only", grad=(2, 3, 4, 5)),
+    ],
+}
