@@ -111,7 +111,12 @@ class Linear(Op):
     def forward(ctx, x, weight, bias):
         # dx reads weight and dweight reads x: keep only what a needed gradient reads
         ctx.save(x=x if ctx.needs_grad[1] else None, weight=weight if ctx.needs_grad[0] else None)
-        out = x @ weight.T
+        if x.ndim > 2:  # as one (rows, features) product: numpy's stacked matmul is far slower
+            out = (x.reshape(math.prod(x.shape[:-1]), x.shape[-1]) @ weight.T).reshape(
+                x.shape[:-1] + (weight.shape[0],)
+            )
+        else:
+            out = x @ weight.T
         if bias is not None:
             out += bias
         return out
@@ -122,9 +127,9 @@ class Linear(Op):
 
         dweight takes x and grad with their leading dims merged into one: (rows, features)."""
         x, weight = ctx.x, ctx.weight
-        grad_x = grad @ weight if ctx.needs_grad[0] else None
         rows = math.prod(grad.shape[:-1])  # not reshape(-1, ...): ambiguous with 0 features
         grad_2d = grad.reshape(rows, grad.shape[-1])
+        grad_x = (grad_2d @ weight).reshape(ctx.shapes[0]) if ctx.needs_grad[0] else None
         grad_w = grad_2d.T @ x.reshape(rows, x.shape[-1]) if ctx.needs_grad[1] else None
         grad_b = grad_2d.sum(axis=0) if ctx.needs_grad[2] else None
         return grad_x, grad_w, grad_b
