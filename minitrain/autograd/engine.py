@@ -24,6 +24,7 @@ from ..anomaly import check_backward
 from ..errors import DTypeError, GraphError, ShapeError
 from ..grad_mode import enable_grad, recording
 from ..inplace import superseded
+from .product_sum import ProductSum, materialized
 
 _tape_count_lock = threading.Lock()
 
@@ -73,14 +74,16 @@ class Node:
         """The arrays this node still holds for its backward, by name (empty once released)."""
         return self.ctx.saved_values()
 
-    def run_backward(self, grad, create_graph: bool = False, needs=None) -> tuple:
+    def run_backward(self, grad, create_graph: bool = False, needs=None, lazy=False) -> tuple:
         """The op's backward for `grad`, the gradient of this node's output: one array (or None)
         per input, as the op returns them (`fit_input_grad` brings each to its input). Runs the
         numba kernel where the forward ran one and numba is still on; frees nothing. `needs`
         narrows `ctx.needs_grad` for this call (grad() asks only for what leads to its inputs).
 
         With `create_graph`, `grad` is a Tensor and the op's backward runs in tensor ops,
-        recorded (`Op.run_tensor_backward`): the gradients come back as Tensors with graphs."""
+        recorded (`Op.run_tensor_backward`): the gradients come back as Tensors with graphs.
+        With `lazy`, an op's ProductSum gradients come back as they are (the walk sums them;
+        product_sum.py); otherwise as arrays."""
         ctx, op = self.ctx, self.op
         if ctx.released:
             raise self.freed_error()
@@ -105,6 +108,8 @@ class Node:
             grads = op.backward(ctx, grad)
         if type(grads) is not tuple:
             grads = (grads,)
+        if not lazy and not create_graph:
+            grads = tuple(materialized(g) for g in grads)
         if len(grads) != len(self.parents):
             raise GraphError(
                 f"{self.name}: backward returned {len(grads)} gradients for "
@@ -158,6 +163,7 @@ class Node:
         broadcasting op stretched) and dtype: the engine's share of every backward rule. An
         array, or a Tensor under create_graph (the same methods then record the sum and cast)."""
         shape, dtype = self.ctx.shapes[index], self.ctx.dtypes[index]
+        grad = materialized(grad)
         if grad.shape != shape:
             if not self.op.broadcast:
                 raise GraphError(
@@ -333,6 +339,8 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
     while heap:
         node = heapq.heappop(heap)[1]
         grad = pending.pop(node)
+        if type(grad) is ProductSum:
+            grad = grad.value()
         if runs is not None and node not in runs:
             if node in capture_nodes:  # a captured tensor with nothing captured below it
                 if node.hooks:
@@ -350,7 +358,9 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
         elif node in capture_nodes:
             for position in capture_nodes[node]:
                 captured[position] = grad
-        grads = node.run_backward(grad, create_graph, None if runs is None else runs[node])
+        grads = node.run_backward(
+            grad, create_graph, None if runs is None else runs[node], lazy=not anomaly
+        )
         if anomaly:
             if create_graph:
                 check_backward(node, grad.data, [None if g is None else g.data for g in grads])
@@ -377,6 +387,8 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
     # every hook and check runs before the first .grad changes: an error leaves them all as is
     for key, entry in leaf_grads.items():
         leaf = entry[0]
+        if type(entry[1]) is ProductSum:
+            entry[1] = entry[1].value()
         if leaf._hooks and (capture is None or key in capture_leaves):
             entry[1] = _run_hooks(leaf._hooks, entry[1], leaf)
         if capture is None and leaf._grad is not None:

@@ -14,7 +14,9 @@ front: an op has one output, so a step would read its slice of the (T, batch, ga
 a getitem, whose backward sends a gradient of the whole product's size, zeros but for the
 slice: O(T^2) memory traffic, O(T log T) with slices cut by halving. At T = 64, batch 32, 256
 inputs and 1024 gates, that projection's forward and backward took 45 ms (25 ms halved) against
-15 ms for the per-step products, whose weight gradients the engine sums (shared machine).
+15 ms for the per-step products. The weights' gradients, one per step, are not summed step by
+step: each step returns them as ProductSums (autograd/product_sum.py), which the engine adds up
+as one product of the stacked steps (the LSTM bench's step 106 -> 81 ms).
 
 Op by op: its gradient kernel, its Op class, its numba kernels and its function; first the
 shape checks both share and the numba gate math both use.
@@ -30,6 +32,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import backend
+from ..autograd.product_sum import ProductSum
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import numba_math
@@ -198,6 +201,11 @@ def lstm_cell_grad(dY, X, state, w_ih, w_hh, gates, Y, need=(True,) * 6):
     `need` says which of the six to compute (the others come back None). The gate math runs as a
     numba kernel where backend.numba_takes the arrays.
     """
+    return _lstm_cell_grad(dY, X, state, w_ih, w_hh, gates, Y, need, sums=False)
+
+
+def _lstm_cell_grad(dY, X, state, w_ih, w_hh, gates, Y, need, sums: bool):
+    """lstm_cell_grad; with `sums`, the weights' and biases' gradients as ProductSums."""
     need = _need("lstm_cell_grad", need)
     _check_cell_grad("lstm_cell_grad", 4, dY, X, state, w_ih, w_hh, gates, state.shape)
     if Y.shape != state.shape:
@@ -213,7 +221,7 @@ def lstm_cell_grad(dY, X, state, w_ih, w_hh, gates, Y, need=(True,) * 6):
         _lstm_gates_grad(xp, dY, gates, state[1], Y[1], dgates, dstate[1])
     if need[1]:
         xp.matmul(dgates, w_hh, out=dstate[0])
-    dX, dw_ih, dw_hh, db_ih, db_hh = _weight_grads(need, dgates, dgates, X, state[0], w_ih)
+    dX, dw_ih, dw_hh, db_ih, db_hh = _weight_grads(need, dgates, dgates, X, state[0], w_ih, sums)
     return dX, (dstate if need[1] else None), dw_ih, dw_hh, db_ih, db_hh
 
 
@@ -229,10 +237,21 @@ def _lstm_gates_grad(xp, dY, gates, c_prev, c, dgates, dc_prev) -> None:
     dc_prev[...] = dc * f
 
 
-def _weight_grads(need, dgates_x, dgates_h, X, h_prev, w_ih):
+def _weight_grads(need, dgates_x, dgates_h, X, h_prev, w_ih, sums: bool):
     """A cell's gradients but the hidden state's, from its gate gradients: dgates_x, what the
-    input's product fed, and dgates_h, what the hidden state's did (one array for an LSTM)."""
+    input's product fed, and dgates_h, what the hidden state's did (one array for an LSTM).
+
+    With `sums`, the weights' and biases' gradients come as ProductSums (product_sum.py): the
+    engine adds up every time step's as one product of the stacked steps, not one per step."""
     dX = dgates_x @ w_ih if need[0] else None
+    if sums:
+        return (
+            dX,
+            ProductSum(dgates_x, X) if need[2] else None,
+            ProductSum(dgates_h, h_prev) if need[3] else None,
+            ProductSum(dgates_x) if need[4] else None,
+            ProductSum(dgates_h) if need[5] else None,
+        )
     dw_ih = dgates_x.T @ X if need[2] else None
     dw_hh = dgates_h.T @ h_prev if need[3] else None
     db_ih = dgates_x.sum(axis=0) if need[4] else None
@@ -271,8 +290,8 @@ class LSTMCell(Op):
     @staticmethod
     def backward(ctx, grad):
         """dG = gate grads (lstm_cell_grad), dx = dG @ w_ih, dw_ih = dG^T x, dstate, dw_hh, db."""
-        return lstm_cell_grad(
-            grad, ctx.x, ctx.state, ctx.w_ih, ctx.w_hh, ctx.gates, ctx.out, ctx.needs_grad
+        return _lstm_cell_grad(
+            grad, ctx.x, ctx.state, ctx.w_ih, ctx.w_hh, ctx.gates, ctx.out, ctx.needs_grad, True
         )
 
     @staticmethod
@@ -401,6 +420,11 @@ def gru_cell_grad(dY, X, h, w_ih, w_hh, gates, hn, need=(True,) * 6):
     `need` says which of the six to compute (the others come back None). The gate math runs as a
     numba kernel where backend.numba_takes the arrays.
     """
+    return _gru_cell_grad(dY, X, h, w_ih, w_hh, gates, hn, need, sums=False)
+
+
+def _gru_cell_grad(dY, X, h, w_ih, w_hh, gates, hn, need, sums: bool):
+    """gru_cell_grad; with `sums`, the weights' and biases' gradients as ProductSums."""
     need = _need("gru_cell_grad", need)
     _check_cell_grad("gru_cell_grad", 3, dY, X, h, w_ih, w_hh, gates, h.shape)
     if hn.shape != h.shape:
@@ -417,7 +441,7 @@ def gru_cell_grad(dY, X, h, w_ih, w_hh, gates, hn, need=(True,) * 6):
         _gru_gates_grad(dY, gates, hn, h, dgates_x, dgates_h, dh)
     if need[1]:
         dh += dgates_h @ w_hh
-    dX, dw_ih, dw_hh, db_ih, db_hh = _weight_grads(need, dgates_x, dgates_h, X, h, w_ih)
+    dX, dw_ih, dw_hh, db_ih, db_hh = _weight_grads(need, dgates_x, dgates_h, X, h, w_ih, sums)
     return dX, (dh if need[1] else None), dw_ih, dw_hh, db_ih, db_hh
 
 
@@ -466,8 +490,8 @@ class GRUCell(Op):
     @staticmethod
     def backward(ctx, grad):
         """dG = gate grads (gru_cell_grad), dx = dG_x @ w_ih, dh = dG_h @ w_hh + grad * z, ..."""
-        return gru_cell_grad(
-            grad, ctx.x, ctx.h, ctx.w_ih, ctx.w_hh, ctx.gates, ctx.hn, ctx.needs_grad
+        return _gru_cell_grad(
+            grad, ctx.x, ctx.h, ctx.w_ih, ctx.w_hh, ctx.gates, ctx.hn, ctx.needs_grad, True
         )
 
     @staticmethod

@@ -1,0 +1,132 @@
+"""ProductSum, the gradient a recurrent cell's weights get per time step, summed lazily: its
+arithmetic against the dense sum, its folding, and that every gradient leaves the engine as an
+array (hooks, .grad, grad(), retain_grad, anomaly mode, the graph replay, the public kernels)
+with the values an eager sum gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitrain as mt
+from minitrain import nn, ops
+from minitrain.autograd import product_sum, replay_backward
+from minitrain.autograd.product_sum import ProductSum
+from minitrain.errors import ShapeError
+
+
+def _pairs(rng, count, rows=3, left=5, right=4):
+    return [
+        (rng.standard_normal((rows, left)), rng.standard_normal((rows, right)))
+        for _ in range(count)
+    ]
+
+
+def test_sum_of_products_and_column_sums_equal_the_dense_sums():
+    rng = np.random.default_rng(0)
+    pairs = _pairs(rng, 6)
+    total = ProductSum(*pairs[0])
+    for a, b in pairs[1:]:
+        total = total + ProductSum(a, b)
+    np.testing.assert_allclose(total.value(), sum(a.T @ b for a, b in pairs), rtol=1e-13)
+    columns = ProductSum(pairs[0][0]) + ProductSum(pairs[1][0])
+    np.testing.assert_allclose(columns.value(), pairs[0][0].sum(0) + pairs[1][0].sum(0))
+    assert total.shape == (5, 4) and columns.shape == (5,) and total.dtype == np.float64
+
+
+def test_arrays_add_on_either_side_and_nothing_is_mutated():
+    rng = np.random.default_rng(1)
+    (a, b), (c, d) = _pairs(rng, 2)
+    dense = rng.standard_normal((5, 4))
+    kept = dense.copy()
+    first = ProductSum(a, b)
+    left, right = dense + first, first + dense  # numpy defers the left form to __radd__
+    assert type(left) is ProductSum and type(right) is ProductSum
+    both = left + ProductSum(c, d)
+    np.testing.assert_allclose(both.value(), dense + a.T @ b + c.T @ d, rtol=1e-13)
+    np.testing.assert_array_equal(dense, kept)
+    np.testing.assert_allclose(first.value(), a.T @ b, rtol=1e-13)  # `+` made new sums
+    assert first.value() is not first.value()  # new memory each time: .grad may own it
+
+
+def test_folds_into_an_array_past_the_row_limit(monkeypatch):
+    monkeypatch.setattr(product_sum, "FOLD_ROWS", 7)
+    rng = np.random.default_rng(2)
+    pairs = _pairs(rng, 5, rows=3)
+    total = ProductSum(*pairs[0])
+    rows_held = []
+    for a, b in pairs[1:]:
+        total = total + ProductSum(a, b)
+        rows_held.append(total.rows)
+    assert rows_held == [6, 0, 3, 6]  # folded on reaching 9 rows
+    np.testing.assert_allclose(total.value(), sum(a.T @ b for a, b in pairs), rtol=1e-13)
+
+
+def test_shapes_that_differ_are_refused():
+    rng = np.random.default_rng(3)
+    (a, b), (c, d) = _pairs(rng, 1)[0], _pairs(rng, 1, right=2)[0]
+    with pytest.raises(ShapeError, match=r"\(5, 4\)"):
+        ProductSum(a, b) + ProductSum(c, d)
+    with pytest.raises(ShapeError, match=r"\(5, 4\)"):
+        ProductSum(a, b) + np.zeros((4, 5))
+
+
+def _lstm_and_input(seed=0, seq=7, batch=3):
+    mt.manual_seed(seed)
+    lstm = nn.LSTM(4, 5, num_layers=2, dtype=np.float64)
+    x = mt.tensor(np.random.default_rng(seed).standard_normal((seq, batch, 4)), requires_grad=True)
+    return lstm, x
+
+
+def _unrolled_loss(x, per_step_weights):
+    """One LSTM layer by hand, a cell op per step, step t with per_step_weights[t]."""
+    hidden = per_step_weights[0][1].shape[1]
+    state = mt.tensor(np.zeros((2, x.shape[1], hidden)))
+    loss = 0.0
+    for t, weights in enumerate(per_step_weights):
+        state = ops.lstm_cell(x[t], state, *weights)
+        loss = loss + (state * state).sum()
+    return loss
+
+
+@pytest.mark.parametrize("fold_rows", [2048, 4])
+def test_sums_at_a_leaf_and_at_a_node_equal_the_sum_over_steps(monkeypatch, fold_rows):
+    """The gradient of weights shared by every step is the sum of the gradients of per-step
+    copies (the chain rule); at a leaf and through a node (weight * 1), folded or not."""
+    monkeypatch.setattr(product_sum, "FOLD_ROWS", fold_rows)
+    lstm, x = _lstm_and_input()
+    weights = lstm.all_weights[0]
+    copies = [[mt.tensor(w.data.copy(), requires_grad=True) for w in weights] for _ in x]
+    per_step = mt.grad(_unrolled_loss(x, copies), [w for step in copies for w in step])
+    expected = [sum(g.data for g in per_step[k :: len(weights)]) for k in range(len(weights))]
+    for shared in (weights, [w * 1.0 for w in weights]):
+        grads = mt.grad(_unrolled_loss(x, [shared] * len(x)), weights)
+        for got, want in zip(grads, expected, strict=True):
+            assert type(got.data) is np.ndarray
+            np.testing.assert_allclose(got.data, want, rtol=1e-12, atol=1e-13)
+
+
+def test_hooks_grad_anomaly_and_replay_see_arrays():
+    lstm, x = _lstm_and_input(seed=1)
+    weight = lstm.weight_hh_l0
+    seen = []
+    weight.register_hook(lambda g: seen.append(type(g.data)) or None)
+    out, _ = lstm(x)
+    loss = (out * out).sum()
+    (by_grad,) = mt.grad(loss, [weight], retain_graph=True)
+    assert type(by_grad.data) is np.ndarray and seen == [np.ndarray]
+    replayed = replay_backward([loss])
+    assert type(replayed[id(weight)]) is np.ndarray
+    np.testing.assert_allclose(replayed[id(weight)], by_grad.data, rtol=1e-12)
+    with mt.autograd.detect_anomaly():
+        loss.backward()
+    np.testing.assert_allclose(weight.grad.data, by_grad.data, rtol=1e-12)
+
+
+def test_the_public_cell_kernels_return_arrays():
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(shape) for shape in [(3, 4), (2, 3, 5), (20, 4), (20, 5)]]
+    x, state, w_ih, w_hh = (mt.tensor(a, requires_grad=True) for a in arrays)
+    out = ops.lstm_cell(x, state, w_ih, w_hh)
+    grads = ops.lstm_cell_grad(np.ones((2, 3, 5)), *arrays, out.node.ctx.gates, out.data)
+    assert len(grads) == 6 and all(type(g) is np.ndarray for g in grads)
