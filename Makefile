@@ -1,4 +1,4 @@
-# minitrain: install / demo / test / bench / lint / clean.
+# minitrain: install / demo / test / bench / gpu-check / lint / clean.
 # Every target that runs code first makes sure .venv exists and is up to date with pyproject.toml.
 
 SHELL := /bin/bash
@@ -11,7 +11,7 @@ BENCH_ARGS ?=
 # Only the folders that exist (ruff fails on a missing path).
 LINT_PATHS := $(wildcard minitrain tests benchmarks examples)
 
-.PHONY: install test demo bench lint clean
+.PHONY: install test demo bench gpu-check lint clean
 
 install: $(STAMP)
 
@@ -39,6 +39,12 @@ demo: install
 
 bench: install
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# The cuda test cases on a real GPU, then the GPU benchmark against PyTorch CUDA; writes
+# gpu-check.md. Needs CuPy in $(VENV) (pip install 'minitrain[cuda]', or a cupy-cudaXXx wheel),
+# which this target does not install.
+gpu-check: install
+	$(BIN)/python -m benchmarks.gpu_check
 
 lint: install
 	$(BIN)/ruff check $(LINT_PATHS)

@@ -72,7 +72,7 @@ def _torch_gpt(torch, vocabulary_size: int, config):
             self.head.weight = self.token_embedding.weight
 
         def forward(self, tokens):
-            positions = torch.arange(tokens.shape[1])
+            positions = torch.arange(tokens.shape[1], device=tokens.device)
             x = self.token_embedding(tokens) + self.position_embedding(positions)
             for block in self.blocks:
                 x = block(x)
@@ -81,9 +81,9 @@ def _torch_gpt(torch, vocabulary_size: int, config):
     return GPT()
 
 
-def _steps(torch):
+def training_steps(torch, device: str = "cpu"):
     """(minitrain's step, PyTorch's step or None, both first losses, the example's Config) on
-    one batch."""
+    one batch, the models and the batch on `device`."""
     import minitrain as mt
 
     example = _example()
@@ -96,13 +96,14 @@ def _steps(torch):
     inputs, targets = example.batch_of(
         data, rng.integers(0, len(data) - config.context - 1, config.batch), config.context
     )
-    model = example.build_model(len(vocabulary), config)
+    model = example.build_model(len(vocabulary), config).to(device)
     optimizer = example.make_optimizer(model, config)
-    first_losses = [example.loss_of(model, inputs, targets).item()]
+    tokens, next_tokens = mt.tensor(inputs, device=device), mt.tensor(targets, device=device)
+    first_losses = [example.loss_of(model, tokens, next_tokens).item()]
 
     def minitrain_step():
         optimizer.zero_grad()
-        example.loss_of(model, inputs, targets).backward()
+        example.loss_of(model, tokens, next_tokens).backward()
         mt.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()
 
@@ -110,9 +111,11 @@ def _steps(torch):
         return minitrain_step, None, first_losses, config
     twin = _torch_gpt(torch, len(vocabulary), config)
     state = {
-        name: torch.from_numpy(value.data.copy()) for name, value in model.state_dict().items()
+        name: torch.from_numpy(value.cpu().numpy().copy())
+        for name, value in model.state_dict().items()
     }
     twin.load_state_dict(state, strict=True)
+    twin.to(device)
     matrices = [p for p in twin.parameters() if p.ndim >= 2]
     others = [p for p in twin.parameters() if p.ndim < 2]
     twin_optimizer = torch.optim.AdamW(
@@ -123,7 +126,7 @@ def _steps(torch):
         lr=config.lr,
         betas=(0.9, 0.99),
     )
-    x, y = torch.from_numpy(inputs), torch.from_numpy(targets)
+    x, y = torch.from_numpy(inputs).to(device), torch.from_numpy(targets).to(device)
 
     def loss_of_twin():
         logits = twin(x)
@@ -145,7 +148,7 @@ def _steps(torch):
 
 def run() -> list[Result]:
     torch = try_import_torch()
-    ours, theirs, first_losses, config = _steps(torch)
+    ours, theirs, first_losses, config = training_steps(torch)
     times = best_times([ours] if theirs is None else [ours, theirs], number=3)
     note = "first loss " + " vs ".join(f"{loss:.6f}" for loss in first_losses)
     return [

@@ -48,41 +48,45 @@ def _data(kind: str):
     return rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, shape[0])
 
 
-def _minitrain_step(kind: str):
+def minitrain_step(kind: str, device: str = "cpu"):
+    """minitrain's model of `kind` ('mlp' or 'cnn') on `device` and its training step on the
+    benchmark's batch, moved there once."""
     import minitrain as mt
 
     mt.manual_seed(0)
-    model = _mlp(mt) if kind == "mlp" else _cnn(mt)
+    model = (_mlp(mt) if kind == "mlp" else _cnn(mt)).to(device)
     if kind == "mlp":
         optimizer = mt.optim.Adam(model.parameters(), lr=1e-3)
     else:
         optimizer = mt.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     inputs, labels = _data(kind)
-    x = mt.Tensor(inputs)
+    x, y = mt.tensor(inputs, device=device), mt.tensor(labels, device=device)
     loss_fn = mt.nn.CrossEntropyLoss()
 
     def step():
         optimizer.zero_grad()
-        loss_fn(model(x), labels).backward()
+        loss_fn(model(x), y).backward()
         optimizer.step()
 
     return model, step
 
 
-def _torch_step(kind: str, weights_from=None):
+def torch_step(kind: str, weights_from=None, device: str = "cpu"):
+    """PyTorch's twin of minitrain_step (from `weights_from`'s weights, where given)."""
     import torch
 
     model = _mlp(torch) if kind == "mlp" else _cnn(torch)
     if weights_from is not None:  # the same initial weights as minitrain's model
         with torch.no_grad():
             for p, q in zip(weights_from.parameters(), model.parameters(), strict=True):
-                q.copy_(torch.from_numpy(p.data))
+                q.copy_(torch.from_numpy(p.detach().cpu().numpy()))
+    model.to(device)
     if kind == "mlp":
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     inputs, labels = _data(kind)
-    x, y = torch.from_numpy(inputs), torch.from_numpy(labels)
+    x, y = torch.from_numpy(inputs).to(device), torch.from_numpy(labels).to(device)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
@@ -119,7 +123,7 @@ def _status_kib(field: str) -> int:
 
 
 def _measure_in_process(framework: str) -> int:
-    step = _minitrain_step("cnn")[1] if framework == "minitrain" else _torch_step("cnn")
+    step = minitrain_step("cnn")[1] if framework == "minitrain" else torch_step("cnn")
     step()
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")
@@ -133,8 +137,8 @@ def run() -> list[Result]:
     torch = try_import_torch()
     results = []
     for kind, target in (("mlp", MLP_TARGET), ("cnn", CNN_TARGET)):
-        model, ours = _minitrain_step(kind)
-        steps = [ours] if torch is None else [ours, _torch_step(kind, weights_from=model)]
+        model, ours = minitrain_step(kind)
+        steps = [ours] if torch is None else [ours, torch_step(kind, weights_from=model)]
         times = best_times(steps, number=5 if kind == "cnn" else 20)
         name = "MLP 784-256-256-10 b128 Adam" if kind == "mlp" else "CNN (64,1,28,28) SGD momentum"
         results.append(

@@ -15,6 +15,7 @@ model at two temperatures.
 
     python examples/train_char_lm.py [--steps 1000] [--context 64] [--width 128] [--layers 4]
         [--heads 4] [--batch 32] [--arch gpt|lstm] [--norm rms|layer] [--tiny] [--out DIR]
+        [--device cpu|cuda|cuda:N]
 
 `--tiny` trains a one-block model in a few seconds (the test suite runs it); options given with
 it override its sizes.
@@ -58,6 +59,7 @@ class Config:
     eval_every: int = 100
     eval_batches: int = 8
     seed: int = 0
+    device: str = "cpu"  # where the model trains: "cpu", "cuda" (needs CuPy and a GPU), "cuda:1"
 
 
 # Seconds, not minutes: one block of width 32 for 150 steps (the test suite runs it).
@@ -176,7 +178,8 @@ class GPT(nn.Module):
 
     def forward(self, tokens) -> mt.Tensor:
         """Logits (batch, time, vocabulary) for integer tokens (batch, time)."""
-        x = self.token_embedding(tokens) + self.position_embedding(np.arange(tokens.shape[1]))
+        positions = mt.arange(tokens.shape[1], device=self.position_embedding.weight.device)
+        x = self.token_embedding(tokens) + self.position_embedding(positions)
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
@@ -239,8 +242,14 @@ def batch_of(data: np.ndarray, starts: np.ndarray, context: int) -> tuple[np.nda
     return windows[:, :-1], windows[:, 1:]
 
 
+def on_device_of(model: nn.Module, array: np.ndarray) -> mt.Tensor:
+    """A host array of tokens as a tensor on the device of the model's parameters."""
+    return mt.tensor(array, device=next(model.parameters()).device)
+
+
 def loss_of(model: nn.Module, inputs: np.ndarray, targets: np.ndarray) -> mt.Tensor:
-    logits = model(inputs)
+    logits = model(on_device_of(model, inputs))
+    targets = on_device_of(model, targets)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
@@ -310,8 +319,8 @@ def sample(model, vocabulary: Vocabulary, prompt: str, length: int, temperature:
     model.eval()
     with mt.no_grad():
         for _ in range(length):
-            window = np.array(tokens[-config.context :])[None]
-            logits = model(window).data[0, -1].astype(np.float64) / temperature
+            window = on_device_of(model, np.array(tokens[-config.context :])[None])
+            logits = model(window)[0, -1].cpu().numpy().astype(np.float64) / temperature
             p = np.exp(logits - logits.max())
             tokens.append(int(rng.choice(len(p), p=p / p.sum())))
     model.train()
@@ -361,7 +370,7 @@ def main(config: Config | None = None, out: str = "runs/char_lm", tiny: bool = F
     vocabulary = Vocabulary(train_text + val_text)
     train_data, val_data = vocabulary.encode(train_text), vocabulary.encode(val_text)
     entropy = unigram_entropy(train_data, len(vocabulary))
-    model = build_model(len(vocabulary), config)
+    model = build_model(len(vocabulary), config).to(config.device)  # before its optimizer
     optimizer = make_optimizer(model, config)
     parameters = sum(p.numel() for p in model.parameters())
     print(
@@ -388,6 +397,7 @@ def main(config: Config | None = None, out: str = "runs/char_lm", tiny: bool = F
     print("wrote", checkpoint)
     reloaded = mt.load(checkpoint)
     restored = build_model(len(reloaded["vocabulary"]), Config(**reloaded["config"]))
+    restored.to(config.device)  # the same device: the same arithmetic, the same loss
     restored.load_state_dict(reloaded["model"])
     val_loss = history[-1]["val"]
     again = evaluate(restored, val_data, config)
@@ -417,6 +427,7 @@ def parse_arguments(argv: list[str]) -> tuple[Config, str]:
     for name in ("steps", "context", "width", "layers", "heads", "batch", "seed"):
         parser.add_argument(f"--{name}", type=int)
     parser.add_argument("--lr", type=float)
+    parser.add_argument("--device", help="cpu (the default), cuda or cuda:N (CuPy and a GPU)")
     parser.add_argument("--tiny", action="store_true", help="a one-block model, in seconds")
     parser.add_argument("--out", default="runs/char_lm")
     arguments = vars(parser.parse_args(argv))

@@ -4,9 +4,10 @@ Conv2d, BatchNorm2d, ReLU and max pooling twice, then LayerNorm and a Linear cla
 with Adam on 80% of the images and tested on the held-out 20%. Writes into runs/digits/: the loss
 and accuracy curves (curves.png), the backward graph of one training step (graph.svg, when
 Graphviz's dot is installed) and a checkpoint of the model and optimizer (checkpoint.npz), which
-it then reloads into a fresh model to check that it gives the same test accuracy.
+it then reloads into a fresh model to check that it gives the same test accuracy. With
+`--device cuda` the model trains on a GPU (CuPy needed): `fit` moves each batch to it.
 
-    python examples/train_digits.py [--epochs 12] [--out runs/digits]
+    python examples/train_digits.py [--epochs 12] [--out runs/digits] [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def build_model() -> nn.Module:
     )
 
 
-def main(epochs: int = 12, out: str = "runs/digits", seed: int = 0) -> float:
+def main(epochs: int = 12, out: str = "runs/digits", seed: int = 0, device: str = "cpu") -> float:
     mt.manual_seed(seed)
     images, labels = load_digits()
     train_set, test_set = random_split(TensorDataset(images, labels), [0.8, 0.2], seed=seed)
@@ -45,11 +46,11 @@ def main(epochs: int = 12, out: str = "runs/digits", seed: int = 0) -> float:
     test_loader = DataLoader(test_set, batch_size=256)
     print(f"digits: {len(train_set)} training and {len(test_set)} test images of 8x8")
 
-    model = build_model()
+    model = build_model().to(device)  # before the optimizer is built, as in PyTorch
     optimizer = optim.Adam(model.parameters(), lr=3e-3)
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
     loss_fn = nn.CrossEntropyLoss()
-    print(model)
+    print(model, f"on {mt.device(device)}")
 
     start = time.perf_counter()
     history = fit(model, train_loader, loss_fn, optimizer, epochs, test_loader, scheduler)
@@ -64,8 +65,8 @@ def main(epochs: int = 12, out: str = "runs/digits", seed: int = 0) -> float:
     checkpoint = os.path.join(out, "checkpoint.npz")
     mt.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, checkpoint)
     print("wrote", checkpoint)
-    restored = build_model()
-    restored.load_state_dict(mt.load(checkpoint)["model"])
+    restored = build_model().to(device)
+    restored.load_state_dict(mt.load(checkpoint, map_location=device)["model"])
     again = evaluate(restored, test_loader)["accuracy"]
     if again != accuracy:
         raise SystemExit(f"the reloaded checkpoint gives {again:.4%}, not {accuracy:.4%}")
@@ -77,7 +78,8 @@ def main(epochs: int = 12, out: str = "runs/digits", seed: int = 0) -> float:
 def _draw_one_step(model, loader, loss_fn, out: str) -> None:
     """The backward graph of one training step, as SVG (when Graphviz's dot is installed)."""
     model.train()
-    inputs, targets = next(iter(loader))
+    device = next(model.parameters()).device
+    inputs, targets = (batch.to(device) for batch in next(iter(loader)))
     loss = loss_fn(model(inputs), targets)
     graph = viz.draw_graph(loss, model=model)
     try:
@@ -91,5 +93,6 @@ if __name__ == "__main__":
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--out", default="runs/digits")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (CuPy and a GPU)")
     arguments = parser.parse_args()
-    main(arguments.epochs, arguments.out, arguments.seed)
+    main(arguments.epochs, arguments.out, arguments.seed, arguments.device)

@@ -1,6 +1,6 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
-from . import data, functions, nn, ops, optim, train, viz
+from . import cuda, data, functions, nn, ops, optim, train, viz
 from .autograd import Tape, grad
 from .backend import Device, device, manual_seed
 from .creation import (
@@ -49,7 +49,7 @@ __all__ = [
     "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
     "save", "load",
     *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
-    "ops", "nn", "optim", "data", "train", "viz",
+    "ops", "nn", "optim", "data", "train", "viz", "cuda",
 ]  # fmt: skip
 
 from .autograd import functional  # noqa: E402, F401 (built from ops: imported once they exist)

@@ -15,19 +15,61 @@ import numpy as np
 from .errors import ArgumentError, DeviceError, DTypeError
 
 cupy = None  # the cupy module once a CUDA device has been asked for, else None
+cupyx = None  # CuPy's extras (scatter_add, scipy.special), imported with it
 
 
 def _import_cupy():
-    global cupy
+    """The cupy module, imported on first use; a DeviceError saying what to install where CuPy
+    is missing or sees no GPU (no driver, no device)."""
+    global cupy, cupyx
     if cupy is None:
         try:
-            cupy = importlib.import_module("cupy")
+            module = importlib.import_module("cupy")
+            extras = importlib.import_module("cupyx")
+            importlib.import_module("cupyx.scipy.special")
         except ImportError as exc:
             raise DeviceError(
                 "device 'cuda' needs CuPy, which is not installed: "
                 "pip install 'minitrain[cuda]' (or a cupy-cudaXXx wheel matching your CUDA)"
             ) from exc
+        try:
+            count = module.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # noqa: BLE001 (CuPy raises its own CUDA errors without a driver)
+            raise DeviceError(
+                f"device 'cuda': CuPy is installed but cannot reach a GPU ({exc}); it needs an "
+                f"NVIDIA driver (nvidia-smi shows it) and the CuPy wheel matching its CUDA "
+                f"version (pip install 'minitrain[cuda]' installs cupy-cuda12x)"
+            ) from exc
+        if count == 0:
+            raise DeviceError(
+                "device 'cuda': CuPy is installed but finds no GPU; run on 'cpu' instead"
+            )
+        cupy, cupyx = module, extras
+        if _device_seed is not None:
+            seed_cuda(_device_seed)
     return cupy
+
+
+def cuda_device_count() -> int:
+    """How many GPUs CuPy sees: 0 where CuPy is missing or sees none (never an error)."""
+    try:
+        return int(_import_cupy().cuda.runtime.getDeviceCount())
+    except DeviceError:
+        return 0
+
+
+def device_context(target: Device):
+    """A context within which CuPy puts new arrays on `target` (a no-op one for the CPU); a
+    DeviceError where `target` is a GPU that is missing (no CuPy, no GPU, an index too high)."""
+    if target.type == "cpu":
+        return contextlib.nullcontext()
+    count = _import_cupy().cuda.runtime.getDeviceCount()
+    if target.index >= count:
+        raise DeviceError(
+            f"device '{target}' does not exist: CuPy sees {count} GPU"
+            f"{'' if count == 1 else 's'} (cuda:0 to cuda:{count - 1})"
+        )
+    return cupy.cuda.Device(target.index)
 
 
 class Device:
@@ -68,10 +110,10 @@ def device(spec: str | Device = "cpu") -> Device:
         return spec
     if not isinstance(spec, str):
         raise DeviceError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
-    kind, _, index = spec.partition(":")
-    if kind == "cpu" and not index:
+    kind, colon, index = spec.partition(":")
+    if kind == "cpu" and not colon:
         return CPU
-    if kind == "cuda" and (not index or index.isdigit()):
+    if kind == "cuda" and (index.isascii() and index.isdigit() or not colon):
         return Device("cuda", int(index) if index else 0)
     raise DeviceError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {spec!r}")
 
@@ -94,6 +136,12 @@ def array_module(*arrays):
     return np
 
 
+def special(xp):
+    """scipy.special's functions for arrays of `xp`, where numpy has none: cupyx.scipy.special
+    for CuPy (None for numpy: minitrain's own, ops/special.py, serve there)."""
+    return None if xp is np else cupyx.scipy.special
+
+
 def is_array(value) -> bool:
     """Whether value is an array of a device minitrain supports."""
     return isinstance(value, np.ndarray) or (cupy is not None and isinstance(value, cupy.ndarray))
@@ -105,9 +153,8 @@ def to_device(array, target: Device):
         return array
     if target.type == "cpu":
         return cupy.asnumpy(array)
-    cp = _import_cupy()
-    with cp.cuda.Device(target.index):
-        return cp.asarray(array)
+    with device_context(target):
+        return cupy.array(array, copy=True)  # from the host, or from another GPU
 
 
 def scatter_add(xp, target, index, values) -> None:
@@ -115,7 +162,7 @@ def scatter_add(xp, target, index, values) -> None:
     floating target indexed by integer arrays in every dim sums with np.bincount over the flat
     positions (in float64, then cast): about ten times np.add.at's speed, which takes the rest."""
     if xp is not np:
-        importlib.import_module("cupyx").scatter_add(target, index, values)
+        _cupy_scatter("add", target, index, values)
         return
     flat = _flat_positions(target, index)
     if flat is None:
@@ -124,6 +171,57 @@ def scatter_add(xp, target, index, values) -> None:
     weights = np.broadcast_to(values, flat.shape).ravel()
     sums = np.bincount(flat.ravel(), weights=weights, minlength=target.size)
     target += sums.reshape(target.shape).astype(target.dtype, copy=False)
+
+
+def scatter_max(xp, target, index, values) -> None:
+    """target[index] = maximum(target[index], values), each repeated index taking part (NaN
+    wins): np.maximum.at, or cupyx.scatter_max."""
+    if xp is np:
+        np.maximum.at(target, index, values)
+    else:
+        _cupy_scatter("max", target, index, values)
+
+
+def scatter_min(xp, target, index, values) -> None:
+    """target[index] = minimum(target[index], values): see scatter_max."""
+    if xp is np:
+        np.minimum.at(target, index, values)
+    else:
+        _cupy_scatter("min", target, index, values)
+
+
+# The dtypes CuPy's scatters take (those of CUDA's atomics) where the index holds integer arrays.
+_CUPY_SCATTER_DTYPES = {
+    "add": frozenset({"float16", "float32", "float64", "int32", "uint32", "uint64"}),
+    "max": frozenset({"float32", "float64", "int32", "uint32", "uint64"}),
+    "min": frozenset({"float32", "float64", "int32", "uint32", "uint64"}),
+}
+_SIGN_BIT = np.uint64(1 << 63)
+
+
+def _cupy_scatter(op: str, target, index, values) -> None:
+    """cupyx.scatter_{op}(target, index, values) for a target of any integer, bool or float
+    dtype: one CuPy's atomics lack is carried by one they have, the result the same. int64 as
+    uint64 (the same bits add alike; for max and min the sign bit flipped, which keeps the
+    order), float16 as float32, bool and the narrower ints as uint32 / int32 (sums wrap back on
+    the cast, as numpy's do; bool's add is or, its max or, its min and)."""
+    scatter = getattr(cupyx, f"scatter_{op}")
+    dtype = target.dtype
+    if dtype.name in _CUPY_SCATTER_DTYPES[op] or dtype.kind not in "biuf":
+        scatter(target, index, values)
+        return
+    values = cupy.asarray(values, dtype=dtype)
+    if dtype == np.int64 and op == "add":
+        scatter(target.view(np.uint64), index, values.view(np.uint64))
+    elif dtype == np.int64:
+        carrier = target.view(np.uint64) ^ _SIGN_BIT
+        scatter(carrier, index, values.view(np.uint64) ^ _SIGN_BIT)
+        target[...] = (carrier ^ _SIGN_BIT).view(np.int64)
+    else:
+        wide = {"f": np.float32, "i": np.int32}.get(dtype.kind, np.uint32)
+        carrier = target.astype(wide)
+        scatter(carrier, index, values.astype(wide))
+        target[...] = carrier.astype(dtype)
 
 
 def _flat_positions(target, index):
@@ -141,26 +239,71 @@ def _flat_positions(target, index):
 
 
 _generator = np.random.default_rng()
+_device_seed = None  # manual_seed's last seed: given to CuPy's generators when CuPy is imported
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the generator behind randn, rand, dropout and parameter initialisation."""
-    global _generator
+    """Seed the generators behind randn, rand, dropout and parameter initialisation: the CPU's
+    and, as torch.manual_seed, every GPU's (cupy.random; now, or once CuPy is first used)."""
+    global _generator, _device_seed
     _generator = seeded_generator(seed, "manual_seed")
+    _device_seed = int(seed)
+    if cupy is not None:
+        seed_cuda(_device_seed)
+
+
+def seed_cuda(seed: int, index: int | None = None) -> None:
+    """Seed CuPy's generator (cupy.random.seed) on GPU `index`, or on every GPU for None."""
+    indices = range(cupy.cuda.runtime.getDeviceCount()) if index is None else (index,)
+    for i in indices:
+        with cupy.cuda.Device(i):
+            cupy.random.seed(seed % 2**64)  # CuPy's seeds stop at 2**64 - 1, numpy's do not
 
 
 def seeded_generator(seed, caller: str) -> np.random.Generator:
     """A numpy generator seeded with `seed`, a non-negative int (numpy's included)."""
+    return np.random.default_rng(check_seed(seed, caller))
+
+
+def check_seed(seed, caller: str) -> int:
+    """`seed` as an int, when it is a non-negative int (numpy's included); else an error naming
+    `caller`."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise DTypeError(f"{caller}: seed must be an int, got {seed!r}")
     if seed < 0:
         raise ArgumentError(f"{caller}: seed must be non-negative, got {seed}")
-    return np.random.default_rng(int(seed))
+    return int(seed)
 
 
 def generator() -> np.random.Generator:
-    """The global random generator (numpy; arrays for CUDA are drawn here and copied)."""
+    """The CPU's random generator (numpy). Arrays for a GPU are drawn there, by cupy.random
+    within device_context(device), seeded by manual_seed as well."""
     return _generator
+
+
+def draw(where: Device, kind: str, shape: tuple, dtype, low=0.0, high=1.0):
+    """Random floats of `dtype` drawn on device `where` by minitrain's generator for it: `kind`
+    'uniform' (in [low, high)) or 'normal' (mean low, standard deviation high). On the CPU,
+    numpy's generator draws in float64 and the values are cast (the stream manual_seed fixes);
+    on a GPU, cupy.random draws in float32 or float64, the only dtypes it has (float64 for a
+    float64 tensor, float32 for any other, cast)."""
+    dtype = np.dtype(dtype)
+    if where.type == "cpu":
+        source = generator()
+        values = (
+            source.uniform(low, high, shape)
+            if kind == "uniform"
+            else source.normal(low, high, shape)
+        )
+        return values.astype(dtype, copy=False)
+    drawn = np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+    with device_context(where):
+        random = cupy.random
+        if kind == "uniform":
+            values = random.uniform(low, high, shape, dtype=drawn)
+        else:
+            values = random.normal(low, high, shape, dtype=drawn)
+    return values.astype(dtype, copy=False)
 
 
 _numba_enabled = os.environ.get("MINITRAIN_NUMBA", "1").strip().lower() not in ("0", "false", "no")

@@ -1,5 +1,6 @@
 """The functions that create tensors (tensor, zeros, ones, empty, full, randn, rand, arange,
-eye, linspace, randint, randperm and the *_like ones), and the dtype names they take."""
+eye, linspace, randint, randperm and the *_like ones), and the dtype names they take. Each takes
+`device=` and makes its array there: on a GPU, CuPy allocates it and cupy.random draws it."""
 
 from __future__ import annotations
 
@@ -22,12 +23,18 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
     return Tensor(array, requires_grad=requires_grad)
 
 
-def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
-    shape = shape_args(shape)
-    array = np.full(shape, fill, dtype=np.dtype(dtype))
-    if device is not None:
-        array = backend.to_device(array, backend.device(device))
+def _made(device, make, requires_grad: bool = False) -> Tensor:
+    """A tensor of the array `make(xp)` creates, with xp the array module of `device` (the CPU
+    for None) and, on a GPU, within its context, so that CuPy allocates it there."""
+    target = backend.CPU if device is None else backend.device(device)
+    with backend.device_context(target):
+        array = make(target.xp)
     return Tensor(array, requires_grad=requires_grad)
+
+
+def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
+    shape, dtype = shape_args(shape), np.dtype(dtype)
+    return _made(device, lambda xp: xp.full(shape, fill, dtype=dtype), requires_grad)
 
 
 def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
@@ -37,10 +44,8 @@ def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Te
 def empty(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
     """A tensor of `shape` whose values are whatever its new memory held (PyTorch's empty):
     for memory that is about to be written whole."""
-    array = np.empty(shape_args(shape), dtype=np.dtype(dtype))
-    if device is not None:
-        array = backend.to_device(array, backend.device(device))
-    return Tensor(array, requires_grad=requires_grad)
+    shape, dtype = shape_args(shape), np.dtype(dtype)
+    return _made(device, lambda xp: xp.empty(shape, dtype=dtype), requires_grad)
 
 
 def ones(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
@@ -52,15 +57,21 @@ def full(shape, fill_value, dtype=float32, requires_grad: bool = False, device=N
 
 
 def randn(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    """Standard normal samples from the generator seeded by `manual_seed`."""
-    array = backend.generator().standard_normal(shape_args(shape)).astype(dtype)
-    return Tensor(array, requires_grad=requires_grad, device=device)
+    """Standard normal samples from the generator seeded by `manual_seed` (the CPU's, or on a
+    GPU cupy.random's)."""
+    shape, dtype = shape_args(shape), np.dtype(dtype)
+
+    where = backend.CPU if device is None else backend.device(device)
+    return _made(device, lambda xp: backend.draw(where, "normal", shape, dtype), requires_grad)
 
 
 def rand(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    """Uniform samples in [0, 1) from the generator seeded by `manual_seed`."""
-    array = backend.generator().random(shape_args(shape)).astype(dtype)
-    return Tensor(array, requires_grad=requires_grad, device=device)
+    """Uniform samples in [0, 1) from the generator seeded by `manual_seed` (the CPU's, or on a
+    GPU cupy.random's)."""
+    shape, dtype = shape_args(shape), np.dtype(dtype)
+
+    where = backend.CPU if device is None else backend.device(device)
+    return _made(device, lambda xp: backend.draw(where, "uniform", shape, dtype), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, device=None):
@@ -70,9 +81,7 @@ def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, dev
     if dtype is None:
         is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
         dtype = np.float32 if is_float else np.int64
-    return Tensor(
-        np.arange(start, end, step, dtype=dtype), requires_grad=requires_grad, device=device
-    )
+    return _made(device, lambda xp: xp.arange(start, end, step, dtype=dtype), requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype=float32, requires_grad=False, device=None):
@@ -82,8 +91,8 @@ def eye(n: int, m: int | None = None, *, dtype=float32, requires_grad=False, dev
             raise DTypeError(f"eye: {name} must be an int, got {size!r}")
         if size < 0:
             raise ArgumentError(f"eye: {name} must be non-negative, got {size}")
-    array = np.eye(n, m, dtype=as_dtype(dtype, "eye"))
-    return Tensor(array, requires_grad=requires_grad, device=device)
+    dtype = as_dtype(dtype, "eye")
+    return _made(device, lambda xp: xp.eye(n, m, dtype=dtype), requires_grad)
 
 
 def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, device=None):
@@ -95,8 +104,7 @@ def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, devi
     dtype = as_dtype(dtype, "linspace")
     if dtype == np.bool_:
         raise DTypeError("linspace: dtype bool is not supported (as in PyTorch)")
-    array = np.linspace(start, end, steps).astype(dtype)
-    return Tensor(array, requires_grad=requires_grad, device=device)
+    return _made(device, lambda xp: xp.linspace(start, end, steps).astype(dtype), requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
@@ -115,7 +123,14 @@ def randint(low=0, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
         raise ArgumentError(f"randint: low must be less than high, got low={low}, high={high}")
     size = _size("randint", size)
     dtype = _integer_range("randint", dtype, low, high - 1)
-    return Tensor(backend.generator().integers(low, high, size).astype(dtype), device=device)
+
+    def draw(xp):
+        if xp is np:
+            return backend.generator().integers(low, high, size).astype(dtype)
+        drawn = dtype if dtype.kind in "iu" else np.int64  # a float dtype takes int64's values
+        return xp.random.randint(low, high, size, dtype=drawn).astype(dtype, copy=False)
+
+    return _made(device, draw)
 
 
 def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
@@ -125,7 +140,12 @@ def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
     if n < 0:
         raise ArgumentError(f"randperm: n must be non-negative, got {n}")
     dtype = _integer_range("randperm", dtype, 0, max(n - 1, 0))
-    return Tensor(backend.generator().permutation(n).astype(dtype), device=device)
+
+    def draw(xp):
+        random = backend.generator() if xp is np else xp.random
+        return random.permutation(int(n)).astype(dtype, copy=False)
+
+    return _made(device, draw)
 
 
 def _size(caller: str, size) -> tuple:

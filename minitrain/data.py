@@ -191,8 +191,13 @@ class DataLoader:
     every epoch visits the samples in a new order, drawn from a numpy generator seeded once with
     `seed`, or from minitrain's global generator (`minitrain.manual_seed`) when `seed` is None.
 
-    A TensorDataset, or a Subset of one, is batched with one fancy-index per tensor.
-    `num_workers=0` and `pin_memory` are taken for PyTorch code's sake and change nothing.
+    A TensorDataset, or a Subset of one, is batched with one fancy-index per tensor, on the
+    device its tensors are on (a TensorDataset of GPU tensors gives GPU batches). `fit` and
+    `evaluate` move batches of host arrays to the model's device.
+    `num_workers=0` and `pin_memory` are taken for PyTorch code's sake and change nothing:
+    batches are made in the calling process, and copied to a GPU synchronously, from ordinary
+    host memory (page-locked memory pays only for asynchronous copies, which minitrain does not
+    make), as PyTorch's pin_memory does nothing without CUDA.
     """
 
     def __init__(
@@ -225,6 +230,7 @@ class DataLoader:
         self.drop_last = bool(drop_last)
         self.seed = seed
         self.collate_fn = collate_fn
+        self.pin_memory = bool(pin_memory)
         self._generator = _generator(seed, "DataLoader")
 
     def __len__(self) -> int:

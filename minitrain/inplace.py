@@ -314,13 +314,13 @@ class InPlaceMethods:
 
     def uniform_(self, a: float = 0.0, b: float = 1.0):
         """Values drawn uniformly from [a, b), from minitrain's generator."""
-        values = backend.generator().uniform(a, b, self.shape).astype(self.dtype)
-        return _copy(self, type(self)(values, device=self.device), "uniform_")
+        values = backend.draw(self.device, "uniform", self.shape, self.dtype, a, b)
+        return _copy(self, type(self)(values), "uniform_")
 
     def normal_(self, mean: float = 0.0, std: float = 1.0):
         """Values drawn from a normal distribution, from minitrain's generator."""
-        values = backend.generator().normal(mean, std, self.shape).astype(self.dtype)
-        return _copy(self, type(self)(values, device=self.device), "normal_")
+        values = backend.draw(self.device, "normal", self.shape, self.dtype, mean, std)
+        return _copy(self, type(self)(values), "normal_")
 
     def __iadd__(self, other):
         return self.add_(other)

@@ -59,10 +59,15 @@ def save(state: Any, path: str | os.PathLike) -> None:
     write_atomically(name, lambda file: np.savez(file, **members))
 
 
-def load(path: str | os.PathLike) -> Any:
-    """Read a checkpoint written by `save`: the same structure, with numpy arrays where arrays or
+def load(path: str | os.PathLike, map_location: str | backend.Device | None = None) -> Any:
+    """Read a checkpoint written by `save`: the same structure, with arrays where arrays or
     Tensors were saved and every other value exactly as saved (tuples stay tuples, int keys stay
     int, dtypes and shapes are kept). Nothing in the file is executed.
+
+    The file holds host arrays, whatever device they were saved from, so they load as numpy
+    arrays; `map_location` ('cpu', 'cuda', 'cuda:1' or a Device) puts every array on that device
+    instead (numpy scalars stay numpy scalars). Unlike torch.load, no array goes back to a GPU
+    unless asked: a checkpoint saved on a GPU loads on a machine without one.
 
     Raises FileNotFoundError when there is no file, and CheckpointError (a ValueError) when the
     file is truncated or damaged, is not a minitrain checkpoint, or has a newer format version.
@@ -70,6 +75,7 @@ def load(path: str | os.PathLike) -> Any:
     shorter or altered arrays.
     """
     name = _file_name(path, "load")
+    target = _map_location(map_location)
     try:
         file = open(name, "rb")
     except FileNotFoundError:
@@ -84,7 +90,7 @@ def load(path: str | os.PathLike) -> Any:
             with zipfile.ZipFile(file) as archive:
                 arrays = _Arrays(archive, name)
                 document = _read_document(arrays, name)
-                return _Decoder(arrays, name).decode(document["state"], "state")
+                return _Decoder(arrays, name, target).decode(document["state"], "state")
         except CheckpointError:
             raise
         except (
@@ -98,6 +104,21 @@ def load(path: str | os.PathLike) -> Any:
             raise CheckpointError(
                 f"load: {name!r} is truncated or damaged ({type(exc).__name__}: {exc})"
             ) from exc
+
+
+def _map_location(map_location) -> backend.Device | None:
+    """load's `map_location` as a Device that can hold arrays (checked before the file is read),
+    or None: leave the arrays on the host."""
+    if map_location is None:
+        return None
+    if not isinstance(map_location, (str, backend.Device)):
+        raise DTypeError(
+            f"load: map_location must be a device ('cpu', 'cuda', 'cuda:1' or a Device), got "
+            f"{type(map_location).__name__}"
+        )
+    target = backend.device(map_location)
+    backend.device_context(target)  # a DeviceError now, where the GPU is missing
+    return target
 
 
 def _file_name(path: str | bytes | os.PathLike, caller: str) -> str:
@@ -332,10 +353,12 @@ def _read_document(arrays: _Arrays, name: str) -> dict[str, Any]:
 class _Decoder:
     """Rebuilds the saved state from the JSON document and the archive's arrays."""
 
-    def __init__(self, arrays: _Arrays, name: str) -> None:
+    def __init__(self, arrays: _Arrays, name: str, target: backend.Device | None) -> None:
         self.arrays = arrays
         self.name = name
+        self.target = target  # the device arrays go to (None: they stay numpy arrays)
         self._loaded: dict[str, np.ndarray] = {}  # an array saved once comes back as one object
+        self._moved: dict[str, Any] = {}  # the same on map_location's device
 
     def decode(self, node: Any, path: str) -> Any:
         try:
@@ -357,7 +380,12 @@ class _Decoder:
             if tag == "dict" and type(body) is list:
                 return dict(self._decode_item(entry, path) for entry in body)
             if tag == "array" and type(body) is str:
-                return self._array(body, path)
+                array = self._array(body, path)
+                if self.target is None:
+                    return array
+                if body not in self._moved:
+                    self._moved[body] = backend.to_device(array, self.target)
+                return self._moved[body]
             if tag == "scalar" and type(body) is str:
                 array = self._array(body, path)
                 if array.ndim == 0:

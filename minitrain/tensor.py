@@ -202,6 +202,11 @@ class Tensor(InPlaceMethods):
         return backend.device_of(self.data)
 
     @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor lives on a GPU."""
+        return backend.device_of(self.data).type == "cuda"
+
+    @property
     def xp(self):
         return backend.array_module(self.data)
 
@@ -227,7 +232,10 @@ class Tensor(InPlaceMethods):
         if force and not isinstance(self.data, np.ndarray):
             return backend.to_device(self.data, backend.device("cpu"))
         if not isinstance(self.data, np.ndarray):
-            raise DeviceError(f"numpy: the tensor is on {self.device}; call .cpu() first")
+            raise DeviceError(
+                f"numpy: can't convert a tensor on {self.device} to numpy; use Tensor.cpu() to "
+                f"copy it to host memory first"
+            )
         return self.data
 
     def item(self):

@@ -13,9 +13,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from .errors import ArgumentError, DTypeError, MinitrainError
+from . import backend
+from .errors import ArgumentError, DeviceError, DTypeError, MinitrainError
 from .grad_mode import no_grad
 from .io import write_atomically
 from .tensor import Tensor
@@ -39,7 +38,8 @@ class StopTraining(Exception):  # noqa: N818 (a signal, not an error)
 
 def accuracy(output: Tensor, target) -> float:
     """Fraction of rows whose largest output (class axis 1) is the target class."""
-    labels = target.data if isinstance(target, Tensor) else np.asarray(target)
+    xp = backend.array_module(output.data)
+    labels = target.data if isinstance(target, Tensor) else xp.asarray(target)
     predicted = output.data.argmax(axis=1)
     return float((predicted == labels).mean()) if labels.size else math.nan
 
@@ -230,6 +230,45 @@ def _check_callable(value, argument: str, caller: str) -> None:
         raise DTypeError(f"{caller}: {argument} must be callable, got {type(value).__name__}")
 
 
+def _batch_device(model, device, caller: str) -> backend.Device | None:
+    """The device `fit` and `evaluate` move each batch to: `device` when given (a model whose
+    parameters and buffers are elsewhere is refused), else the one device the model's
+    parameters and buffers are on; None (batches left where the loader puts them) for a model
+    with none, or spread over several."""
+    tensors = [*model.parameters(), *model.buffers()] if hasattr(model, "buffers") else []
+    found = sorted({str(t.device) for t in tensors})
+    if device is None:
+        return backend.device(found[0]) if len(found) == 1 else None
+    target = backend.device(device)
+    if found and found != [str(target)]:
+        raise DeviceError(
+            f"{caller}: device is '{target}', but the model's parameters are on "
+            f"{', '.join(found)}; move the model first, model.to('{target}'), before building "
+            f"its optimizer"
+        )
+    backend.device_context(target)  # a DeviceError now, before training, where it is missing
+    return target
+
+
+def _to_device(value, target: backend.Device | None):
+    """A batch, or part of one, on `target`: Tensors and arrays moved (no copy where they are
+    there already), through tuples, lists and dicts; anything else as it is."""
+    if target is None:
+        return value
+    if isinstance(value, Tensor):
+        return value.to(target)
+    if backend.is_array(value):
+        return backend.to_device(value, target)
+    if isinstance(value, (tuple, list)):
+        moved = [_to_device(item, target) for item in value]
+        if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
+            return type(value)(*moved)
+        return type(value)(moved)
+    if isinstance(value, dict):
+        return {key: _to_device(item, target) for key, item in value.items()}
+    return value
+
+
 def _batch_size(inputs) -> int:
     return int(inputs.shape[0]) if hasattr(inputs, "shape") and inputs.shape else 1
 
@@ -310,11 +349,16 @@ def fit(
     progress: bool = True,
     callbacks: Iterable[Callback] = (),
     scheduler_interval: str = "epoch",
+    device: str | backend.Device | None = None,
 ) -> History:
     """Train `model` for `epochs` passes over `train_loader` (batches of (inputs, targets)):
     per step forward, `loss_fn(output, targets)`, backward, `optimizer.step()`; per epoch the
     mean training loss and metrics, then the validation loss and metrics from `val_loader`, and
     `scheduler.step()` (or per step with scheduler_interval='step'). Returns the History.
+
+    Each batch is moved to `device` (its Tensors and arrays, through tuples, lists and dicts;
+    no copy where they are there already): by default the device of the model's parameters, so
+    a model moved with `model.to('cuda')` trains on batches from a loader of host arrays.
 
     A nan or inf loss stops training at once, before its backward and step touch any
     parameter, with a NonFiniteLossError naming the epoch and step (its `.history` keeps what
@@ -348,6 +392,7 @@ def fit(
             f"fit: scheduler must have a step() method, got {type(scheduler).__name__}"
         )
     metric_fns = _resolve_metrics(metrics, "fit")
+    target = _batch_device(model, device, "fit")
     callbacks = list(callbacks)
     for position, callback in enumerate(callbacks):
         if not all(callable(getattr(callback, m, None)) for m in ("on_step_end", "on_epoch_end")):
@@ -369,7 +414,7 @@ def fit(
             epoch_start, seen, loss_sum = time.perf_counter(), 0, 0.0
             metric_sums = dict.fromkeys(metric_fns, 0.0)
             for batch_index, batch in enumerate(train_loader):
-                inputs, targets = _split_batch(batch, "fit")
+                inputs, targets = _to_device(_split_batch(batch, "fit"), target)
                 output = model(inputs)
                 loss = loss_fn(output, targets)
                 value = float(loss.item())
@@ -411,7 +456,7 @@ def fit(
             row = {"epoch": epoch, "loss": loss_sum / seen}
             row.update({name: total / seen for name, total in metric_sums.items()})
             if val_loader is not None:
-                results = evaluate(model, val_loader, loss_fn, metric_fns)
+                results = evaluate(model, val_loader, loss_fn, metric_fns, device=target)
                 row.update({f"val_{name}": v for name, v in results.items()})
             seconds = time.perf_counter() - epoch_start
             row.update(
@@ -435,14 +480,22 @@ def fit(
     return history
 
 
-def evaluate(model, loader: Iterable, loss_fn: Callable | None = None, metrics=("accuracy",)):
+def evaluate(
+    model,
+    loader: Iterable,
+    loss_fn: Callable | None = None,
+    metrics=("accuracy",),
+    device: str | backend.Device | None = None,
+):
     """The mean loss (when loss_fn is given) and metrics of `model` over `loader`, in eval mode
-    and without recording; the model's mode is restored afterwards. Returns a dict."""
+    and without recording; the model's mode is restored afterwards. Returns a dict. Batches
+    go to `device` as in `fit` (by default the device of the model's parameters)."""
     _check_model(model, "evaluate")
     _check_loader(loader, "loader", 1, "evaluate")
     if loss_fn is not None:
         _check_callable(loss_fn, "loss_fn", "evaluate")
     metric_fns = _resolve_metrics(metrics, "evaluate")
+    target = _batch_device(model, device, "evaluate")
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
     seen, loss_sum = 0, 0.0
@@ -450,7 +503,7 @@ def evaluate(model, loader: Iterable, loss_fn: Callable | None = None, metrics=(
     try:
         with no_grad():
             for batch in loader:
-                inputs, targets = _split_batch(batch, "evaluate")
+                inputs, targets = _to_device(_split_batch(batch, "evaluate"), target)
                 output = model(inputs)
                 size = _batch_size(inputs)
                 seen += size

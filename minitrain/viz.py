@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import html
+import math
 import os
 import re
 import sys
@@ -297,23 +298,30 @@ def _describe_array(value) -> str:
 
 
 def _stats(array) -> tuple[str, bool]:
-    """("min .. mean .. max .. norm ..", whether every element is finite)."""
+    """("min .. mean .. max .. norm ..", whether every element is finite), computed where the
+    array lives (by CuPy on a GPU), in float64, and copied to the host once, as six numbers."""
     if array.size == 0:
         return "empty", True
-    values = backend.to_device(array, backend.CPU)
-    values = values.astype(np.float64, copy=False)
-    finite = np.isfinite(values)
+    xp = backend.array_module(array)
+    values = array.astype(np.float64, copy=False)
+    finite = xp.isfinite(values)
+    kept = xp.where(finite, values, 0.0)
+    numbers = [
+        finite.sum(),
+        xp.isnan(values).sum(),
+        xp.where(finite, values, np.inf).min(),
+        xp.where(finite, values, -np.inf).max(),
+        kept.sum(),
+        xp.square(kept).sum(),
+    ]
+    summary = xp.stack([number.astype(np.float64) for number in numbers])
+    count, nans, low, high, total, squares = backend.to_device(summary, backend.CPU).tolist()
     problems = ""
-    if not finite.all():
-        nans = int(np.isnan(values).sum())
-        problems = f"{nans} nan, {values.size - int(finite.sum()) - nans} inf; "
-        values = values[finite]
-        if values.size == 0:
+    if count < values.size:
+        problems = f"{int(nans)} nan, {values.size - int(count) - int(nans)} inf; "
+        if count == 0:
             return problems.rstrip("; "), False
-    text = (
-        f"min {values.min():.3g}  mean {values.mean():.3g}  max {values.max():.3g}  "
-        f"norm {np.sqrt(np.square(values).sum()):.3g}"
-    )
+    text = f"min {low:.3g}  mean {total / count:.3g}  max {high:.3g}  norm {math.sqrt(squares):.3g}"
     return problems + text, not problems
 
 

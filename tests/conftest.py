@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 
@@ -28,3 +30,41 @@ def record_builds(monkeypatch):
         return builds
 
     return record
+
+
+def _real_cuda_missing() -> str:
+    """Why the real CUDA cases cannot run here ('' where CuPy and a GPU are at hand)."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install 'minitrain[cuda]')"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 (CuPy raises its own CUDA errors without a driver)
+        return f"CuPy finds no CUDA driver: {exc}"
+    return "" if count else "CuPy finds no GPU"
+
+
+@pytest.fixture(params=["strict", "cuda"])
+def cuda_device(request, monkeypatch):
+    """The device a test's 'cuda' case runs on: 'strict', the strict stand-in for CuPy on the
+    CPU (tests/strict_device.py), and 'cuda', a real GPU through CuPy, skipped with the reason
+    where CuPy or a GPU is missing. Returns the Device; mt.device('cuda') is it as well.
+    MINITRAIN_TEST_DEVICE=cuda (make gpu-check) skips the stand-in and fails, rather than skips,
+    a real case without CuPy or a GPU, so that a GPU run cannot pass without a GPU."""
+    import minitrain as mt
+
+    real_gpu_only = os.environ.get("MINITRAIN_TEST_DEVICE") == "cuda"
+    if request.param == "strict":
+        if real_gpu_only:
+            pytest.skip("MINITRAIN_TEST_DEVICE=cuda: real GPU only")
+        import strict_device
+
+        strict_device.install(monkeypatch)
+    else:
+        missing = _real_cuda_missing()
+        if missing and real_gpu_only:
+            pytest.fail(f"MINITRAIN_TEST_DEVICE=cuda, but no real CUDA device: {missing}")
+        if missing:
+            pytest.skip(f"no real CUDA device: {missing}")
+    return mt.device("cuda")

@@ -1,6 +1,7 @@
 """Sample table entries for the recurrent cell ops (merged into op_samples.SAMPLES): lstm_cell and
-gru_cell with and without biases, a batch of one, and frozen weights or inputs (the gradients
-asked for narrowed), against PyTorch's torch.lstm_cell and torch.gru_cell."""
+gru_cell with and without biases, a batch of one, frozen weights or inputs (the gradients asked
+for narrowed), and given the input's gates (w_ih None), against PyTorch's torch.lstm_cell and
+torch.gru_cell."""
 
 from __future__ import annotations
 
@@ -38,6 +39,31 @@ def _cell(name, call, ref, gates, batch, inputs, hidden, state_lead, bias=True, 
     )
 
 
+def _given_gates(name, call, torch_cell, gates, state_lead, batch=3, hidden=5) -> Sample:
+    """A cell given the input's gates (w_ih None): PyTorch's twin multiplies them by an identity
+    w_ih."""
+    size = gates * hidden
+
+    def ours(input_gates, state, w_hh, b_hh):
+        return call(input_gates, state, None, w_hh, None, b_hh)
+
+    def theirs(input_gates, state, w_hh, b_hh):
+        identity = torch.eye(size, dtype=input_gates.dtype)
+        return torch_cell(input_gates, state, identity, w_hh, None, b_hh)
+
+    return Sample(
+        name,
+        draws(
+            normal(batch, size),
+            normal(*state_lead, batch, hidden),
+            uniform(-0.6, 0.6, size, hidden),
+            normal(size),
+        ),  # fmt: skip
+        ours,
+        theirs,
+    )
+
+
 def _lstm(name, batch=3, inputs=4, hidden=5, **kw) -> Sample:
     return _cell(name, ops.lstm_cell, _torch_lstm_cell, 4, batch, inputs, hidden, (2,), **kw)
 
@@ -53,6 +79,7 @@ SAMPLES: dict[str, list[Sample]] = {
         _lstm("batch_of_one", batch=1, inputs=3, hidden=2),
         _lstm("frozen_weights", grad=(0, 1)),
         _lstm("weights_only", grad=(2, 3, 4, 5)),
+        _given_gates("given_input_gates", ops.lstm_cell, _torch_lstm_cell, 4, (2,)),
     ],
     "gru_cell": [
         _gru("batch"),
@@ -60,5 +87,6 @@ SAMPLES: dict[str, list[Sample]] = {
         _gru("batch_of_one", batch=1, inputs=3, hidden=2),
         _gru("frozen_weights", grad=(0, 1)),
         _gru("weights_only", grad=(2, 3, 4, 5)),
+        _given_gates("given_input_gates", ops.gru_cell, _torch_gru_cell, 3, ()),
     ],
 }

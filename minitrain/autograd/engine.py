@@ -24,7 +24,7 @@ from ..anomaly import check_backward
 from ..errors import DTypeError, GraphError, ShapeError
 from ..grad_mode import enable_grad, recording
 from ..inplace import superseded
-from .product_sum import ProductSum, materialized
+from .deferred import DeferredSum, materialized
 
 _tape_count_lock = threading.Lock()
 
@@ -82,8 +82,8 @@ class Node:
 
         With `create_graph`, `grad` is a Tensor and the op's backward runs in tensor ops,
         recorded (`Op.run_tensor_backward`): the gradients come back as Tensors with graphs.
-        With `lazy`, an op's ProductSum gradients come back as they are (the walk sums them;
-        product_sum.py); otherwise as arrays."""
+        With `lazy`, an op's DeferredSum gradients come back as they are (the walk sums them;
+        deferred.py); otherwise as arrays."""
         ctx, op = self.ctx, self.op
         if ctx.released:
             raise self.freed_error()
@@ -339,7 +339,7 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
     while heap:
         node = heapq.heappop(heap)[1]
         grad = pending.pop(node)
-        if type(grad) is ProductSum:
+        if isinstance(grad, DeferredSum):
             grad = grad.value()
         if runs is not None and node not in runs:
             if node in capture_nodes:  # a captured tensor with nothing captured below it
@@ -387,7 +387,7 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
     # every hook and check runs before the first .grad changes: an error leaves them all as is
     for key, entry in leaf_grads.items():
         leaf = entry[0]
-        if type(entry[1]) is ProductSum:
+        if isinstance(entry[1], DeferredSum):
             entry[1] = entry[1].value()
         if leaf._hooks and (capture is None or key in capture_leaves):
             entry[1] = _run_hooks(leaf._hooks, entry[1], leaf)

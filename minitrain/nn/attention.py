@@ -16,16 +16,14 @@ from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
 from .linear import Linear, layer_dtype
 from .module import Module, Parameter
+from .torch_args import check_positive_int
 
 
 def check_heads(caller: str, embed_dim, num_heads, names=("embed_dim", "num_heads")) -> None:
     """embed_dim and num_heads positive ints, embed_dim a multiple of num_heads (each head takes
     embed_dim // num_heads features); `names` are the caller's names for the two."""
     for name, value in zip(names, (embed_dim, num_heads), strict=True):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise DTypeError(f"{caller}: {name} must be an int, got {value!r}")
-        if value <= 0:
-            raise ArgumentError(f"{caller}: {name} must be positive, got {value}")
+        check_positive_int(caller, name, value)
     if embed_dim % num_heads:
         raise ArgumentError(
             f"{caller}: {names[0]} ({embed_dim}) must be divisible by {names[1]} ({num_heads})"
@@ -149,18 +147,14 @@ class MultiheadAttention(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        dtype = layer_dtype(dtype, "MultiheadAttention")
-        check_heads("MultiheadAttention", embed_dim, num_heads)
-        kdim = embed_dim if kdim is None else kdim
-        vdim = embed_dim if vdim is None else vdim
-        for name, value in (("kdim", kdim), ("vdim", vdim)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-                raise ArgumentError(
-                    f"MultiheadAttention: {name} must be a positive int, got {value!r}"
-                )
+        caller = "MultiheadAttention"
+        dtype = layer_dtype(dtype, caller)
+        check_heads(caller, embed_dim, num_heads)
+        kdim = embed_dim if kdim is None else check_positive_int(caller, "kdim", kdim)
+        vdim = embed_dim if vdim is None else check_positive_int(caller, "vdim", vdim)
         self.embed_dim, self.num_heads, self.kdim, self.vdim = embed_dim, num_heads, kdim, vdim
         self.head_dim = embed_dim // num_heads
-        self.dropout = check_probability(dropout, "MultiheadAttention")
+        self.dropout = check_probability(dropout, caller, "dropout")
         self.batch_first, self.add_zero_attn = batch_first, add_zero_attn
         if kdim == embed_dim and vdim == embed_dim:
             self.in_proj_weight = Parameter(np.empty((3 * embed_dim, embed_dim), dtype))
@@ -209,20 +203,50 @@ class MultiheadAttention(Module):
         average_attn_weights: bool = True,
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
-        caller = "MultiheadAttention"
+        batch, _, source_len = self._check_inputs(query, key, value, attn_mask, key_padding_mask)
+        query, key, value = self._batch_first(query, key, value, batch is None)
+        q, k, v = self._heads(query, key, value)
+        k, v = self._with_extra_keys(k, v)
+        # PyTorch trusts the is_causal hint where it runs its attention kernel (no padding mask,
+        # no weights to return), and reads the attn_mask it was given elsewhere
+        causal_kernel = is_causal and key_padding_mask is None and not need_weights
+        mask = None
+        if not causal_kernel:
+            mask = self._mask(attn_mask, key_padding_mask, is_causal, q, k.shape[2], source_len)
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = ops.matmul(q * (1.0 / math.sqrt(self.head_dim)), ops.transpose(k, -2, -1))
+            weights = ops.softmax(scores if mask is None else scores + mask, -1)
+            weights = ops.dropout(weights, dropout_p, dropout_p > 0)
+            heads = ops.matmul(weights, v)
+            if average_attn_weights:
+                weights = ops.mean(weights, 1)
+        else:
+            heads = F.scaled_dot_product_attention(q, k, v, mask, dropout_p, causal_kernel)
+            weights = None
+        heads = ops.reshape(ops.transpose(heads, 1, 2), (*query.shape[:2], self.embed_dim))
+        out = self.out_proj(heads)
+        if batch is None:
+            out = ops.reshape(out, out.shape[1:])
+            weights = None if weights is None else ops.reshape(weights, weights.shape[1:])
+        elif not self.batch_first:
+            out = ops.transpose(out, 0, 1)
+        return out, weights
+
+    def _check_inputs(self, query, key, value, attn_mask, key_padding_mask) -> tuple:
+        """(batch size, L, S) of forward's arguments (batch None for unbatched input), or a
+        minitrain error naming the layer and the shapes."""
+        caller, batch_first = "MultiheadAttention", self.batch_first
         batch, target_len = sequence_dims(
-            caller, "query", query, self.embed_dim, self.batch_first, "embed_dim"
+            caller, "query", query, self.embed_dim, batch_first, "embed_dim"
         )
-        ranks = (len(shape_of(key)), len(shape_of(value)))
-        if ranks != (len(shape_of(query)),) * 2:
+        if (len(shape_of(key)), len(shape_of(value))) != (len(shape_of(query)),) * 2:
             raise ShapeError(
                 f"{caller}: key and value must have query's rank, got query "
                 f"{shape_of(query)}, key {shape_of(key)}, value {shape_of(value)}"
             )
-        key_batch, source_len = sequence_dims(
-            caller, "key", key, self.kdim, self.batch_first, "kdim"
-        )
-        sequence_dims(caller, "value", value, self.vdim, self.batch_first, "vdim")
+        key_batch, source_len = sequence_dims(caller, "key", key, self.kdim, batch_first, "kdim")
+        sequence_dims(caller, "value", value, self.vdim, batch_first, "vdim")
         if shape_of(key)[:-1] != shape_of(value)[:-1] or key_batch != batch:
             raise ShapeError(
                 f"{caller}: key and value must share their sequence and batch dims, and the "
@@ -232,49 +256,7 @@ class MultiheadAttention(Module):
         check_masks(
             caller, batch, self.num_heads, target_len, source_len, attn_mask, key_padding_mask
         )
-        query, key, value = self._batch_first(query, key, value, batch is None)
-        q, k, v = self._heads(query, key, value)
-        dtype = q.dtype
-        padding = additive_mask(key_padding_mask, dtype)
-        if batch is None and padding is not None:
-            padding = ops.reshape(padding, (1, source_len))
-        causal_kernel = is_causal and padding is None and not need_weights
-        # PyTorch trusts the is_causal hint on its kernel path, else the mask it was given
-        mask = None if causal_kernel else additive_mask(attn_mask, dtype)
-        xp, appended = q.xp, k.shape[:2] + (1, self.head_dim)
-        if self.bias_k is not None:
-            k = ops.concat([k, ops.broadcast_to(self._heads_of(self.bias_k, 1), appended)], 2)
-            v = ops.concat([v, ops.broadcast_to(self._heads_of(self.bias_v, 1), appended)], 2)
-        if self.add_zero_attn:
-            zeros = Tensor(xp.zeros(appended, dtype))
-            k, v = ops.concat([k, zeros], 2), ops.concat([v, zeros], 2)
-        extra_keys = k.shape[2] - source_len
-        if mask is None and is_causal and not causal_kernel:
-            mask = causal_mask(target_len, k.shape[2], dtype, xp)
-        elif mask is not None and extra_keys:
-            mask = ops.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, extra_keys)])
-        if padding is not None:
-            padding = ops.pad(padding, [(0, 0), (0, extra_keys)])
-        mask = self._merged(mask, padding, q.shape)
-        dropout_p = self.dropout if self.training else 0.0
-        if need_weights:
-            scores = ops.matmul(q * (1.0 / math.sqrt(self.head_dim)), ops.transpose(k, -2, -1))
-            weights = ops.softmax(scores if mask is None else scores + mask, -1)
-            weights = ops.dropout(weights, dropout_p, dropout_p > 0)
-            heads = ops.matmul(weights, v)
-        else:
-            heads = F.scaled_dot_product_attention(q, k, v, mask, dropout_p, causal_kernel)
-            weights = None
-        n, _, length, _ = heads.shape
-        out = self.out_proj(ops.reshape(ops.transpose(heads, 1, 2), (n, length, self.embed_dim)))
-        if weights is not None and average_attn_weights:
-            weights = ops.mean(weights, 1)
-        if batch is None:
-            out = ops.reshape(out, out.shape[1:])
-            weights = None if weights is None else ops.reshape(weights, weights.shape[1:])
-        elif not self.batch_first:
-            out = ops.transpose(out, 0, 1)
-        return out, weights
+        return batch, target_len, source_len
 
     def _batch_first(self, query, key, value, unbatched: bool) -> tuple:
         """query, key and value as (N, T, E) Tensors; those that are one object stay one
@@ -311,15 +293,37 @@ class MultiheadAttention(Module):
             ]
         return tuple(self._heads_of(x, batch) for x in projected)
 
-    def _merged(self, attn_mask, padding, query_shape) -> Tensor | None:
-        """The attention mask ((L, S) or (N * num_heads, L, S)) and the padding mask (N, S)
-        summed as one mask that broadcasts against the (N, num_heads, L, S) scores."""
-        batch, heads, target_len, _ = query_shape
-        if attn_mask is not None:
-            source_len = attn_mask.shape[-1]
-            lead = (1, 1) if attn_mask.ndim == 2 else (batch, heads)
-            attn_mask = ops.reshape(attn_mask, lead + (target_len, source_len))
-        if padding is not None:
-            padding = ops.reshape(padding, (batch, 1, 1, padding.shape[-1]))
-            return padding if attn_mask is None else attn_mask + padding
-        return attn_mask
+    def _with_extra_keys(self, k, v) -> tuple:
+        """k and v (N, num_heads, S, head_dim) with bias_k and bias_v appended as one more key
+        and value (add_bias_kv), then a zero key and value (add_zero_attn)."""
+        appended = (*k.shape[:2], 1, self.head_dim)
+        if self.bias_k is not None:
+            k = ops.concat([k, ops.broadcast_to(self._heads_of(self.bias_k, 1), appended)], 2)
+            v = ops.concat([v, ops.broadcast_to(self._heads_of(self.bias_v, 1), appended)], 2)
+        if self.add_zero_attn:
+            zeros = Tensor(k.xp.zeros(appended, k.dtype))
+            k, v = ops.concat([k, zeros], 2), ops.concat([v, zeros], 2)
+        return k, v
+
+    def _mask(
+        self, attn_mask, key_padding_mask, is_causal: bool, q, keys: int, source_len: int
+    ) -> Tensor | None:
+        """attn_mask ((L, S) or (N * num_heads, L, S)) and key_padding_mask ((N, S) or (S,))
+        as one additive mask that broadcasts against the (N, num_heads, L, keys) scores, the
+        keys past source_len (add_bias_kv's, add_zero_attn's) attended; None for neither.
+        is_causal without an attn_mask is the causal mask."""
+        batch, heads, target_len, _ = q.shape
+        extra = [(0, 0)] * 3 + [(0, keys - source_len)]
+        mask = additive_mask(attn_mask, q.dtype)
+        if mask is not None:
+            lead = (1, 1) if mask.ndim == 2 else (batch, heads)
+            mask = ops.reshape(mask, (*lead, target_len, source_len))
+            mask = ops.pad(mask, extra) if keys > source_len else mask
+        elif is_causal:
+            mask = causal_mask(target_len, keys, q.dtype, q.xp)
+        padding = additive_mask(key_padding_mask, q.dtype)
+        if padding is None:
+            return mask
+        padding = ops.reshape(padding, (batch, 1, 1, source_len))
+        padding = ops.pad(padding, extra) if keys > source_len else padding
+        return padding if mask is None else mask + padding

@@ -1,5 +1,6 @@
 """Parameter initialisation, in place, with PyTorch's names, formulas and defaults. Each function
-takes an optional numpy `generator` (default: minitrain's global one, see `manual_seed`)."""
+takes an optional numpy `generator`, which draws on the host; by default minitrain's generator for
+the tensor's device draws (the CPU's, or on a GPU cupy.random's; `manual_seed` seeds both)."""
 
 from __future__ import annotations
 
@@ -77,18 +78,26 @@ def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     return tensor
 
 
-def _rng(generator):
-    return backend.generator() if generator is None else generator
+def _fill_drawn(tensor: Tensor, kind: str, low, high, generator) -> Tensor:
+    """Fill with backend.draw's values (on the tensor's device), or a given numpy generator's
+    (drawn on the host, then copied there)."""
+    if generator is None:
+        tensor.data[...] = backend.draw(tensor.device, kind, tensor.shape, tensor.dtype, low, high)
+        tensor.bump_version()
+        return tensor
+    if kind == "uniform":
+        return _fill(tensor, generator.uniform(low, high, tensor.shape))
+    return _fill(tensor, generator.normal(low, high, tensor.shape))
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with U(a, b)."""
-    return _fill(tensor, _rng(generator).uniform(a, b, tensor.shape))
+    return _fill_drawn(tensor, "uniform", a, b, generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with N(mean, std^2)."""
-    return _fill(tensor, _rng(generator).normal(mean, std, tensor.shape))
+    return _fill_drawn(tensor, "normal", mean, std, generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

@@ -359,10 +359,16 @@ class Module:
     def cpu(self) -> Module:
         return self.to("cpu")
 
-    def cuda(self, index: int = 0) -> Module:
-        return self.to(f"cuda:{index}")
+    def cuda(self, device: int | str | backend.Device | None = None) -> Module:
+        """On a GPU: `device` an index (0 by default), 'cuda:1' or a Device."""
+        if device is None or isinstance(device, (int, np.integer)):
+            device = f"cuda:{0 if device is None else int(device)}"
+        return self.to(device)
 
     def _convert(self, convert, floating_only: bool) -> Module:
+        """Each parameter's and buffer's array, and its gradient's, replaced by convert(array):
+        the tensors stay the same objects. A conversion that fails (a GPU that is missing) fails
+        on the first array, before any has changed."""
         with no_grad():
             for tensor in [*self.parameters(), *self.buffers()]:
                 if floating_only and tensor.dtype.kind != "f":

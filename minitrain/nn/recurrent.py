@@ -1,8 +1,9 @@
 """Recurrent layers: RNN, LSTM and GRU over a sequence, and their one-step cells RNNCell,
 LSTMCell and GRUCell, with PyTorch's arguments, parameter names and shapes.
 
-Every time step of every layer and direction is one cell op (ops.lstm_cell, ops.gru_cell, or for
-RNN a linear pair and its nonlinearity), so backprop through time reads in the graph as a chain
+Per layer and direction, one linear computes the input's part of the gates for every time step;
+then every time step is one cell op (ops.lstm_cell, ops.gru_cell, or for RNN a linear and its
+nonlinearity) reading its slice of those, so backprop through time reads in the graph as a chain
 of cell nodes; an LSTM's state runs through it as one (2, batch, hidden_size) tensor, h over c.
 Packed sequences (PackedSequence) are not supported: pad the batch instead.
 """
@@ -15,28 +16,18 @@ import warnings
 
 import numpy as np
 
-from .. import ops
+from .. import creation, ops
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops.op import as_tensor
 from ..tensor import Tensor
 from . import init
 from .linear import layer_dtype
 from .module import Module, Parameter
-from .torch_args import check_default
+from .torch_args import check_default, check_positive_int
 
 # gates stacked in each weight, per mode
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 _NONLINEARITIES = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
-
-
-def _check_size(caller: str, name: str, value) -> int:
-    """hidden_size, input_size or num_layers: an int (bools refused), > 0 (input_size >= 0)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise DTypeError(f"{caller}: {name} must be an int, got {type(value).__name__}")
-    least = 0 if name == "input_size" else 1
-    if value < least:
-        raise ArgumentError(f"{caller}: {name} must be >= {least}, got {value}")
-    return int(value)
 
 
 def _nonlinearity(caller: str, nonlinearity: str) -> str:
@@ -103,9 +94,9 @@ class _RNNBase(Module):
             )
         dtype = layer_dtype(dtype, caller)
         self.mode = mode
-        self.input_size = _check_size(caller, "input_size", input_size)
-        self.hidden_size = _check_size(caller, "hidden_size", hidden_size)
-        self.num_layers = _check_size(caller, "num_layers", num_layers)
+        self.input_size = check_positive_int(caller, "input_size", input_size, least=0)
+        self.hidden_size = check_positive_int(caller, "hidden_size", hidden_size)
+        self.num_layers = check_positive_int(caller, "num_layers", num_layers)
         self.bias, self.batch_first = bool(bias), bool(batch_first)
         self.dropout, self.bidirectional, self.proj_size = float(dropout), bool(bidirectional), 0
         if dropout > 0 and num_layers == 1:
@@ -197,7 +188,9 @@ class _RNNBase(Module):
         batch = (x.shape[0] if self.batch_first else x.shape[1]) if batched else 1
         lstm = self.mode == "LSTM"
         if hx is None:
-            zeros = Tensor(np.zeros((2,) * lstm + (batch, self.hidden_size), x.dtype))
+            zeros = creation.zeros(
+                (2,) * lstm + (batch, self.hidden_size), dtype=x.dtype, device=x.device
+            )
             return [zeros] * count
         if lstm and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
             raise DTypeError(f"{name}: hx must be a pair (h_0, c_0), got {type(hx).__name__}")
@@ -222,48 +215,44 @@ class _RNNBase(Module):
         state."""
         directions = 2 if self.bidirectional else 1
         weights = self.all_weights
-        steps = _time_steps(x)
-        runs, finals = [], []
+        sequence, finals = x, []
         for layer in range(self.num_layers):
-            if layer:
-                steps = self._next_inputs(runs)
             runs = []
             for direction in range(directions):
                 k = layer * directions + direction
-                run = self._direction(steps, states[k], weights[k], reverse=bool(direction))
+                run = self._direction(sequence, states[k], weights[k], reverse=bool(direction))
                 runs.append(run)
                 finals.append(run[0] if direction else run[-1])
-        return self._sequence(runs), finals
+            sequence = self._sequence(runs)
+            if layer + 1 < self.num_layers and self.training and self.dropout > 0:
+                sequence = ops.dropout(sequence, self.dropout, True)
+        return sequence, finals
 
-    def _next_inputs(self, runs: list) -> list:
-        """The next layer's input per time step: the runs' h side by side, through dropout in
-        training (a mask per step, which is a mask of the whole layer output, drawn in pieces)."""
-        hidden = [[self._hidden(state) for state in run] for run in runs]
-        if len(runs) == 1:
-            steps = hidden[0]
-        else:
-            steps = [ops.concat(pair, axis=1) for pair in zip(*hidden, strict=True)]
-        if self.training and self.dropout > 0:
-            steps = [ops.dropout(step, self.dropout, True) for step in steps]
-        return steps
+    def _direction(self, sequence: Tensor, state, weights, reverse: bool) -> list:
+        """The states one layer's direction goes through, one per time step, in time order.
 
-    def _direction(self, steps, state, weights, reverse: bool) -> list:
-        """The states one layer's direction goes through, one per time step, in time order."""
+        The input's part of every step's gates, x_t @ w_ih^T + b_ih, comes from one product for
+        the whole sequence (seq_len * batch rows: BLAS at full speed, where a step's batch rows
+        alone are not); each step's cell op reads its slice (whose gradients the engine adds up
+        into one array, autograd/deferred.py) and does the hidden state's product itself."""
         w_ih, w_hh = weights[0], weights[1]
         b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
-        order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
-        run = [None] * len(steps)
+        input_gates = ops.linear(sequence, w_ih, b_ih)  # (seq_len, batch, gates * hidden_size)
+        steps = len(sequence)
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        run = [None] * steps
         for t in order:
-            state = self._step(steps[t], state, w_ih, w_hh, b_ih, b_hh)
+            state = self._step(input_gates[t], state, w_hh, b_hh)
             run[t] = state
         return run
 
-    def _step(self, x, state, w_ih, w_hh, b_ih, b_hh) -> Tensor:
+    def _step(self, input_gates, state, w_hh, b_hh) -> Tensor:
         if self.mode == "LSTM":
-            return ops.lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh)
+            return ops.lstm_cell(input_gates, state, None, w_hh, None, b_hh)
         if self.mode == "GRU":
-            return ops.gru_cell(x, state, w_ih, w_hh, b_ih, b_hh)
-        return _rnn_step(self.mode, x, state, w_ih, w_hh, b_ih, b_hh)
+            return ops.gru_cell(input_gates, state, None, w_hh, None, b_hh)
+        pre = input_gates + ops.linear(state, w_hh, b_hh)
+        return ops.tanh(pre) if self.mode == "RNN_TANH" else ops.relu(pre)
 
     def _hidden(self, state: Tensor) -> Tensor:
         """h of a state: an LSTM's first slice, the state itself otherwise."""
@@ -291,17 +280,6 @@ class _RNNBase(Module):
         if self.bidirectional:
             text += ", bidirectional=True"
         return text
-
-
-def _time_steps(x: Tensor) -> list[Tensor]:
-    """x[t] for each time step t of x (seq_len, ...), cut by halving x again and again. A slice's
-    backward is a gradient of the whole sliced tensor's size, zeros but for the slice, so T
-    slices of x would cost T x-sized arrays (O(T^2)) where x needs a gradient (an embedding's
-    output); halving costs two per level, O(T log T). The slices are views either way."""
-    if x.shape[0] == 1:
-        return [x[0]]
-    half = x.shape[0] // 2
-    return _time_steps(x[:half]) + _time_steps(x[half:])
 
 
 def _rnn_step(mode: str, x, h, w_ih, w_hh, b_ih, b_hh) -> Tensor:
@@ -390,8 +368,8 @@ class _RNNCellBase(Module):
         super().__init__()
         caller = type(self).__name__
         dtype = layer_dtype(dtype, caller)
-        self.input_size = _check_size(caller, "input_size", input_size)
-        self.hidden_size = _check_size(caller, "hidden_size", hidden_size)
+        self.input_size = check_positive_int(caller, "input_size", input_size, least=0)
+        self.hidden_size = check_positive_int(caller, "hidden_size", hidden_size)
         self.bias = bool(bias)
         size = gates * self.hidden_size
         self.weight_ih = Parameter(np.empty((size, self.input_size), dtype))
@@ -436,7 +414,7 @@ class _RNNCellBase(Module):
         return h if batched else h.unsqueeze(0)
 
     def _zeros(self, x: Tensor, *lead: int) -> Tensor:
-        return Tensor(np.zeros(lead + (x.shape[0], self.hidden_size), x.dtype))
+        return creation.zeros(lead + (x.shape[0], self.hidden_size), dtype=x.dtype, device=x.device)
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops.adaptive_pooling import adaptive_avg_pool_as
 from ..ops.convolution import conv_as
 from ..ops.op import shape_of
@@ -31,6 +31,17 @@ TORCH_NAMES = {
     "dilations": "dilation",
     "group": "groups",
 }
+
+
+def check_positive_int(caller: str, name: str, value, least: int = 1) -> int:
+    """A size argument (`name` in the caller's signature): an int (bools refused), at least
+    `least` (1: positive)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DTypeError(f"{caller}: {name} must be an int, got {value!r}")
+    if value < least:
+        bound = "positive" if least == 1 else f">= {least}"
+        raise ArgumentError(f"{caller}: {name} must be {bound}, got {value}")
+    return int(value)
 
 
 def check_default(caller: str, name: str, value, default, reason: str) -> None:

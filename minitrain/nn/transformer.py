@@ -10,15 +10,23 @@ import numpy as np
 
 from .. import backend
 from ..errors import ArgumentError, DTypeError, ShapeError
+from ..ops.checks import check_eps
 from ..ops.op import array_of, as_tensor, shape_of
+from ..ops.random import check_probability
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
-from .attention import MultiheadAttention, check_heads, check_masks, sequence_dims
+from .attention import (
+    MultiheadAttention,
+    check_heads,
+    check_masks,
+    sequence_dims,
+)
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear, layer_dtype
 from .module import Module
 from .normalization import LayerNorm
+from .torch_args import check_positive_int
 
 
 def activation_function(activation, caller: str) -> Callable:
@@ -54,17 +62,15 @@ def is_causal_mask(mask, is_causal: bool | None, size: int) -> bool:
     return bool((data[upper] == -np.inf).all() and (data[~upper] == 0).all())
 
 
-def _check_layer(caller: str, d_model, nhead, dtype) -> None:
-    check_heads(caller, d_model, nhead, ("d_model", "nhead"))
-    layer_dtype(dtype, caller)
+class _TransformerLayer(Module):
+    """What the encoder and decoder layers share: PyTorch's constructor and the checks of its
+    arguments, one MultiheadAttention for each name in the class's `attentions`, the
+    feed-forward block (linear1, the activation, dropout, linear2), and a LayerNorm and a
+    Dropout for each of the len(attentions) + 1 blocks (norm1, norm2, ..., dropout1, dropout2,
+    ...), registered in PyTorch's order, so that state dicts and printouts list them as its
+    layers do."""
 
-
-class TransformerEncoderLayer(Module):
-    """Self-attention then a feed-forward block (linear1, activation, linear2), each added to
-    its input and layer-normalised: after the addition (post-norm, "Attention Is All You Need"),
-    or with norm_first before the block (pre-norm). Parameters and arguments as PyTorch's, so a
-    PyTorch state_dict loads. src (S, E) unbatched or (S, N, E) ((N, S, E) with batch_first);
-    src_mask and src_key_padding_mask as MultiheadAttention's attn_mask and key_padding_mask."""
+    attentions: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -81,20 +87,51 @@ class TransformerEncoderLayer(Module):
         dtype=None,
     ) -> None:
         super().__init__()
-        _check_layer("TransformerEncoderLayer", d_model, nhead, dtype)
+        caller = type(self).__name__
+        check_heads(caller, d_model, nhead, ("d_model", "nhead"))
+        check_positive_int(caller, "dim_feedforward", dim_feedforward)
+        check_probability(dropout, caller, "dropout")
+        layer_norm_eps = check_eps(caller, layer_norm_eps, "layer_norm_eps")
+        layer_dtype(dtype, caller)
+        activation = activation_function(activation, caller)
         factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory
-        )
+        for name in self.attentions:
+            attention = MultiheadAttention(
+                d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory
+            )
+            setattr(self, name, attention)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = activation_function(activation, "TransformerEncoderLayer")
+        blocks = range(1, len(self.attentions) + 2)
+        for i in blocks:
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory))
+        for i in blocks:
+            setattr(self, f"dropout{i}", Dropout(dropout))
+        self.activation = activation
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal: bool) -> Tensor:
+        x = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
+        return self.dropout1(x)
+
+
+class TransformerEncoderLayer(_TransformerLayer):
+    """Self-attention then a feed-forward block (linear1, activation, linear2), each added to
+    its input and layer-normalised: after the addition (post-norm, "Attention Is All You Need"),
+    or with norm_first before the block (pre-norm). Parameters and arguments as PyTorch's, so a
+    PyTorch state_dict loads. src (S, E) unbatched or (S, N, E) ((N, S, E) with batch_first);
+    src_mask and src_key_padding_mask as MultiheadAttention's attn_mask and key_padding_mask."""
+
+    attentions = ("self_attn",)
 
     def forward(
         self,
@@ -125,23 +162,11 @@ class TransformerEncoderLayer(Module):
         x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
         return self.norm2(x + self._ff_block(x))
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal: bool) -> Tensor:
-        x = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=is_causal,
-        )[0]
-        return self.dropout1(x)
-
     def _ff_block(self, x) -> Tensor:
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention over the target, attention from the target to `memory` (the encoder's
     output), then a feed-forward block, each added to its input and layer-normalised after
     (post-norm) or, with norm_first, before the block. Parameters and arguments as PyTorch's.
@@ -149,40 +174,7 @@ class TransformerDecoderLayer(Module):
     batch_first); tgt_mask (T, T), memory_mask (T, S) (or with N * nhead leading), padding
     masks (N, T) and (N, S)."""
 
-    def __init__(
-        self,
-        d_model: int,
-        nhead: int,
-        dim_feedforward: int = 2048,
-        dropout: float = 0.1,
-        activation: str | Callable = F.relu,
-        layer_norm_eps: float = 1e-5,
-        batch_first: bool = False,
-        norm_first: bool = False,
-        bias: bool = True,
-        device=None,
-        dtype=None,
-    ) -> None:
-        super().__init__()
-        _check_layer("TransformerDecoderLayer", d_model, nhead, dtype)
-        factory = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **factory
-        )
-        self.multihead_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **factory
-        )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = activation_function(activation, "TransformerDecoderLayer")
+    attentions = ("self_attn", "multihead_attn")
 
     def forward(
         self,
@@ -231,18 +223,6 @@ class TransformerDecoderLayer(Module):
             caller, batch, heads, target_len, source_len, memory_mask, memory_padding, names
         )
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal: bool) -> Tensor:
-        x = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            is_causal=is_causal,
-            need_weights=False,
-        )[0]
-        return self.dropout1(x)
-
     def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal: bool) -> Tensor:
         x = self.multihead_attn(
             x,
@@ -263,10 +243,7 @@ def _clones(caller: str, layer, num_layers) -> ModuleList:
     """num_layers independent copies of `layer` (each starts with its parameters' values)."""
     if not isinstance(layer, Module):
         raise DTypeError(f"{caller}: expected a layer Module, got {type(layer).__name__}")
-    if isinstance(num_layers, bool) or not isinstance(num_layers, (int, np.integer)):
-        raise DTypeError(f"{caller}: num_layers must be an int, got {num_layers!r}")
-    if num_layers < 1:
-        raise ArgumentError(f"{caller}: num_layers must be at least 1, got {num_layers}")
+    num_layers = check_positive_int(caller, "num_layers", num_layers)
     return ModuleList([copy.deepcopy(layer) for _ in range(num_layers)])
 
 

@@ -682,6 +682,30 @@ def _check_flag(caller: str, name: str, value) -> bool:
     return bool(value)
 
 
+def _check_grad_shapes(kernel: str, q, k, v, out, d_out, lse) -> None:
+    """attention_grad's arrays: query, key and value as _check_qkv takes them, their batch dims
+    equal (scaled_dot_product_attention broadcasts them before the op) and key's heads dividing
+    the query's; out and d_out (..., Hq, L, Ev), lse (..., Hq, L)."""
+    _check_qkv(kernel, q, k, v)
+    if q.ndim >= 3:
+        _check_heads(kernel, q, k, v)
+    if not (q.ndim == k.ndim == v.ndim and q.shape[:-3] == k.shape[:-3] == v.shape[:-3]):
+        raise ShapeError(f"{kernel}: the batch dims must be equal: {_shapes(q, k, v)}")
+    if k.shape[:-2] != v.shape[:-2]:
+        raise ShapeError(f"{kernel}: key and value must have the same heads: {_shapes(q, k, v)}")
+    out_shape = (*q.shape[:-1], v.shape[-1])
+    for name, array, shape in (
+        ("out", out, out_shape),
+        ("d_out", d_out, out_shape),
+        ("lse", lse, q.shape[:-1]),
+    ):
+        if tuple(array.shape) != shape:
+            raise ShapeError(
+                f"{kernel}: {name} {tuple(array.shape)} must have shape {shape} for "
+                f"{_shapes(q, k, v)}"
+            )
+
+
 def attention_grad(
     d_out,
     query,
@@ -718,31 +742,14 @@ def attention_grad(
     kernel = "attention_grad"
     d_out, q, k, v, out, lse = (array_of(a) for a in (d_out, query, key, value, out, lse))
     mask, keep = array_of(attn_mask), array_of(dropout_mask)
-    _check_qkv(kernel, q, k, v)
-    if q.ndim >= 3:
-        _check_heads(kernel, q, k, v)
-    if not (q.ndim == k.ndim == v.ndim and q.shape[:-3] == k.shape[:-3] == v.shape[:-3]):
-        raise ShapeError(f"{kernel}: the batch dims must be equal: {_shapes(q, k, v)}")
-    if k.shape[:-2] != v.shape[:-2]:
-        raise ShapeError(f"{kernel}: key and value must have the same heads: {_shapes(q, k, v)}")
-    out_shape = (*q.shape[:-1], v.shape[-1])
-    for name, array, shape in (
-        ("out", out, out_shape),
-        ("d_out", d_out, out_shape),
-        ("lse", lse, q.shape[:-1]),
-    ):
-        if tuple(array.shape) != shape:
-            raise ShapeError(
-                f"{kernel}: {name} {tuple(array.shape)} must have shape {shape} for "
-                f"{_shapes(q, k, v)}"
-            )
+    _check_grad_shapes(kernel, q, k, v, out, d_out, lse)
     attention_shape = (*q.shape[:-1], k.shape[-2])
     is_causal = _check_flag(kernel, "is_causal", is_causal)
     if mask is not None:
         if is_causal:
             raise ArgumentError(f"{kernel}: give attn_mask or is_causal, not both")
         _check_mask(kernel, mask, q.dtype, attention_shape)
-    keep_scale = _keep_scale(check_probability(dropout_p, kernel))
+    keep_scale = _keep_scale(check_probability(dropout_p, kernel, "dropout_p"))
     if keep is not None and (keep.dtype != np.bool_ or tuple(keep.shape) != attention_shape):
         raise ShapeError(
             f"{kernel}: dropout_mask must be boolean of the attention weights' shape "
@@ -830,7 +837,7 @@ def _draw_keep(xp, query, key, dropout_p: float):
     if not dropout_p:
         return None
     shape = (*query.shape[:-1], key.shape[-2])
-    return xp.asarray(backend.generator().random(shape) >= dropout_p)
+    return backend.draw(backend.device_of(query), "uniform", shape, np.float64) >= dropout_p
 
 
 def _tensor_grads(ctx, grad) -> tuple:
@@ -850,7 +857,8 @@ def _tensor_grads(ctx, grad) -> tuple:
         else:
             scores = scores + mask5.astype(scores.dtype)
     if ctx.is_causal:
-        scores = masked_fill(scores, np.triu(np.ones((length, keys), np.bool_), 1), -np.inf)
+        upper = ctx.xp.triu(ctx.xp.ones((length, keys), np.bool_), 1)
+        scores = masked_fill(scores, upper, -np.inf)
     dead = ctx.xp.isinf(ctx.lse).reshape(*q5.shape[:-1], 1)  # rows whose keys are all masked
     if dead.any():  # a constant: their weights are 0 (softmax of a row of -inf would be nan)
         weights = where(dead, 0.0, softmax(where(dead, 0.0, scores), axis=-1))
@@ -935,7 +943,7 @@ def scaled_dot_product_attention(
     enable_gqa = _check_flag(_NAME, "enable_gqa", enable_gqa)
     if attn_mask is not None and is_causal:
         raise ArgumentError(f"{_NAME}: give attn_mask or is_causal=True, not both (as PyTorch)")
-    dropout_p = float(check_probability(dropout_p, _NAME))
+    dropout_p = float(check_probability(dropout_p, _NAME, "dropout_p"))
     scale = _check_scale(_NAME, scale, q.shape[-1])
     q, k, v = _fit_heads_and_batch(q, k, v, enable_gqa)
     if attn_mask is not None:

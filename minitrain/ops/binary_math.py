@@ -11,8 +11,9 @@ import numpy as np
 
 from .. import backend
 from ..arguments import as_array
-from ..errors import ArgumentError, DTypeError
+from ..errors import DTypeError
 from ..tensor import Tensor
+from .checks import check_integer_divisor
 from .elementwise import exp, widened
 from .op import Op, array_of, as_tensor, result_type
 from .rounding import rounded_div
@@ -44,13 +45,6 @@ def _check_kinds(caller: str, kinds: str, wanted: str, **operands) -> None:
     if result_type(values).kind not in kinds:
         given = ", ".join(f"{name} {_described(value)}" for name, value in operands.items())
         raise DTypeError(f"{caller}: takes {wanted} operands, got {given}")
-
-
-def _check_integer_divisor(caller: str, xp, out, other) -> None:
-    """An integer quotient or remainder by zero is refused, as PyTorch refuses it (numpy would
-    give 0 with a warning); a floating one is inf or nan."""
-    if out.dtype.kind in "iu" and xp.any(xp.asarray(other) == 0):
-        raise ArgumentError(f"{caller}: integer division by zero (other holds a 0)")
 
 
 class Atan2(Op):
@@ -289,7 +283,6 @@ class Fmod(Op):
         xp = ctx.xp
         with np.errstate(divide="ignore", invalid="ignore"):
             out = xp.fmod(a, b)
-            _check_integer_divisor("fmod", xp, out, b)
             ctx.save(quotient=xp.trunc(a / b) if ctx.needs_grad[1] else None)
         return out
 
@@ -308,6 +301,7 @@ def fmod(input, other):  # noqa: A002
     """The remainder of input / other with input's sign (C's fmod), elementwise; integers stay
     integers (a zero divisor is refused), bools are refused, as in PyTorch."""
     _check_kinds("fmod", "iuf", "numeric (not bool)", input=input, other=other)
+    check_integer_divisor("fmod", input, other)
     return Fmod.apply(input, other)
 
 
@@ -325,7 +319,6 @@ class Remainder(Op):
         xp = ctx.xp
         with np.errstate(divide="ignore", invalid="ignore"):
             out = xp.remainder(a, b)
-            _check_integer_divisor("remainder", xp, out, b)
             ctx.save(quotient=xp.floor_divide(a, b) if ctx.needs_grad[1] else None)
         return out
 
@@ -347,6 +340,7 @@ def remainder(input, other):  # noqa: A002
     Where input is a number, other's gradient is -floor(input / other), as it is for a tensor
     input; PyTorch has none there (its derivative is not implemented)."""
     _check_kinds("remainder", "iuf", "numeric (not bool)", input=input, other=other)
+    check_integer_divisor("remainder", input, other)
     return Remainder.apply(input, other)
 
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..errors import ArgumentError, DimensionError, DTypeError, ShapeError
-from .op import dtype_of
+from .op import array_of, dtype_of
 
 
 def check_floating(caller: str, **arrays) -> None:
@@ -40,12 +40,13 @@ def check_real(caller: str, name: str, value) -> float:
     return float(value)
 
 
-def check_eps(caller: str, eps) -> float:
-    """An epsilon added to a variance: a finite number >= 0 (bools refused), as a Python float."""
+def check_eps(caller: str, eps, name: str = "eps") -> float:
+    """An epsilon added to a variance: a finite number >= 0 (bools refused), as a Python float;
+    `name` is the argument's in the caller's signature."""
     if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)):
-        raise DTypeError(f"{caller}: eps must be a number, got {type(eps).__name__}")
+        raise DTypeError(f"{caller}: {name} must be a number, got {type(eps).__name__}")
     if not (math.isfinite(eps) and eps >= 0):
-        raise ArgumentError(f"{caller}: eps must be finite and >= 0, got {eps}")
+        raise ArgumentError(f"{caller}: {name} must be finite and >= 0, got {eps}")
     return float(eps)
 
 
@@ -113,3 +114,12 @@ def is_integral(value) -> bool:
         return True
     dtype = getattr(value, "dtype", None)
     return dtype is not None and np.dtype(dtype).kind in "biu"
+
+
+def check_integer_divisor(caller: str, dividend, divisor) -> None:
+    """Refuse an integer quotient or remainder by zero (both operands integral, a 0 in the
+    divisor) before the op runs, as PyTorch refuses it: numpy would give 0 with a warning. A
+    floating one is inf or nan, as in PyTorch."""
+    dividend, divisor = array_of(dividend), array_of(divisor)
+    if is_integral(dividend) and is_integral(divisor) and bool((divisor == 0).any()):
+        raise ArgumentError(f"{caller}: integer division by zero (other holds a 0)")

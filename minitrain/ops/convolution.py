@@ -9,6 +9,11 @@ and so do the backward's dW and dX GEMMs (minitrain.ops.columns). The batch goes
 chunks of images whose buffers stay in cache, side by side on threads for a big batch
 (minitrain.ops.chunking); each chunk's product is transposed to (n, M, *out) in the pass that
 adds the bias.
+
+On a CUDA device the same code runs on CuPy arrays: im2col and col2im by one slice copy or add
+per kernel tap, and the GEMMs through cuBLAS (xp.matmul). conv_forward and conv_grad_unchecked,
+which every conv and transposed conv goes through, are the place a cuDNN path would branch off
+(cupyx.cudnn up to CuPy 13; CuPy 14 dropped cuDNN, for NVIDIA's cuDNN frontend): none does.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import backend
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError, DeviceError, ShapeError
 from ..tensor import Tensor
 from .checks import check_floating
 from .chunking import Chunked
@@ -48,6 +53,15 @@ def check_float_inputs(caller: str, **values) -> None:
     arrays = {name: array_of(value) for name, value in values.items()}
     check_floating(caller, **arrays)
     check_one_dtype(caller, **arrays)
+
+
+def check_one_device(caller: str, **values) -> None:
+    """The arrays among `values` (None, numbers and lists skipped) must live on one device, as
+    a public kernel's arguments must: a DeviceError naming each array's device."""
+    devices = {name: backend.device_of(v) for name, v in values.items() if backend.is_array(v)}
+    if len(set(devices.values())) > 1:
+        given = ", ".join(f"{name} on {device}" for name, device in devices.items())
+        raise DeviceError(f"{caller}: arguments must be on one device, got {given}")
 
 
 def conv_forward(X, W, B, window: Window, group: int):
@@ -174,6 +188,7 @@ def conv_grad(
     a first layer's input). Input positions no window touches get dX = 0.
     """
     dy_shape, x_shape, w_shape = shape_of(dY), shape_of(X), shape_of(W)
+    check_one_device("conv_grad", dY=dY, X=X, W=W)
     window = check_conv_window(
         "conv_grad", x_shape, w_shape, strides, pads, dilations, group, auto_pad
     )

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import backend
 from ..arguments import nested_array
+from ..autograd.deferred import SliceSum
 from ..errors import DTypeError, ShapeError
 from ..grad_mode import is_grad_enabled
 from ..inplace import write_in_place
@@ -37,13 +38,15 @@ class GetItem(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = zeros of x's shape with dx[index] += grad (an element picked twice gets both)."""
-        xp = ctx.xp
-        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
-        if ctx.accumulate:
-            backend.scatter_add(xp, grad_x, ctx.index, grad)
-        else:
-            grad_x[ctx.index] = grad
+        """dx = zeros of x's shape with dx[index] += grad (an element picked twice gets both).
+
+        Where the index picks each element once (slices, ints, masks), dx is a SliceSum
+        (autograd/deferred.py): the gradients of x's slices add up into one array of x's size,
+        not one each (x[t] for every t: O(T), not O(T^2))."""
+        if not ctx.accumulate:
+            return SliceSum(ctx.shapes[0], ctx.index, grad)
+        grad_x = ctx.xp.zeros(ctx.shapes[0], dtype=grad.dtype)
+        backend.scatter_add(ctx.xp, grad_x, ctx.index, grad)
         return grad_x
 
     @staticmethod

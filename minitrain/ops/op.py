@@ -336,8 +336,8 @@ class Op(metaclass=_OpType):
             if cls.broadcast:  # numpy's broadcasting error becomes ours, naming op and shapes
                 _check_broadcast(cls, arrays)
             raise
-        if type(out) is not np.ndarray:
-            out = xp.asarray(out)
+        if type(out) is not np.ndarray and not backend.is_array(out):
+            out = xp.asarray(out)  # a scalar (numpy's reductions); not to_device's GPU array
         if out.dtype == _FLOAT64 and not cls.exact_dtype and not _any_float64(dtypes):
             # numpy made float64 from ints or numbers; PyTorch's default float dtype is float32
             out = out.astype(np.float32)

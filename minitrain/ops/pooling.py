@@ -28,6 +28,7 @@ from ..errors import ArgumentError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import numba_math
 from .checks import NOT_BOOL, check_floating, require_kind
+from .convolution import check_one_device
 from .indexing import getitem_grad
 from .op import Op, shape_of
 from .transposed_convolution import ConvTranspose
@@ -226,7 +227,9 @@ def max_pool_grad(dY, indices, x_shape):
     max_pool's forward and PyTorch's return_indices give them (-1: nowhere). Windows that share
     a max add up; elements that were no window's max get 0."""
     x_shape, dy_shape = tuple(int(n) for n in x_shape), shape_of(dY)
-    indices = indices if backend.is_array(indices) else np.asarray(indices)
+    check_one_device("max_pool_grad", dY=dY, indices=indices)
+    if not backend.is_array(indices):  # a list: on dY's device
+        indices = backend.array_module(dY).asarray(indices)
     check_rank("max_pool_grad", x_shape, "x_shape")
     if (
         dy_shape != shape_of(indices)

@@ -20,8 +20,8 @@ def dropout_grad(dY, mask):
 
 class Dropout(Op):
     """x * mask with mask = (u >= p) / (1 - p), u ~ U(0, 1) per element from minitrain's
-    generator: each element is zeroed with probability p and the survivors are scaled so the
-    expectation is unchanged. Saves the scaled mask (in x's dtype), not x."""
+    generator for x's device: each element is zeroed with probability p and the survivors are
+    scaled so the expectation is unchanged. Saves the scaled mask (in x's dtype), not x."""
 
     name = "dropout"
     inputs = ("x",)
@@ -30,8 +30,9 @@ class Dropout(Op):
 
     @staticmethod
     def forward(ctx, x):
-        keep = backend.generator().random(x.shape) >= ctx.p
-        mask = ctx.xp.asarray(keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - ctx.p)))
+        # u drawn on x's device, in float64 on the CPU (the stream manual_seed fixes)
+        keep = backend.draw(backend.device_of(x), "uniform", x.shape, np.float64) >= ctx.p
+        mask = keep.astype(x.dtype) * x.dtype.type(1.0 / (1.0 - ctx.p))
         ctx.save(mask=mask)
         return x * mask
 
@@ -44,10 +45,11 @@ class Dropout(Op):
     tensor_backward = backward
 
 
-def check_probability(p, caller: str) -> float:
-    """p itself, when it is a number in [0, 1]; a ValueError naming `caller` otherwise."""
+def check_probability(p, caller: str, name: str = "p") -> float:
+    """p itself, when it is a number in [0, 1]; otherwise an ArgumentError naming `caller` and
+    the argument, `name` in the caller's signature."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ArgumentError(f"{caller}: p must be a probability in [0, 1], got {p!r}")
+        raise ArgumentError(f"{caller}: {name} must be a probability in [0, 1], got {p!r}")
     return p
 
 

@@ -9,14 +9,12 @@ per call as conv_grad chooses (backend.numba_takes). An LSTM's state is one tens
 stacked as (2, batch, hidden_size), so a step's output is the next step's input as it is and
 backprop through time is a chain of cell nodes.
 
-Why the input-to-hidden matmul is inside the step rather than one linear for all time steps up
-front: an op has one output, so a step would read its slice of the (T, batch, gates) product as
-a getitem, whose backward sends a gradient of the whole product's size, zeros but for the
-slice: O(T^2) memory traffic, O(T log T) with slices cut by halving. At T = 64, batch 32, 256
-inputs and 1024 gates, that projection's forward and backward took 45 ms (25 ms halved) against
-15 ms for the per-step products. The weights' gradients, one per step, are not summed step by
-step: each step returns them as ProductSums (autograd/product_sum.py), which the engine adds up
-as one product of the stacked steps (the LSTM bench's step 106 -> 81 ms).
+The input's product may also come from outside (w_ih None: x is then the input's gates): nn.LSTM
+and nn.GRU compute x_t @ w_ih^T + b_ih for every time step in one linear, whose rows (T * batch)
+keep BLAS at full speed, and each step reads its slice of it; the slices' gradients add up into
+one array (a SliceSum, autograd/deferred.py), so the input's weight gradient and dx are one
+product each too. The hidden state's weights get one gradient per step, returned as ProductSums,
+which the engine adds up as one product of the stacked steps.
 
 Op by op: its gradient kernel, its Op class, its numba kernels and its function; first the
 shape checks both share and the numba gate math both use.
@@ -32,7 +30,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .. import backend
-from ..autograd.product_sum import ProductSum
+from ..autograd.deferred import ProductSum
 from ..errors import ShapeError
 from ..tensor import Tensor
 from . import numba_math
@@ -52,9 +50,10 @@ _PARALLEL_ELEMENTS = 1 << 20
 def _check_cell(caller, gates, x, state, state_name, lead, w_ih, w_hh, b_ih, b_hh) -> None:
     """The shapes of a cell's inputs: x (batch, input_size), the state `lead` + (batch,
     hidden_size), w_ih (gates * hidden_size, input_size), w_hh (gates * hidden_size,
-    hidden_size), the biases (gates * hidden_size,) or None. Errors name `caller` and the
-    shapes."""
-    sw_ih, sw_hh, sx = shape_of(w_ih), shape_of(w_hh), shape_of(x)
+    hidden_size), the biases (gates * hidden_size,) or None. w_ih None: x is the input's part
+    of the gates already, x @ w_ih^T + b_ih (batch, gates * hidden_size), and b_ih is None.
+    Errors name `caller` and the shapes."""
+    sw_hh, sx = shape_of(w_hh), shape_of(x)
     if len(sw_hh) != 2 or sw_hh[0] != gates * sw_hh[1]:
         raise ShapeError(
             f"{caller}: w_hh {sw_hh} must be ({gates} * hidden_size, hidden_size), the "
@@ -63,7 +62,13 @@ def _check_cell(caller, gates, x, state, state_name, lead, w_ih, w_hh, b_ih, b_h
     hidden = sw_hh[1]
     if len(sx) != 2:
         raise ShapeError(f"{caller}: x {sx} must be (batch, input_size)")
-    if sw_ih != (gates * hidden, sx[1]):
+    if w_ih is None:
+        if sx[1] != gates * hidden or b_ih is not None:
+            raise ShapeError(
+                f"{caller}: without w_ih, x {sx} must be the input's gates (batch, {gates} * "
+                f"hidden_size) = (batch, {gates * hidden}) for w_hh {sw_hh}, b_ih folded in"
+            )
+    elif (sw_ih := shape_of(w_ih)) != (gates * hidden, sx[1]):
         raise ShapeError(
             f"{caller}: w_ih {sw_ih} must be ({gates} * hidden_size, input_size) = "
             f"{(gates * hidden, sx[1])} for x {sx} and w_hh {sw_hh}"
@@ -95,6 +100,9 @@ def _check_cell_grad(caller, gates, dY, X, hidden, w_ih, w_hh, saved_gates, stat
         "gates": (batch, gates * size),
     }
     given = {"dY": dY, "hidden state": hidden, "w_ih": w_ih, "w_hh": w_hh, "gates": saved_gates}
+    if w_ih is None:  # X holds the input's gates
+        expected["X"], given["X"] = expected.pop("w_ih"), X
+        expected["X"] = (batch, gates * size)
     for name, want in expected.items():
         if tuple(given[name].shape) != want:
             raise ShapeError(
@@ -196,7 +204,8 @@ def lstm_cell_grad(dY, X, state, w_ih, w_hh, gates, Y, need=(True,) * 6):
         dX = dG @ w_ih, dh_prev = dG @ w_hh, dc_prev = dc_total * f
         dw_ih = dG^T @ X, dw_hh = dG^T @ h_prev, db_ih = db_hh = sum over the batch of dG
 
-    dG is the gradient of the gates' pre-activations.
+    dG is the gradient of the gates' pre-activations. With w_ih None (X the input's gates, see
+    lstm_cell), dX = dG and dw_ih, db_ih are None.
 
     `need` says which of the six to compute (the others come back None). The gate math runs as a
     numba kernel where backend.numba_takes the arrays.
@@ -241,9 +250,13 @@ def _weight_grads(need, dgates_x, dgates_h, X, h_prev, w_ih, sums: bool):
     """A cell's gradients but the hidden state's, from its gate gradients: dgates_x, what the
     input's product fed, and dgates_h, what the hidden state's did (one array for an LSTM).
 
-    With `sums`, the weights' and biases' gradients come as ProductSums (product_sum.py): the
+    With `sums`, the weights' and biases' gradients come as ProductSums (deferred.py): the
     engine adds up every time step's as one product of the stacked steps, not one per step."""
-    dX = dgates_x @ w_ih if need[0] else None
+    if w_ih is None:  # X was the input's gates: their gradient is dgates_x itself
+        need = (need[0], need[1], False, need[3], False, need[5])
+        dX = dgates_x if need[0] else None
+    else:
+        dX = dgates_x @ w_ih if need[0] else None
     if sums:
         return (
             dX,
@@ -275,7 +288,7 @@ class LSTMCell(Op):
     @staticmethod
     def forward(ctx, x, state, w_ih, w_hh, b_ih, b_hh):
         xp = ctx.xp
-        gx, gh = x @ w_ih.T, state[0] @ w_hh.T
+        gx, gh = _input_gates(x, w_ih), state[0] @ w_hh.T
         gates = xp.empty(gx.shape, gx.dtype)
         out = xp.empty(state.shape, gx.dtype)
         bias = _joint_bias(xp, b_ih, b_hh, gx)
@@ -301,7 +314,7 @@ class LSTMCell(Op):
         x, w_ih, w_hh = ctx.x, ctx.w_ih, ctx.w_hh
         size = w_hh.shape[1]
         h_prev, c_prev = ctx.state[0], ctx.state[1]
-        pre = linear(x, w_ih, ctx.b_ih) + linear(h_prev, w_hh, ctx.b_hh)
+        pre = _input_gates(x, w_ih, ctx.b_ih) + linear(h_prev, w_hh, ctx.b_hh)
         i, f, g, o = (pre[:, k * size : (k + 1) * size] for k in range(4))
         i, f, g, o = sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
         t = tanh(f * c_prev + i * g)
@@ -315,13 +328,26 @@ class LSTMCell(Op):
         need = ctx.needs_grad
         dgates_t = dgates.T
         return (
-            dgates @ w_ih if need[0] else None,
+            _input_gates_grad(dgates, w_ih) if need[0] else None,
             stack([dgates @ w_hh, dc * f]) if need[1] else None,
             dgates_t @ x if need[2] else None,
             dgates_t @ h_prev if need[3] else None,
             dgates.sum(axis=0) if need[4] else None,
             dgates.sum(axis=0) if need[5] else None,
         )
+
+
+def _input_gates(x, w_ih, b_ih=None):
+    """The input's part of a cell's gates, x @ w_ih^T + b_ih (arrays or tensors); x itself where
+    w_ih is None (the layer computed them for every time step in one product)."""
+    if w_ih is None:
+        return x
+    return x @ w_ih.T if b_ih is None else linear(x, w_ih, b_ih)
+
+
+def _input_gates_grad(dgates, w_ih):
+    """The gradient of a cell's x from that of its input gates (see _input_gates)."""
+    return dgates if w_ih is None else dgates @ w_ih
 
 
 def _joint_bias(xp, b_ih, b_hh, like):
@@ -396,7 +422,10 @@ def lstm_cell(x, state, w_ih, w_hh, b_ih=None, b_hh=None) -> Tensor:
     input_size) and the previous state (2, batch, hidden_size), h_prev over c_prev, with
     PyTorch's weights: w_ih (4 hidden_size, input_size), w_hh (4 hidden_size, hidden_size), the
     gates [i, f, g, o] stacked; biases (4 hidden_size,) or None. One node in the graph; its
-    backward is lstm_cell_grad."""
+    backward is lstm_cell_grad.
+
+    w_ih (and b_ih) may be None, x then being the input's gates x @ w_ih^T + b_ih (batch,
+    4 hidden_size) already: nn.LSTM computes those for all time steps in one product."""
     x = floating_input("lstm_cell", x)
     _check_cell("lstm_cell", 4, x, state, "state", (2,), w_ih, w_hh, b_ih, b_hh)
     return LSTMCell.apply(x, state, w_ih, w_hh, b_ih, b_hh)
@@ -415,7 +444,8 @@ def gru_cell_grad(dY, X, h, w_ih, w_hh, gates, hn, need=(True,) * 6):
         dX = dG_x @ w_ih, dh = dG_h @ w_hh + dY * z
         dw_ih = dG_x^T @ X, dw_hh = dG_h^T @ h, db_ih = sum of dG_x, db_hh = sum of dG_h
 
-    dG_x and dG_h are the gradients of the input's and the hidden state's products.
+    dG_x and dG_h are the gradients of the input's and the hidden state's products. With w_ih
+    None (X the input's gates, see gru_cell), dX = dG_x and dw_ih, db_ih are None.
 
     `need` says which of the six to compute (the others come back None). The gate math runs as a
     numba kernel where backend.numba_takes the arrays.
@@ -472,7 +502,7 @@ class GRUCell(Op):
     @staticmethod
     def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh):
         xp = ctx.xp
-        gx, gh = x @ w_ih.T, h @ w_hh.T
+        gx, gh = _input_gates(x, w_ih), h @ w_hh.T
         if b_ih is not None:
             gx += b_ih
         if b_hh is not None:
@@ -499,7 +529,7 @@ class GRUCell(Op):
         """gru_cell_grad's formulas in tensor ops, the gates recomputed from the inputs."""
         x, h, w_ih, w_hh = ctx.x, ctx.h, ctx.w_ih, ctx.w_hh
         size = w_hh.shape[1]
-        gx, gh = linear(x, w_ih, ctx.b_ih), linear(h, w_hh, ctx.b_hh)
+        gx, gh = _input_gates(x, w_ih, ctx.b_ih), linear(h, w_hh, ctx.b_hh)
         r = sigmoid(gx[:, :size] + gh[:, :size])
         z = sigmoid(gx[:, size : 2 * size] + gh[:, size : 2 * size])
         hn = gh[:, 2 * size :]
@@ -510,7 +540,7 @@ class GRUCell(Op):
         dgates_x, dgates_h = concat([dr, dz, dn], axis=1), concat([dr, dz, dn * r], axis=1)
         need = ctx.needs_grad
         return (
-            dgates_x @ w_ih if need[0] else None,
+            _input_gates_grad(dgates_x, w_ih) if need[0] else None,
             dgates_h @ w_hh + grad * z if need[1] else None,
             dgates_x.T @ x if need[2] else None,
             dgates_h.T @ h if need[3] else None,
@@ -580,7 +610,8 @@ def gru_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None) -> Tensor:
     """One GRU step: the new hidden state (batch, hidden_size) from x (batch, input_size) and h
     (batch, hidden_size), with PyTorch's weights: w_ih (3 hidden_size, input_size), w_hh
     (3 hidden_size, hidden_size), the gates [r, z, n] stacked; biases (3 hidden_size,) or None.
-    One node in the graph; its backward is gru_cell_grad."""
+    One node in the graph; its backward is gru_cell_grad. As lstm_cell's, w_ih and b_ih may be
+    None, x then being the input's gates (batch, 3 hidden_size)."""
     x = floating_input("gru_cell", x)
     _check_cell("gru_cell", 3, x, h, "h", (), w_ih, w_hh, b_ih, b_hh)
     return GRUCell.apply(x, h, w_ih, w_hh, b_ih, b_hh)

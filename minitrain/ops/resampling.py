@@ -32,6 +32,7 @@ from . import numba_math
 from .adaptive_pooling import adaptive_avg_pool_as
 from .checks import check_floating
 from .columns import col2im, im2col
+from .convolution import check_one_device
 from .indexing import getitem, getitem_grad
 from .op import Op, array_of, shape_of
 from .shape import permute, reshape
@@ -532,6 +533,7 @@ def max_unpool_as(
     if min(size) < 1:
         raise ShapeError(f"{caller}: the output size {size} has an empty dim (input {x_shape})")
     check_floating(caller, input=array_of(x))
+    check_one_device(caller, input=array_of(x), indices=index)
     if index.shape != x_shape:
         raise ShapeError(f"{caller}: indices {index.shape} must have input's shape {x_shape}")
     plane = math.prod(size)

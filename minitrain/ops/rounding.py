@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import ArgumentError, DTypeError
 from ..tensor import Tensor
-from .checks import NOT_BOOL, is_integral, require_kind
+from .checks import NOT_BOOL, check_integer_divisor, is_integral, require_kind
 from .elementwise import widened
 from .op import Op, array_of
 
@@ -167,9 +167,7 @@ def rounded_div(a, b, rounding_mode: str, caller: str = "div"):
         raise ArgumentError(
             f"{caller}: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
         )
-    dividend, divisor = array_of(a), array_of(b)
-    if dividend.dtype == np.bool_ and divisor.dtype == np.bool_:  # one bool promotes, as torch
+    if array_of(a).dtype == np.bool_ and array_of(b).dtype == np.bool_:  # one bool promotes
         raise DTypeError(f"{caller}: takes numeric (not bool) operands, got two bools")
-    if is_integral(dividend) and is_integral(divisor) and np.any(divisor == 0):
-        raise ArgumentError(f"{caller}: integer division by zero (other holds a 0)")
+    check_integer_divisor(caller, a, b)
     return RoundedDiv.apply(a, b, rounding_mode=rounding_mode)

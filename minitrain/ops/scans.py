@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend
 from ..errors import DTypeError
 from ..tensor import Tensor
 from . import elementwise
@@ -15,7 +14,7 @@ from .masking import where
 from .op import Op, as_tensor, shape_of
 from .reduction import cumsum
 from .shape import broadcast_to, flip, permute
-from .sorting import ValuesIndices, values_at
+from .sorting import ValuesIndices, only_element, values_at
 
 __all__ = ["cummax", "cummin", "cumprod", "logcumsumexp"]
 
@@ -32,6 +31,25 @@ def _last(x, dim: int):
     if isinstance(x, Tensor):
         return permute(x, order), back
     return x.transpose(order), back
+
+
+def _running(xp, ufunc: str, array, axis: int):
+    """`ufunc` (maximum, minimum or logaddexp, by name) accumulated along axis: numpy's
+    ufunc.accumulate on the CPU. CuPy accumulates only add and multiply, so elsewhere a
+    Hillis-Steele scan: at step s (1, 2, 4, ...) each element combines with the one s before
+    it, holding after it the combination of the 2s elements up to it; log2(n) whole-array
+    steps, exact for these associative ufuncs up to the rounding of logaddexp."""
+    combine = getattr(xp, ufunc)
+    if xp is np:
+        return combine.accumulate(array, axis=axis)
+    out = array.copy()
+    size, lead = array.shape[axis], (slice(None),) * axis
+    step = 1
+    while step < size:
+        later, earlier = lead + (slice(step, None),), lead + (slice(0, size - step),)
+        out[later] = combine(out[later], out[earlier])  # both read before the write
+        step *= 2
+    return out
 
 
 def _reverse_cumsum(xp, values):
@@ -142,7 +160,7 @@ class LogCumSumExp(Op):
             with np.errstate(
                 invalid="ignore"
             ):  # numpy warns at NaN and inf; its results are PyTorch's
-                out = ctx.xp.logaddexp.accumulate(wide, axis=ctx.dim)
+                out = _running(ctx.xp, "logaddexp", wide, ctx.dim)
             out = out.astype(x.dtype, copy=False)
         ctx.save(x=x, out=out)
         return out
@@ -167,7 +185,7 @@ class LogCumSumExp(Op):
             log_size = xp.log(xp.abs(grad))
             for sign in (grad > 0, grad < 0):
                 logs = xp.where(sign, log_size, lowest) - out
-                reverse = xp.flip(xp.logaddexp.accumulate(xp.flip(logs, dim), dim), dim)
+                reverse = xp.flip(_running(xp, "logaddexp", xp.flip(logs, dim), dim), dim)
                 parts.append(xp.exp(reverse + x))
         return parts[0] - parts[1]
 
@@ -203,12 +221,9 @@ def _running_extreme(caller: str, input, dim, accumulate):  # noqa: A002
         raise DTypeError(f"{caller}: input must be numeric or bool, got {x.dtype}")
     dim = _scan_dim(x, dim, caller)
     if dim is None:
-        return ValuesIndices(values_at(x, None, np.zeros((), np.int64)), Tensor(np.int64(0)))
-    array = x.data
-    xp = backend.array_module(array)
-    running = getattr(xp, accumulate).accumulate(
-        array, axis=dim
-    )  # NaN, once met, stays (numpy's rule)
+        return only_element(x)
+    array, xp = x.data, x.xp
+    running = _running(xp, accumulate, array, dim)  # NaN, once met, stays (numpy's rule)
     # The index of the running extreme is the last position where x equals it: a new extreme,
     # or a tie, which PyTorch's cummax / cummin take too; a NaN is the extreme from then on,
     # and each later NaN takes the index.
@@ -218,7 +233,7 @@ def _running_extreme(caller: str, input, dim, accumulate):  # noqa: A002
     shape = [1] * array.ndim
     shape[dim] = array.shape[dim]
     positions = xp.arange(array.shape[dim]).reshape(shape)
-    indices = xp.maximum.accumulate(xp.where(hit, positions, 0), axis=dim)
+    indices = _running(xp, "maximum", xp.where(hit, positions, 0), dim)
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
 

@@ -204,7 +204,6 @@ def take_along_dim(x, indices, dim=None):
 
 # What an element is before any value reduces into it: include_self=False starts there.
 _IDENTITY = {"sum": 0, "mean": 0, "prod": 1}
-_UFUNC = {"prod": "multiply", "amax": "maximum", "amin": "minimum"}
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
@@ -244,8 +243,10 @@ def _reduce_into(xp, x, src, index, reduce: str, include_self: bool):
         out[index] = _start(reduce, out.dtype)
     if reduce in ("sum", "mean"):
         backend.scatter_add(xp, out, index, src)
+    elif reduce == "prod":
+        _scatter_multiply(xp, out, index, src)
     else:
-        getattr(xp, _UFUNC[reduce]).at(out, index, src)
+        (backend.scatter_max if reduce == "amax" else backend.scatter_min)(xp, out, index, src)
     if reduce == "mean":
         counts = _counts(xp, x.shape, index, np.dtype(np.int64)) + int(include_self)
         counts = xp.maximum(counts, 1)  # untouched elements (include_self=False) keep x
@@ -254,6 +255,40 @@ def _reduce_into(xp, x, src, index, reduce: str, include_self: bool):
         else:  # PyTorch floors an integer mean
             out = (out // counts).astype(out.dtype)
     return out
+
+
+def _scatter_multiply(xp, target, index, values) -> None:
+    """target[index] *= values, index one integer array per dim of target, each repeated place
+    multiplying once per occurrence: numpy's multiply.at on the CPU. CuPy has neither
+    multiply.at nor a scatter_multiply: there the values are sorted by the flat position they
+    reach, each run of one position multiplied together by a segmented Hillis-Steele scan (at
+    step s = 1, 2, 4, ... a value takes the product with the one s before it where that reaches
+    its position too: log2(n) whole-array steps), and the last of each run, its product,
+    multiplies the run's element, no place repeated."""
+    if xp is np:
+        np.multiply.at(target, index, values)
+        return
+    full = xp.broadcast_arrays(*index)
+    entries = [entry.reshape(-1) for entry in full]
+    if not entries[0].size:
+        return
+    keys, stride = 0, 1
+    for entry, size in zip(entries[::-1], target.shape[::-1], strict=True):
+        keys, stride = keys + entry * stride, stride * size
+    order = xp.argsort(keys, kind="stable")  # numpy's order within each run
+    keys = keys[order]
+    products = xp.broadcast_to(xp.asarray(values, target.dtype), full[0].shape)
+    products = products.reshape(-1)[order]
+    step = 1
+    while step < keys.size:
+        same = keys[step:] == keys[:-step]
+        products[step:] = xp.where(same, products[step:] * products[:-step], products[step:])
+        step *= 2
+    last = xp.ones(keys.size, dtype=bool)
+    last[:-1] = keys[1:] != keys[:-1]
+    picked = order[last]
+    place = tuple(entry[picked] for entry in entries)
+    target[place] = target[place] * products[last]
 
 
 class ScatterReduce(Op):

@@ -239,7 +239,7 @@ class Concat(Op):
     @staticmethod
     def backward(ctx, grad):
         """dtensors[i] = the slice of grad along axis where tensors[i] sits."""
-        ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1]
+        ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1].tolist()  # host ints
         return tuple(ctx.xp.split(grad, ends, axis=ctx.axis))
 
     @staticmethod

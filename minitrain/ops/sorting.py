@@ -78,6 +78,13 @@ def values_at(x, dim: int | None, indices) -> Tensor:
     return gather(x, dim, indices)
 
 
+def only_element(x) -> ValuesIndices:
+    """(values, indices) of a selection from a 0-d x: its one element, at index 0 (an int64
+    0-d tensor on x's device)."""
+    zero = x.xp.zeros((), np.int64)
+    return ValuesIndices(values_at(x, None, zero), Tensor(zero.copy()))
+
+
 def take_along(array, dim: int, start: int, stop: int):
     """array[..., start:stop, ...], the slice along dim."""
     return array[(slice(None),) * dim + (slice(start, stop),)]
@@ -113,7 +120,7 @@ def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False
     x = order_input(input, "sort")
     dim = normalize_one_axis(dim, x.ndim, "sort")
     if dim is None:  # a 0-d tensor: its one element
-        return ValuesIndices(values_at(x, None, np.zeros((), np.int64)), Tensor(np.int64(0)))
+        return only_element(x)
     indices = stable_order(x.data, dim, bool(descending))
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
@@ -124,7 +131,7 @@ def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = Fa
     x = order_input(input, "argsort")
     dim = normalize_one_axis(dim, x.ndim, "argsort")
     if dim is None:
-        return Tensor(np.int64(0))
+        return Tensor(x.xp.zeros((), np.int64))
     return Tensor(stable_order(x.data, dim, bool(descending)))
 
 
@@ -138,7 +145,7 @@ def topk(input, k: int, dim: int | None = None, largest: bool = True, sorted: bo
     size = 1 if dim is None else x.shape[dim]
     k = _count("topk", "k", k, 0, size, x, -1 if dim is None else dim)
     if dim is None:  # a 0-d tensor: k is 0 or 1, and either gives its one element (as PyTorch)
-        return ValuesIndices(values_at(x, None, np.zeros((), np.int64)), Tensor(np.int64(0)))
+        return only_element(x)
     indices = first_in_order(x.data, dim, k, descending=bool(largest))
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
@@ -152,7 +159,7 @@ def kthvalue(input, k: int, dim: int | None = None, keepdim: bool = False):  # n
     size = 1 if dim is None else x.shape[dim]
     k = _count("kthvalue", "k", k, 1, size, x, -1 if dim is None else dim)
     if dim is None:
-        return ValuesIndices(values_at(x, None, np.zeros((), np.int64)), Tensor(np.int64(0)))
+        return only_element(x)
     indices = take_along(first_in_order(x.data, dim, k), dim, k - 1, k)
     values = values_at(x, dim, indices)
     if keepdim:

@@ -6,10 +6,11 @@ Plain array functions, not ops: they record nothing. The xp ones take numpy or C
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
+
+from .. import backend
 
 SQRT1_2 = 1.0 / math.sqrt(2.0)  # 1 / sqrt(2): Phi(x) = erfc(-x * SQRT1_2) / 2
 
@@ -32,7 +33,7 @@ def normal_cdf(xp, x):
     full relative accuracy in the left tail, where 1 + erf cancels."""
     if xp is np:
         return (0.5 * erfc(-SQRT1_2 * np.asarray(x, np.float64))).astype(x.dtype, copy=False)
-    return 0.5 * importlib.import_module("cupyx.scipy.special").erfc(-SQRT1_2 * x)
+    return (0.5 * backend.special(xp).erfc(-SQRT1_2 * x)).astype(x.dtype, copy=False)
 
 
 # erfc for numpy: W. J. Cody, "Rational Chebyshev approximations for the error function",

@@ -14,14 +14,14 @@ import numpy as np
 
 from .. import backend
 from ..arguments import dim_and_correction
-from ..errors import ArgumentError, DTypeError, ShapeError
+from ..errors import ArgumentError, DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
 from . import reduction
 from .checks import normalize_axis, normalize_one_axis, require_kind
 from .masking import where
 from .op import Op, array_of, as_tensor
 from .shape import permute, reshape
-from .sorting import ValuesIndices, order_input, stable_order, take_along, values_at
+from .sorting import ValuesIndices, only_element, order_input, stable_order, take_along, values_at
 
 __all__ = ["aminmax", "count_nonzero", "median", "quantile", "std_mean", "var_mean"]
 
@@ -75,15 +75,16 @@ def median(input, dim: int | None = None, keepdim: bool = False):  # noqa: A002
         return Median.apply(x)
     dim = normalize_one_axis(dim, x.ndim, "median")
     if dim is None:  # a 0-d tensor: its one element
-        return ValuesIndices(values_at(x, None, np.zeros((), np.int64)), Tensor(np.int64(0)))
+        return only_element(x)
     array, size = x.data, x.shape[dim]
     if size == 0:
         raise ShapeError(f"median: reducing over an empty dim (input shape {x.shape}, dim {dim})")
     middle = (size - 1) // 2
     indices = take_along(stable_order(array, dim), dim, middle, middle + 1)
     if array.dtype.kind == "f":  # a slice holding NaN: its median is its first NaN
-        nan = np.isnan(array)
-        indices = np.where(nan.any(dim, keepdims=True), nan.argmax(dim, keepdims=True), indices)
+        xp = x.xp
+        nan = xp.isnan(array)
+        indices = xp.where(nan.any(dim, keepdims=True), nan.argmax(dim, keepdims=True), indices)
     values = values_at(x, dim, indices)
     if keepdim:
         return ValuesIndices(values, Tensor(indices))
@@ -100,6 +101,11 @@ def _quantile_levels(q, x) -> tuple:
         levels, tensor, scalar = np.array([q], x.dtype), None, True
     elif isinstance(q, Tensor) or backend.is_array(q):
         array = array_of(q)
+        if backend.device_of(array) != x.device:
+            raise DeviceError(
+                f"quantile: q is on {backend.device_of(array)} but input is on {x.device}; "
+                f"they must be on one device"
+            )
         if array.ndim > 1:
             raise ShapeError(f"quantile: q must be a number or a 1-D tensor, got shape {q.shape}")
         if array.dtype != x.dtype:
@@ -146,7 +152,8 @@ def quantile(input, q, dim: int | None = None, keepdim: bool = False, *, interpo
             work = x
             kept = x.shape[:along] + (1,) + x.shape[along + 1 :]
             reduced = x.shape[:along] + x.shape[along + 1 :]
-    array = work.data
+    array, xp = work.data, work.xp
+    levels = xp.asarray(levels)  # a number's level is made on the host
     size = array.shape[along]
     # the ranks, shaped as the result before the levels move to the front: work's shape with
     # the levels along the reduced dim; a slice holding NaN reads its last (NaN) value
@@ -154,28 +161,28 @@ def quantile(input, q, dim: int | None = None, keepdim: bool = False, *, interpo
     level_shape[along] = len(levels)
     shape = list(array.shape)
     shape[along] = len(levels)
-    has_nan = np.isnan(array).any(along, keepdims=True)
-    ranks = np.where(has_nan, size - 1, levels.reshape(level_shape) * (size - 1))
-    ranks = np.broadcast_to(ranks, shape).astype(x.dtype)
-    if interpolation != "linear":
-        rounding = {"lower": np.floor, "higher": np.ceil, "nearest": np.round}
-        ranks = rounding.get(interpolation, np.asarray)(ranks)  # np.round: half to even
+    has_nan = xp.isnan(array).any(along, keepdims=True)
+    ranks = xp.where(has_nan, size - 1, levels.reshape(level_shape) * (size - 1))
+    ranks = xp.broadcast_to(ranks, shape).astype(x.dtype)
+    if interpolation in ("lower", "higher", "nearest"):
+        rounding = {"lower": xp.floor, "higher": xp.ceil, "nearest": xp.round}
+        ranks = rounding[interpolation](ranks)  # round: half to even
     order = stable_order(array, along)
-    below = np.floor(ranks)  # in x's dtype, as the weights computed from it
+    below = xp.floor(ranks)  # in x's dtype, as the weights computed from it
 
     def read(at):  # the sorted values at ranks `at`, gathered from work
-        return values_at(work, along, np.take_along_axis(order, at.astype(np.int64), along))
+        return values_at(work, along, xp.take_along_axis(order, at.astype(np.int64), along))
 
     out = read(below)
     if interpolation in ("linear", "midpoint"):
-        above = read(np.ceil(ranks))
+        above = read(xp.ceil(ranks))
         if interpolation == "midpoint":
             weight = 0.5
         elif q_tensor is not None:  # the weight r - floor(r) in q's graph (0 beside a NaN)
             weight = where(has_nan, 0.0, q_tensor.reshape(level_shape) * (size - 1) - below)
         else:
             weight = ranks - below
-        out = out + weight * (above - out)
+        out = out + (above - out) * weight  # the Tensor first: weight may be a device array
     if scalar:
         return reshape(out, kept if keepdim else reduced)
     if along:

@@ -9,7 +9,6 @@ nan, as in PyTorch, and numpy's warning says so."""
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 
 import numpy as np
@@ -227,8 +226,8 @@ def _special(xp, name: str, x):
     neither), by a numba kernel where numba takes x (the float64 series is its reference), on
     CuPy by cupyx.scipy.special."""
     x = floating_or_float32(x)
-    if xp is not np:
-        return getattr(importlib.import_module("cupyx.scipy.special"), name)(x)
+    if xp is not np:  # CuPy's computes float16 in float32 or float64 (by version)
+        return getattr(backend.special(xp), name)(x).astype(x.dtype, copy=False)
     if backend.numba_takes(x):
         flat = np.ascontiguousarray(x).reshape(-1)
         out = np.empty_like(flat)

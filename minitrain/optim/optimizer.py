@@ -10,8 +10,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from .. import backend
-from ..errors import ArgumentError, DTypeError, ShapeError
+from ..errors import ArgumentError, DeviceError, DTypeError, ShapeError
 from ..grad_mode import enable_grad
 from ..nn.utils import zero_grads
 from ..tensor import Tensor
@@ -42,6 +44,10 @@ class Optimizer:
     writes the update of one parameter in `_update(param, grad, group)`: plain array math on
     `param.data`, in place and in the parameter's dtype, with its state in `self.state[param]`.
     `step()` calls it for every parameter whose `.grad` is not None.
+
+    State lives where its parameter does: made by the first step on the parameter's device, and
+    moved with it when `Module.to` moves the parameter later (where PyTorch's step would fail);
+    `load_state_dict` puts each array on its parameter's device, as PyTorch does.
     """
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
@@ -154,11 +160,19 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is not None:
-                    self._update(param, self._grad_array(param), group)
-                    param.bump_version()  # values saved from it no longer hold
+        # every gradient checked (shape, device) before any parameter changes
+        updates = [
+            (param, self._grad_array(param), group)
+            for group in self.param_groups
+            for param in group["params"]
+            if param.grad is not None
+        ]
+        for param, grad, group in updates:
+            state = self.state.get(param)
+            if state:
+                _follow(param, state)
+            self._update(param, grad, group)
+            param.bump_version()  # values saved from it no longer hold
         self._step_count += 1
         return loss
 
@@ -173,6 +187,15 @@ class Optimizer:
             raise ShapeError(
                 f"{type(self).__name__}: a parameter of shape {param.shape} has a gradient of "
                 f"shape {grad.shape}"
+            )
+        data = param.data
+        if type(grad) is not type(data) or (
+            type(grad) is not np.ndarray and backend.device_of(grad) != backend.device_of(data)
+        ):
+            raise DeviceError(
+                f"{type(self).__name__}: a parameter on {param.device} has a gradient on "
+                f"{backend.device_of(grad)}; move both with Module.to, or set the grad on "
+                f"{param.device}"
             )
         if grad.dtype != param.dtype:
             grad = grad.astype(param.dtype)
@@ -283,17 +306,31 @@ def _copy_values(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _follow(param: Tensor, state: dict[str, Any]) -> None:
+    """Move `param`'s state arrays to its device where they are elsewhere (Module.to moved the
+    parameter since they were made). The step count stays where it is, as in PyTorch."""
+    data = param.data
+    for key, value in state.items():
+        if type(value) is np.ndarray and type(data) is np.ndarray:
+            continue  # both on the CPU: the common case, checked first
+        if key != "step" and backend.is_array(value):
+            device = backend.device_of(data)
+            if backend.device_of(value) != device:
+                state[key] = backend.to_device(value, device)
+
+
 def _restore(value, param: Tensor, index, key: str, caller: str):
-    """A saved state value ready for `param`: arrays copied onto its device and, but for the
-    step count, cast to its dtype, as PyTorch does. Every array but the step count is one value
-    per element of the parameter, so must have its shape: the update (Adam's numba loop above
-    all) indexes them together."""
+    """A saved state value ready for `param`: arrays copied onto its device and cast to its
+    dtype, as PyTorch does, but for the step count, kept where and as it is (a copy). Every
+    array but the step count is one value per element of the parameter, so must have its shape:
+    the update (Adam's numba loop above all) indexes them together."""
     if not backend.is_array(value):
         return copy.deepcopy(value)
-    if key != "step" and value.shape != param.shape:
+    if key == "step":
+        return value.copy()
+    if value.shape != param.shape:
         raise ShapeError(
             f"{caller}.load_state_dict: state {key!r} of parameter {index} has shape "
             f"{value.shape}, but the parameter has shape {param.shape}"
         )
-    array = backend.to_device(value, param.device)
-    return array.astype(value.dtype if key == "step" else param.dtype, copy=True)
+    return backend.to_device(value, param.device).astype(param.dtype, copy=True)

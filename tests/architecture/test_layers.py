@@ -19,6 +19,7 @@ LAYERS = {
     "foundation": (
         "minitrain.errors",
         "minitrain.backend",
+        "minitrain.cuda",
         "minitrain.threads",
         "minitrain.versions",
         "minitrain.grad_mode",

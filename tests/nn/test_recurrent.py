@@ -503,7 +503,31 @@ def test_constructor_arguments_are_checked_as_torch_does():
         nn.RNNCell(FEATURES, HIDDEN, nonlinearity="gelu")
     with pytest.raises(ArgumentError, match=r"^GRU: dropout must be a probability"):
         nn.GRU(FEATURES, HIDDEN, num_layers=2, dropout=1.5)
-    with pytest.raises(ArgumentError, match=r"^LSTM: hidden_size must be >= 1, got 0"):
+    with pytest.raises(ArgumentError, match=r"^LSTM: hidden_size must be positive, got 0"):
         nn.LSTM(FEATURES, 0)
-    with pytest.raises(DTypeError, match=r"^GRU: num_layers must be an int, got float"):
+    with pytest.raises(DTypeError, match=r"^GRU: num_layers must be an int, got 2.0"):
         nn.GRU(FEATURES, HIDDEN, num_layers=2.0)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_layers_run_on_a_device_as_on_the_cpu(cuda_device, name):
+    """Each layer (two layers, bidirectional, zero initial state) and its cell, moved to the
+    device, gives the CPU's output and gradients."""
+    rng = np.random.default_rng(3)
+    layer = getattr(nn, name)(FEATURES, HIDDEN, num_layers=2, bidirectional=True, dtype=np.float64)
+    cell = getattr(nn, name + "Cell")(FEATURES, HIDDEN, dtype=np.float64)
+    x = rng.standard_normal((SEQ, BATCH, FEATURES))
+    results = []
+    for device in ("cpu", cuda_device):
+        layer.to(device), cell.to(device)
+        inputs = mt.tensor(x, requires_grad=True, device=device)
+        out, _ = layer(inputs)
+        step = cell(inputs[0])
+        step = step[0] if name == "LSTM" else step
+        ((out * out).sum() + step.sum()).backward()
+        assert out.device == mt.device(device)
+        grads = [inputs.grad, *(p.grad for p in (*layer.parameters(), *cell.parameters()))]
+        results.append([out.cpu().data] + [g.cpu().data for g in grads])
+        layer.zero_grad(), cell.zero_grad()
+    for ours, reference in zip(results[1], results[0], strict=True):
+        np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-12)

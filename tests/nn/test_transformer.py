@@ -297,6 +297,15 @@ def test_encoder_layer_without_bias_and_unbatched_matches_torch(bias):
     _run_both(ours, theirs, [src], lambda module, t, library: module(t[0]), True)
 
 
+@pytest.mark.parametrize("kind", ["TransformerEncoderLayer", "TransformerDecoderLayer"])
+def test_layers_hold_torchs_modules_in_torchs_order(kind):
+    ours = getattr(nn, kind)(E, HEADS, 16, activation=nn.GELU())
+    theirs = getattr(torch.nn, kind)(E, HEADS, 16, activation=torch.nn.GELU())
+    assert [name for name, _ in ours.named_modules()] == [
+        name for name, _ in theirs.named_modules()
+    ]
+
+
 @pytest.mark.parametrize("train", [True, False])
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -399,6 +408,28 @@ def test_stack_layers_are_independent_copies():
     assert first is not second and first.data is not second.data
     first.data[...] = 0
     assert np.abs(second.data).max() > 0 and np.abs(layer.linear1.weight.data).max() > 0
+
+
+def test_layers_run_on_a_device_as_on_the_cpu(cuda_device):
+    """The masks the layers build (boolean as additive, is_causal read from tgt_mask, key
+    padding) live on the inputs' device."""
+    layer = nn.TransformerDecoderLayer(E, HEADS, 16, 0.0, dtype=np.float64, norm_first=True)
+    tgt, memory = _inputs((L, N, E), (S, N, E))
+    causal = np.triu(np.ones((L, L), bool), 1)
+    _, memory_padding = _masks("padding_bool", N, L, S)
+    results = []
+    for device in ("cpu", "cuda"):
+        stack = nn.TransformerDecoder(layer, 2).to(device)
+        leaves = [mt.tensor(a, requires_grad=True, device=device) for a in (tgt, memory)]
+        out = stack(
+            *leaves,
+            tgt_mask=mt.tensor(causal, device=device),
+            memory_key_padding_mask=mt.tensor(memory_padding, device=device),
+        )
+        out.backward(mt.tensor(np.ones(out.shape), device=device))
+        results.append([out.cpu().data] + [t.grad.cpu().data for t in leaves])
+    for on_device, on_cpu in zip(results[1], results[0], strict=True):
+        np.testing.assert_allclose(on_device, on_cpu, rtol=1e-12, atol=1e-13)
 
 
 def test_float32_layers_keep_float32_and_match_torch():
@@ -539,8 +570,10 @@ def test_activation_takes_a_name_or_a_callable():
          r"MultiheadAttention: embed_dim \(10\) must be divisible by num_heads \(3\)"),
         (lambda: nn.MultiheadAttention(8, 0), ArgumentError, "num_heads must be positive"),
         (lambda: nn.MultiheadAttention(8, 2.0), DTypeError, "num_heads must be an int"),
-        (lambda: nn.MultiheadAttention(8, 2, dropout=1.5), ArgumentError, "p must be a probab"),
-        (lambda: nn.MultiheadAttention(8, 2, kdim=0), ArgumentError, "kdim must be a positive"),
+        (lambda: nn.MultiheadAttention(8, 2, dropout=1.5), ArgumentError,
+         r"MultiheadAttention: dropout must be a probability in \[0, 1\], got 1.5"),
+        (lambda: nn.MultiheadAttention(8, 2, kdim=0), ArgumentError, "kdim must be positive"),
+        (lambda: nn.MultiheadAttention(8, 2, vdim=3.0), DTypeError, "vdim must be an int, got 3.0"),
         (lambda: nn.MultiheadAttention(8, 2, dtype=np.int32), DTypeError,
          "MultiheadAttention: dtype must be a floating"),
         (lambda: nn.TransformerEncoderLayer(10, 4), ArgumentError,
@@ -549,8 +582,20 @@ def test_activation_takes_a_name_or_a_callable():
          r"TransformerDecoderLayer: d_model \(8\) must be divisible by nhead \(3\)"),
         (lambda: nn.TransformerEncoderLayer(8, 2, dtype=np.int64), DTypeError,
          "TransformerEncoderLayer: dtype must be a floating"),
+        (lambda: nn.TransformerEncoderLayer(8, 2, dropout=1.5), ArgumentError,
+         r"TransformerEncoderLayer: dropout must be a probability in \[0, 1\], got 1.5"),
+        (lambda: nn.TransformerDecoderLayer(8, 2, dropout=-0.1), ArgumentError,
+         "TransformerDecoderLayer: dropout must be a probability"),
+        (lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=2.5), DTypeError,
+         "TransformerEncoderLayer: dim_feedforward must be an int, got 2.5"),
+        (lambda: nn.TransformerDecoderLayer(8, 2, dim_feedforward=0), ArgumentError,
+         "TransformerDecoderLayer: dim_feedforward must be positive, got 0"),
+        (lambda: nn.TransformerEncoderLayer(8, 2, layer_norm_eps="1e-5"), DTypeError,
+         "TransformerEncoderLayer: layer_norm_eps must be a number, got str"),
+        (lambda: nn.TransformerDecoderLayer(8, 2, layer_norm_eps=-1.0), ArgumentError,
+         "TransformerDecoderLayer: layer_norm_eps must be finite and >= 0, got -1.0"),
         (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2), 0), ArgumentError,
-         "TransformerEncoder: num_layers must be at least 1, got 0"),
+         "TransformerEncoder: num_layers must be positive, got 0"),
         (lambda: nn.TransformerDecoder(nn.Linear(2, 2), 2.5), DTypeError,
          "TransformerDecoder: num_layers must be an int"),
     ],

@@ -371,6 +371,30 @@ def test_second_derivatives_through_a_fully_masked_row(torch):
     assert mt.gradgradcheck(lambda *t: F.scaled_dot_product_attention(*t, attn_mask=mask), leaves)
 
 
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "bool_mask"])
+def test_second_derivatives_on_a_device_as_on_the_cpu(cuda_device, causal):
+    """create_graph builds the weights in tensor ops (tensor_backward): their masks, the causal
+    one too, live on the inputs' device."""
+    rng = np.random.default_rng(20)
+    arrays = [rng.standard_normal(s) for s in ((1, 4, 3, 2), (1, 2, 5, 2), (1, 2, 5, 2))]
+    mask = None
+    if not causal:
+        mask = rng.random((3, 5)) > 0.3
+        mask[1] = False  # a query that sees no key
+    results = []
+    for device in ("cpu", "cuda"):
+        leaves = [mt.tensor(a, requires_grad=True, device=device) for a in arrays]
+        attn_mask = None if mask is None else mt.tensor(mask, device=device)
+        out = F.scaled_dot_product_attention(
+            *leaves, attn_mask=attn_mask, is_causal=causal, enable_gqa=True
+        )
+        (grad,) = mt.grad((out**2).sum(), [leaves[0]], create_graph=True)
+        results.append([g.cpu().data for g in mt.grad((grad**2).sum(), leaves)])
+    on_cpu, on_device = results
+    for g_device, g_cpu in zip(on_device, on_cpu, strict=True):
+        np.testing.assert_allclose(g_device, g_cpu, rtol=1e-12, atol=1e-14)
+
+
 def test_inplace_change_of_a_saved_input_is_refused():
     rng = np.random.default_rng(17)
     q = mt.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
@@ -443,7 +467,7 @@ ERRORS = {
         ((2, 3, 4), (2, 5, 4), (2, 5, 6)),
         {"dropout_p": 1.5},
         ArgumentError,
-        r"\[0, 1\]",
+        r"dropout_p must be a probability in \[0, 1\], got 1.5",
     ),
     "scale_type": (((2, 3, 4), (2, 5, 4), (2, 5, 6)), {"scale": "x"}, DTypeError, r"scale"),
 }

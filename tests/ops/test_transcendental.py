@@ -190,6 +190,23 @@ def test_integer_division_by_zero_is_refused_as_torch(name):
         getattr(mt, name)(mt.tensor([5, 3]), 0)
 
 
+@pytest.mark.parametrize(
+    "name, op", [("fmod", "Fmod"), ("remainder", "Remainder"), ("floor_divide", "RoundedDiv")]
+)
+def test_integer_division_by_zero_is_refused_before_the_op_runs(monkeypatch, name, op):
+    from minitrain.ops import binary_math, rounding
+
+    op_class = getattr(binary_math, op, None) or getattr(rounding, op)
+    runs = []
+    forward = op_class.forward
+    monkeypatch.setattr(op_class, "forward", staticmethod(lambda *a: runs.append(a) or forward(*a)))
+    with pytest.raises(ArgumentError, match=rf"^{name}: integer division by zero"):
+        getattr(mt, name)(mt.tensor([5, 3]), np.array([True, False]))
+    assert runs == []
+    getattr(mt, name)(mt.tensor([5, 3]), 2)  # the spy does see the op run
+    assert len(runs) == 1
+
+
 @pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
 def test_floating_division_by_zero_gives_torchs_values_without_a_warning(name):
     values = np.array([1.0, -1.0, 0.0])

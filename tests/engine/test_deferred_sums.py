@@ -1,7 +1,7 @@
-"""ProductSum, the gradient a recurrent cell's weights get per time step, summed lazily: its
-arithmetic against the dense sum, its folding, and that every gradient leaves the engine as an
-array (hooks, .grad, grad(), retain_grad, anomaly mode, the graph replay, the public kernels)
-with the values an eager sum gives."""
+"""The gradients the engine sums lazily (autograd/deferred.py): ProductSum, a recurrent cell's
+weights' gradient per time step, and SliceSum, a getitem's gradient. Their arithmetic against the
+dense sums, their folding, and that every gradient leaves the engine as an array (hooks, .grad,
+grad(), anomaly mode, the graph replay, the public kernels) with the values an eager sum gives."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 import minitrain as mt
 from minitrain import nn, ops
-from minitrain.autograd import product_sum, replay_backward
-from minitrain.autograd.product_sum import ProductSum
+from minitrain.autograd import deferred, replay_backward
+from minitrain.autograd.deferred import ProductSum, SliceSum
 from minitrain.errors import ShapeError
 
 
@@ -50,7 +50,7 @@ def test_arrays_add_on_either_side_and_nothing_is_mutated():
 
 
 def test_folds_into_an_array_past_the_row_limit(monkeypatch):
-    monkeypatch.setattr(product_sum, "FOLD_ROWS", 7)
+    monkeypatch.setattr(deferred, "FOLD_ROWS", 7)
     rng = np.random.default_rng(2)
     pairs = _pairs(rng, 5, rows=3)
     total = ProductSum(*pairs[0])
@@ -69,6 +69,60 @@ def test_shapes_that_differ_are_refused():
         ProductSum(a, b) + ProductSum(c, d)
     with pytest.raises(ShapeError, match=r"\(5, 4\)"):
         ProductSum(a, b) + np.zeros((4, 5))
+
+
+def test_slice_sum_adds_each_piece_at_its_index():
+    rng = np.random.default_rng(5)
+    pieces = [
+        ((2,), rng.standard_normal((3, 4))),
+        ((slice(None), slice(1, 3)), rng.standard_normal((5, 2, 4))),
+        ((np.array([True, False, True, False, False]),), rng.standard_normal((2, 3, 4))),
+        ((None, 4, Ellipsis), rng.standard_normal((1, 3, 4))),
+    ]
+    expected = np.zeros((5, 3, 4))
+    total = None
+    for index, value in pieces:
+        expected[index] += value
+        piece = SliceSum((5, 3, 4), index, value)
+        total = piece if total is None else total + piece
+    dense = rng.standard_normal((5, 3, 4))
+    np.testing.assert_allclose(total.value(), expected, rtol=1e-14)
+    np.testing.assert_allclose((dense + total).value(), dense + expected, rtol=1e-14)
+    assert total.value() is not total.value()
+
+
+def test_slice_sum_folds_once_its_pieces_outgrow_the_array():
+    rng = np.random.default_rng(6)
+    values = [rng.standard_normal((2, 3)) for _ in range(3)]
+    total = SliceSum((2, 3), (slice(None),), values[0]) + SliceSum((2, 3), (Ellipsis,), values[1])
+    assert total.held == 0 and total.dense is not None and not total.pieces  # 12 > 6: folded
+    total = total + SliceSum((2, 3), (0,), values[2][0])
+    np.testing.assert_allclose(total.value()[0], (values[0] + values[1] + values[2])[0, :])
+    np.testing.assert_allclose(total.value()[1], (values[0] + values[1])[1])
+
+
+def test_the_two_kinds_added_give_an_array():
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((3, 5)), rng.standard_normal((3, 4))
+    piece = rng.standard_normal(4)
+    total = ProductSum(a, b) + SliceSum((5, 4), (1,), piece)
+    expected = a.T @ b
+    expected[1] += piece
+    assert type(total) is np.ndarray
+    np.testing.assert_allclose(total, expected, rtol=1e-14)
+
+
+def test_a_tensor_read_slice_by_slice_gets_the_sum_of_the_slices_gradients():
+    rng = np.random.default_rng(8)
+    x = mt.tensor(rng.standard_normal((6, 3, 2)), requires_grad=True)
+    loss = 0.0
+    for t in range(6):
+        loss = loss + (x[t] * (t + 1)).sum() + (x[t, :, 1] ** 2).sum()
+    loss.backward()
+    expected = np.broadcast_to(np.arange(1.0, 7.0)[:, None, None], (6, 3, 2)).copy()
+    expected[:, :, 1] += 2 * x.data[:, :, 1]
+    assert type(x.grad.data) is np.ndarray
+    np.testing.assert_allclose(x.grad.data, expected, rtol=1e-14)
 
 
 def _lstm_and_input(seed=0, seq=7, batch=3):
@@ -93,7 +147,7 @@ def _unrolled_loss(x, per_step_weights):
 def test_sums_at_a_leaf_and_at_a_node_equal_the_sum_over_steps(monkeypatch, fold_rows):
     """The gradient of weights shared by every step is the sum of the gradients of per-step
     copies (the chain rule); at a leaf and through a node (weight * 1), folded or not."""
-    monkeypatch.setattr(product_sum, "FOLD_ROWS", fold_rows)
+    monkeypatch.setattr(deferred, "FOLD_ROWS", fold_rows)
     lstm, x = _lstm_and_input()
     weights = lstm.all_weights[0]
     copies = [[mt.tensor(w.data.copy(), requires_grad=True) for w in weights] for _ in x]
