@@ -11,7 +11,7 @@ BENCH_ARGS ?=
 # Only the folders that exist (ruff fails on a missing path).
 LINT_PATHS := $(wildcard minitrain tests benchmarks examples)
 
-.PHONY: install test demo bench gpu-check lint clean
+.PHONY: install test demo bench gpu-check lint clean notebooks
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ test: install
 
 demo: install
 	$(BIN)/python examples/train_digits.py
+
+# Re-execute the notebooks top to bottom and store them with their outputs.
+notebooks: install
+	$(BIN)/python examples/notebooks/execute.py
 
 bench: install
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)

@@ -24,6 +24,7 @@ BENCHMARKS = [
     "char_lm",
     "recurrent",
     "attention",
+    "distributed",
 ]
 
 

@@ -1,6 +1,7 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
-from . import cuda, data, functions, nn, ops, optim, train, viz
+# allocator first: it sets malloc's thresholds before minitrain makes any array
+from . import allocator, cuda, data, distributed, functions, nn, ops, optim, train, viz
 from .autograd import Tape, grad
 from .backend import Device, device, manual_seed
 from .creation import (
@@ -49,7 +50,7 @@ __all__ = [
     "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
     "save", "load",
     *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
-    "ops", "nn", "optim", "data", "train", "viz", "cuda",
+    "ops", "nn", "optim", "data", "train", "viz", "cuda", "allocator", "distributed",
 ]  # fmt: skip
 
 from .autograd import functional  # noqa: E402, F401 (built from ops: imported once they exist)

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from .errors import ArgumentError, DeviceError, DTypeError
+from .grad_mode import recording
 
 cupy = None  # the cupy module once a CUDA device has been asked for, else None
 cupyx = None  # CuPy's extras (scatter_add, scipy.special), imported with it
@@ -152,9 +153,51 @@ def to_device(array, target: Device):
     if device_of(array) == target:
         return array
     if target.type == "cpu":
+        raise_deferred_checks()
         return cupy.asnumpy(array)
     with device_context(target):
         return cupy.array(array, copy=True)  # from the host, or from another GPU
+
+
+# A data-dependent check of GPU values (a class target out of range) that failed or not, kept
+# until the host next reads the GPU: (error type, message) -> 0-d bool array, true where it
+# failed (see defer_check).
+_deferred_checks: dict = {}
+
+
+def defer_check(failed, error_type: type, message: str) -> bool:
+    """Whether the check whose result is `failed` (0-d, true where it failed) is deferred: where
+    `failed` is a GPU array, reading it now would wait for every kernel queued before it, on
+    every step. So it is kept (or-ed into the one kept with the same error, which bounds the
+    memory) and read, with every other kept check, at the next read of a GPU value on the host
+    (Tensor.item and tolist, a copy to the CPU: raise_deferred_checks), which raises
+    `error_type(message)` for it, as PyTorch's device-side asserts surface at the next
+    synchronisation. False, for the caller to check at once, on the CPU and under anomaly mode
+    (which reads every op's output anyway)."""
+    if type(failed) is np.ndarray or not is_array(failed) or recording.anomaly:
+        return False
+    key = (error_type, message)
+    kept = _deferred_checks.get(key)
+    _deferred_checks[key] = failed if kept is None else kept | failed
+    return True
+
+
+def raise_deferred_checks() -> None:
+    """Read the kept checks (defer_check) on the host, one copy per GPU, forget them, and raise
+    the error of the first that failed."""
+    if not _deferred_checks:
+        return
+    kept = list(_deferred_checks.items())
+    _deferred_checks.clear()
+    by_device: dict = {}
+    for key, failed in kept:
+        by_device.setdefault(failed.device.id, []).append((key, failed))
+    for index, checks in by_device.items():
+        with cupy.cuda.Device(index):
+            results = cupy.asnumpy(cupy.stack([failed for _, failed in checks]))
+        for ((error_type, message), _), result in zip(checks, results, strict=True):
+            if result:
+                raise error_type(message)
 
 
 def scatter_add(xp, target, index, values) -> None:

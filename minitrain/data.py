@@ -1,4 +1,5 @@
-"""Data sets and loading: Dataset, TensorDataset, Subset, random_split, DataLoader, load_digits."""
+"""Data sets and loading: Dataset, TensorDataset, Subset, random_split, DataLoader,
+DistributedSampler, load_digits."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import importlib
 import math
 import numbers
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import backend
+from . import backend, distributed
 from .errors import ArgumentError, DTypeError, ShapeError
 from .tensor import Tensor
 
@@ -190,6 +191,8 @@ class DataLoader:
     `default_collate`, which gives a tuple of Tensors for tuple samples). With `shuffle=True`
     every epoch visits the samples in a new order, drawn from a numpy generator seeded once with
     `seed`, or from minitrain's global generator (`minitrain.manual_seed`) when `seed` is None.
+    A `sampler` (keyword; an iterable of indices with a length, such as a DistributedSampler)
+    gives the order instead, as PyTorch's; it excludes shuffle=True.
 
     A TensorDataset, or a Subset of one, is batched with one fancy-index per tensor, on the
     device its tensors are on (a TensorDataset of GPU tensors gives GPU batches). `fit` and
@@ -209,9 +212,22 @@ class DataLoader:
         seed: int | None = None,
         collate_fn: Callable[[list[Any]], Any] | None = None,
         *,
+        sampler: Iterable[int] | None = None,
         num_workers: int = 0,
         pin_memory: bool = False,
     ) -> None:
+        if sampler is not None and shuffle:
+            raise ArgumentError(
+                "DataLoader: sampler and shuffle=True are mutually exclusive (the sampler "
+                "chooses the order; a DistributedSampler shuffles itself)"
+            )
+        if sampler is not None and not (
+            hasattr(sampler, "__iter__") and hasattr(sampler, "__len__")
+        ):
+            raise DTypeError(
+                f"DataLoader: sampler must be an iterable of indices with a length, got "
+                f"{type(sampler).__name__}"
+            )
         if num_workers != 0:
             # PyTorch code often passes these; minitrain loads in the calling process
             raise ArgumentError(
@@ -227,14 +243,21 @@ class DataLoader:
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
+        self.sampler = sampler
         self.drop_last = bool(drop_last)
         self.seed = seed
         self.collate_fn = collate_fn
         self.pin_memory = bool(pin_memory)
         self._generator = _generator(seed, "DataLoader")
 
+    @property
+    def generator(self) -> np.random.Generator | None:
+        """The generator shuffled orders are drawn from, seeded with `seed` (`fit` saves and
+        restores its state to resume exactly); None where it is minitrain's global one."""
+        return self._generator
+
     def __len__(self) -> int:
-        count = len(self.dataset)
+        count = len(self.dataset) if self.sampler is None else len(self.sampler)
         if self.drop_last:
             return count // self.batch_size
         return -(-count // self.batch_size)
@@ -242,7 +265,10 @@ class DataLoader:
     def __iter__(self) -> Iterator[Any]:
         # The order is drawn here, not at the first next(): each iter() is one epoch, in call order.
         count = len(self.dataset)
-        if self.shuffle:
+        if self.sampler is not None:
+            order = np.fromiter(self.sampler, dtype=np.int64)
+            count = len(order)
+        elif self.shuffle:
             generator = self._generator if self._generator is not None else backend.generator()
             order = generator.permutation(count)
         else:
@@ -286,6 +312,75 @@ def _indexes_as(dataset: Any, cls: type) -> bool:
 def _take(array: Any, rows: np.ndarray) -> Any:
     xp = backend.array_module(array)
     return array[rows if xp is np else xp.asarray(rows)]
+
+
+class DistributedSampler:
+    """The indices of one rank's share of `dataset`, as PyTorch's DistributedSampler: each epoch
+    a permutation (shuffle=True, drawn from a generator seeded with seed + epoch, the same on
+    every rank; call set_epoch(epoch) before each epoch) or 0..n-1, padded by repeating its head
+    to a multiple of num_replicas (or, with drop_last, cut to one), of which rank r takes the
+    positions r, r + num_replicas, r + 2 * num_replicas, ... Every rank gets len(self) indices.
+    num_replicas and rank default to minitrain.distributed's world size and rank. The order
+    comes from numpy's generator, so a shuffled order differs from PyTorch's; the padding and
+    the partition are PyTorch's."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        caller = "DistributedSampler"
+        if num_replicas is None:
+            num_replicas = distributed.get_world_size()
+        if rank is None:
+            rank = distributed.get_rank()
+        for name, value in (("num_replicas", num_replicas), ("rank", rank)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise DTypeError(f"{caller}: {name} must be an int, got {value!r}")
+        if num_replicas < 1:
+            raise ArgumentError(f"{caller}: num_replicas must be at least 1, got {num_replicas}")
+        if not 0 <= rank < num_replicas:
+            raise ArgumentError(
+                f"{caller}: rank {rank} is out of range: it must be in [0, {num_replicas - 1}]"
+            )
+        size = len(dataset)
+        self.dataset = dataset
+        self.num_replicas, self.rank = int(num_replicas), int(rank)
+        self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
+        self.seed = backend.check_seed(seed, caller)
+        self.epoch = 0
+        if self.drop_last and size % self.num_replicas:
+            self.num_samples = math.ceil((size - self.num_replicas) / self.num_replicas)
+        else:
+            self.num_samples = math.ceil(size / self.num_replicas)
+        self.total_size = self.num_samples * self.num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        size = len(self.dataset)
+        if self.shuffle:
+            order = np.random.default_rng(self.seed + self.epoch).permutation(size)
+        else:
+            order = np.arange(size)
+        if self.drop_last:
+            order = order[: self.total_size]
+        elif self.total_size > size:  # repeat the head (the whole order, as often as needed)
+            order = np.resize(order, self.total_size)
+        return iter(order[self.rank : self.total_size : self.num_replicas].tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch whose order the next iteration gives (shuffle=True: seed + epoch)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
+            raise ArgumentError(
+                f"DistributedSampler.set_epoch: epoch must be an int >= 0, got {epoch!r}"
+            )
+        self.epoch = int(epoch)
 
 
 def load_digits(normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,11 @@ class GradcheckError(MinitrainError, AssertionError):
     """Analytic and finite-difference gradients disagree."""
 
 
+class DistributedError(MinitrainError, RuntimeError):
+    """Processes that cannot work together: a collective before init_process_group, ranks that
+    disagree on a tensor's shape, a collective that timed out, MPI (mpi4py) missing."""
+
+
 class CheckpointError(MinitrainError, ValueError):
     """A checkpoint that cannot be saved or loaded: an unsupported value, a damaged or foreign
     file, an unknown format version."""

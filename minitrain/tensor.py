@@ -241,9 +241,13 @@ class Tensor(InPlaceMethods):
     def item(self):
         if self.data.size != 1:
             raise ShapeError(f"item: the tensor has {self.data.size} elements, not 1")
+        if type(self.data) is not np.ndarray:
+            backend.raise_deferred_checks()  # a read from a GPU: its kept checks are read too
         return self.data.reshape(()).item()
 
     def tolist(self):
+        if type(self.data) is not np.ndarray:
+            backend.raise_deferred_checks()
         return self.data.tolist()
 
     def __array__(self, dtype=None, copy=None):

@@ -1,10 +1,12 @@
-"""The training loop: `fit` and `evaluate`, the `History` they record, progress and plots."""
+"""The training loop: `fit` and `evaluate`, the `History` they record, progress and plots, and
+fit's checkpoints to resume from."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import io
+import json
 import math
 import numbers
 import os
@@ -13,10 +15,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 
-from . import backend
-from .errors import ArgumentError, DeviceError, DTypeError, MinitrainError
+import numpy as np
+
+from . import backend, distributed
+from .errors import ArgumentError, CheckpointError, DeviceError, DTypeError, MinitrainError
 from .grad_mode import no_grad
-from .io import write_atomically
+from .io import load, save, write_atomically
 from .tensor import Tensor
 
 
@@ -178,6 +182,13 @@ class EarlyStopping(Callback):
             raise ArgumentError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
         self.monitor, self.patience, self.min_delta, self.mode = monitor, patience, min_delta, mode
         self.best, self.waited = None, 0
+
+    def state_dict(self) -> dict:
+        """The best value so far and the epochs waited since (fit's checkpoints keep them)."""
+        return {"best": self.best, "waited": self.waited}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.best, self.waited = state_dict["best"], state_dict["waited"]
 
     def on_epoch_end(self, epoch: int, history: History) -> None:
         value = history[self.monitor][-1]
@@ -350,6 +361,8 @@ def fit(
     callbacks: Iterable[Callback] = (),
     scheduler_interval: str = "epoch",
     device: str | backend.Device | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    resume: bool = False,
 ) -> History:
     """Train `model` for `epochs` passes over `train_loader` (batches of (inputs, targets)):
     per step forward, `loss_fn(output, targets)`, backward, `optimizer.step()`; per epoch the
@@ -365,6 +378,28 @@ def fit(
     was recorded). A callback may raise StopTraining to end early; fit then returns normally.
     Every argument is checked before training starts (a loader that is an iterator, which gives
     its batches only once, is refused when it is needed for more than one epoch).
+
+    With `checkpoint` (a file name), fit saves there, atomically, at the end of every epoch:
+    the model's, optimizer's and scheduler's state, the epoch and step, the history so far, the
+    state of callbacks that have one (EarlyStopping), and every random generator training draws
+    from: minitrain's (dropout, initialisation, shuffling without a seed) and each loader's own
+    (`DataLoader(seed=)`). With `resume=True` and that file present, fit restores all of it and
+    goes on from the next epoch, so a run killed and resumed records the losses of a run never
+    stopped, bit for bit on the CPU; without the file it starts afresh. A checkpoint that does
+    not fit (another model's shapes, another optimizer, a scheduler missing or extra, another
+    number of processes) is a CheckpointError, raised before anything changes. CuPy's generator
+    states cannot be read back, so on a GPU fit seeds them at each epoch's start from
+    minitrain's CPU generator (with a checkpoint only). Python's `random` and numpy's global
+    generator are not saved: minitrain never draws from them.
+
+    Under mpiexec, once `distributed.init_process_group()` has run, every process calls fit
+    alike (each with its shard: a DataLoader over a DistributedSampler, whose `set_epoch` fit
+    calls at each epoch's start). The progress bar and printed lines come from rank 0 alone;
+    each epoch's training and validation loss and metrics are means over every rank's samples
+    (all-reduced), so the epoch rows, and callbacks reading them, agree on every rank, while
+    each rank's step rows hold its own losses. Rank 0 alone writes the checkpoint (with every
+    rank's generator states and step losses) while the others wait for it; resuming reads
+    the same file on every rank, so it must be on a file system they all see.
     """
     if isinstance(epochs, bool) or not isinstance(epochs, numbers.Integral):
         raise DTypeError(f"fit: epochs must be a positive int, got {epochs!r}")
@@ -400,16 +435,38 @@ def fit(
                 f"fit: callbacks[{position}] must be a Callback (on_step_end and on_epoch_end), "
                 f"got {type(callback).__name__}"
             )
-    history = History()
+    path = _checkpoint_path(checkpoint, resume)
+    world = _World()
+    saver = None
+    if path is not None:
+        pieces = (model, optimizer, scheduler, (train_loader, val_loader), callbacks)
+        saver = _Checkpointer(path, *pieces, world, seeds_devices=_on_gpu(model, target))
+    history, first_epoch, step, stopped = History(), 0, 0, False
+    printing = progress and world.rank == 0
+    if saver is not None and resume:
+        if world.all_see(path):
+            history, first_epoch, step, stopped = saver.resume()
+            if printing:
+                print(f"fit: resumed from {path!r} after epoch {first_epoch}", flush=True)
+        elif printing:
+            print(f"fit: no checkpoint at {path!r} yet; training from the start", flush=True)
+    if stopped or first_epoch >= epochs:
+        if printing:
+            done = "stopped early" if stopped else f"has done {first_epoch} epochs"
+            print(f"fit: the run in {path!r} {done}; nothing left to train", flush=True)
+        return history
     try:
         steps_per_epoch = len(train_loader)
     except TypeError:
         steps_per_epoch = None
-    bar = _Progress(progress, epochs, steps_per_epoch)
-    start, step = time.perf_counter(), 0
+    bar = _Progress(printing, epochs, steps_per_epoch)
+    start = time.perf_counter() - (history.steps[-1]["seconds"] if history.steps else 0.0)
     try:
-        for epoch in range(epochs):
+        for epoch in range(first_epoch, epochs):
             model.train()
+            _set_sampler_epoch(train_loader, epoch)
+            if saver is not None:
+                saver.seed_devices()
             bar.start_epoch(epoch)
             epoch_start, seen, loss_sum = time.perf_counter(), 0, 0.0
             metric_sums = dict.fromkeys(metric_fns, 0.0)
@@ -453,11 +510,18 @@ def fit(
                 step += 1
             if seen == 0:
                 raise ArgumentError("fit: the training loader gave no batches")
+            seen, loss_sum, *totals = world.sum([seen, loss_sum, *metric_sums.values()])
             row = {"epoch": epoch, "loss": loss_sum / seen}
-            row.update({name: total / seen for name, total in metric_sums.items()})
+            row.update({name: total / seen for name, total in zip(metric_fns, totals, strict=True)})
             if val_loader is not None:
-                results = evaluate(model, val_loader, loss_fn, metric_fns, device=target)
-                row.update({f"val_{name}": v for name, v in results.items()})
+                counts = _evaluation_sums(model, val_loader, loss_fn, metric_fns, target, "fit")
+                val_seen, val_loss, *totals = world.sum(counts)
+                if val_seen == 0:
+                    raise ArgumentError("fit: the validation loader gave no batches")
+                row["val_loss"] = val_loss / val_seen
+                row.update(
+                    {f"val_{n}": t / val_seen for n, t in zip(metric_fns, totals, strict=True)}
+                )
             seconds = time.perf_counter() - epoch_start
             row.update(
                 {
@@ -470,14 +534,29 @@ def fit(
             bar.end_epoch(row)
             if scheduler is not None and scheduler_interval == "epoch":
                 scheduler.step()
-            for callback in callbacks:
-                callback.on_epoch_end(epoch, history)
+            stop = None
+            try:
+                for callback in callbacks:
+                    callback.on_epoch_end(epoch, history)
+            except StopTraining as reason:
+                stop = reason
+            if saver is not None:  # last: everything the epoch draws or changes is done
+                saver.save(history, epoch + 1, step, stopped=stop is not None)
+            if stop is not None:
+                raise stop
     except StopTraining as reason:
-        if progress:
+        if printing:
             print(f"fit: stopped early: {reason}", flush=True)
     finally:
         bar.close()
     return history
+
+
+def _set_sampler_epoch(loader, epoch: int) -> None:
+    """Tell the loader's sampler (a DistributedSampler) which epoch starts, for its shuffle."""
+    set_epoch = getattr(getattr(loader, "sampler", None), "set_epoch", None)
+    if callable(set_epoch):
+        set_epoch(epoch)
 
 
 def evaluate(
@@ -489,13 +568,27 @@ def evaluate(
 ):
     """The mean loss (when loss_fn is given) and metrics of `model` over `loader`, in eval mode
     and without recording; the model's mode is restored afterwards. Returns a dict. Batches
-    go to `device` as in `fit` (by default the device of the model's parameters)."""
+    go to `device` as in `fit` (by default the device of the model's parameters). Under
+    mpiexec each process evaluates its own loader alone (fit averages over the ranks)."""
     _check_model(model, "evaluate")
     _check_loader(loader, "loader", 1, "evaluate")
     if loss_fn is not None:
         _check_callable(loss_fn, "loss_fn", "evaluate")
     metric_fns = _resolve_metrics(metrics, "evaluate")
     target = _batch_device(model, device, "evaluate")
+    seen, loss_sum, *totals = _evaluation_sums(
+        model, loader, loss_fn, metric_fns, target, "evaluate"
+    )
+    if seen == 0:
+        raise ArgumentError("evaluate: the loader gave no batches")
+    results = {"loss": loss_sum / seen} if loss_fn is not None else {}
+    results.update({name: total / seen for name, total in zip(metric_fns, totals, strict=True)})
+    return results
+
+
+def _evaluation_sums(model, loader, loss_fn, metric_fns, target, caller: str) -> list[float]:
+    """[samples, loss sum, each metric's sum] of `model` over `loader` (sums of batch means
+    weighted by batch sizes), in eval mode without recording; the modes are restored after."""
     modes = [(m, m.training) for m in model.modules()]
     model.eval()
     seen, loss_sum = 0, 0.0
@@ -503,7 +596,7 @@ def evaluate(
     try:
         with no_grad():
             for batch in loader:
-                inputs, targets = _to_device(_split_batch(batch, "evaluate"), target)
+                inputs, targets = _to_device(_split_batch(batch, caller), target)
                 output = model(inputs)
                 size = _batch_size(inputs)
                 seen += size
@@ -514,8 +607,265 @@ def evaluate(
     finally:
         for module, mode in modes:
             object.__setattr__(module, "training", mode)
-    if seen == 0:
-        raise ArgumentError("evaluate: the loader gave no batches")
-    results = {"loss": loss_sum / seen} if loss_fn is not None else {}
-    results.update({name: total / seen for name, total in sums.items()})
-    return results
+    return [seen, loss_sum, *sums.values()]
+
+
+# Processes
+
+
+class _World:
+    """The processes fit trains in: minitrain.distributed's group where one is initialized
+    (mpiexec), else a world of one, in which each collective returns its input."""
+
+    def __init__(self) -> None:
+        joined = distributed.is_available() and distributed.is_initialized()
+        self.rank = distributed.get_rank() if joined else 0
+        self.size = distributed.get_world_size() if joined else 1
+        self.active = self.size > 1
+
+    def sum(self, values: list[float]) -> list[float]:
+        """Each value summed over every rank, in float64, in one all-reduce."""
+        if not self.active:
+            return values
+        buffer = Tensor(np.asarray(values, dtype=np.float64))
+        distributed.all_reduce(buffer)
+        return buffer.data.tolist()
+
+    def gather(self, payload: bytes) -> list[bytes]:
+        """Every rank's `payload`, in rank order, on every rank: the lengths, then the bytes
+        padded to the longest."""
+        if not self.active:
+            return [payload]
+        lengths = [Tensor(np.zeros(1, dtype=np.int64)) for _ in range(self.size)]
+        distributed.all_gather(lengths, Tensor(np.array([len(payload)], dtype=np.int64)))
+        sizes = [int(length.data[0]) for length in lengths]
+        padded = np.zeros(max(sizes), dtype=np.uint8)
+        padded[: len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        pieces = [Tensor(np.zeros(max(sizes), dtype=np.uint8)) for _ in range(self.size)]
+        distributed.all_gather(pieces, Tensor(padded))
+        return [piece.data[:size].tobytes() for piece, size in zip(pieces, sizes, strict=True)]
+
+    def all_see(self, path: str) -> bool:
+        """Whether the file `path` exists, agreed by every rank: a CheckpointError where only
+        some see it (no file system they all share)."""
+        exists = os.path.exists(path)
+        seen_by = int(self.sum([float(exists)])[0])
+        if 0 < seen_by < self.size:
+            raise CheckpointError(
+                f"fit: the checkpoint {path!r} exists on {seen_by} of the {self.size} ranks; "
+                f"resuming needs a file every rank reads (a shared file system)"
+            )
+        return exists
+
+
+# Checkpoints
+
+FIT_CHECKPOINT_LAYOUT = 1  # the version of what fit's checkpoint holds (io.save's is the file's)
+_CHECKPOINT_KEYS = (
+    "layout", "epoch", "step", "stopped", "world_size", "model", "optimizer", "scheduler",
+    "history", "callbacks", "ranks",
+)  # fmt: skip
+
+
+def _checkpoint_path(checkpoint, resume) -> str | None:
+    """fit's checkpoint argument as a file name (None without one), checked with `resume`."""
+    if not isinstance(resume, bool):
+        raise DTypeError(f"fit: resume must be True or False, got {resume!r}")
+    if checkpoint is None:
+        if resume:
+            raise ArgumentError("fit: resume=True needs checkpoint=, the file to resume from")
+        return None
+    if not isinstance(checkpoint, (str, os.PathLike)):
+        raise DTypeError(
+            f"fit: checkpoint must be a file name (str or os.PathLike), got "
+            f"{type(checkpoint).__name__}"
+        )
+    path = os.fsdecode(checkpoint)
+    if not path or path.endswith(("/", os.sep)) or os.path.isdir(path):
+        raise ArgumentError(
+            f"fit: checkpoint {path!r} names a directory; give a file, e.g. 'runs/fit.npz'"
+        )
+    return path
+
+
+def _on_gpu(model, target: backend.Device | None) -> bool:
+    tensors = [*model.parameters(), *model.buffers()] if hasattr(model, "buffers") else []
+    devices = {t.device.type for t in tensors} | ({target.type} if target is not None else set())
+    return "cuda" in devices
+
+
+def _own_generator(loader) -> np.random.Generator | None:
+    """The loader's own generator (a DataLoader with a seed), None where it draws from
+    minitrain's."""
+    generator = getattr(loader, "generator", None)
+    return generator if isinstance(generator, np.random.Generator) else None
+
+
+def _stateful(callbacks: list) -> list:
+    return [c for c in callbacks if callable(getattr(c, "state_dict", None))]
+
+
+class _Checkpointer:
+    """Saves everything fit's training depends on to one file each epoch, and restores it."""
+
+    def __init__(
+        self, path, model, optimizer, scheduler, loaders, callbacks, world, seeds_devices: bool
+    ) -> None:
+        self.path, self.model, self.optimizer, self.scheduler = path, model, optimizer, scheduler
+        self.loaders, self.callbacks, self.world = loaders, _stateful(callbacks), world
+        self.seeds_devices = seeds_devices  # the model trains on a GPU
+        directory = os.path.dirname(os.path.abspath(path))
+        if world.rank == 0 and not os.path.isdir(directory):
+            os.makedirs(directory, exist_ok=True)
+
+    def seed_devices(self) -> None:
+        """Seed every GPU's generator from minitrain's CPU one (whose state is saved), where
+        the model trains on a GPU: CuPy's generator states cannot be read back."""
+        if self.seeds_devices:
+            backend.seed_cuda(int(backend.generator().integers(2**63)))
+
+    def random_state(self) -> dict:
+        return {
+            "minitrain": backend.generator().bit_generator.state,
+            "loaders": [
+                None if generator is None else generator.bit_generator.state
+                for generator in map(_own_generator, self.loaders)
+            ],
+        }
+
+    def save(self, history: History, epoch: int, step: int, stopped: bool) -> None:
+        """Write the state after `epoch` epochs: rank 0 writes, with every rank's generator
+        states and step losses gathered, while the others wait; a rank 0 that cannot write
+        makes every rank raise."""
+        ranks = [{"random": self.random_state(), "step_losses": None}]
+        if self.world.size > 1:
+            mine = {"random": ranks[0]["random"], "step_losses": [r["loss"] for r in history.steps]}
+            payloads = self.world.gather(json.dumps(mine).encode())
+            ranks += [json.loads(payload) for payload in payloads[1:]]
+        error = None
+        if self.world.rank == 0:
+            state = {
+                "layout": FIT_CHECKPOINT_LAYOUT,
+                "epoch": epoch,
+                "step": step,
+                "stopped": stopped,
+                "world_size": self.world.size,
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
+                "history": history.to_dict(),
+                "callbacks": [[type(c).__name__, c.state_dict()] for c in self.callbacks],
+                "ranks": ranks,
+            }
+            try:
+                save(state, self.path)
+            except (MinitrainError, OSError) as exc:
+                error = exc
+        failed = self.world.sum([float(error is not None)])[0]  # the barrier: rank 0 wrote
+        if error is not None:
+            raise error
+        if failed:
+            raise CheckpointError(
+                f"fit: rank 0 could not write the checkpoint {self.path!r}; its error says why"
+            )
+
+    def resume(self) -> tuple[History, int, int, bool]:
+        """Restore the saved state: (history, epochs done, step, stopped). On any rank's
+        error nothing changes and every rank raises."""
+        error = None
+        try:
+            result = self._restore()
+        except (CheckpointError, OSError) as exc:
+            error = exc
+        failed = int(self.world.sum([float(error is not None)])[0])
+        if error is not None:
+            raise error
+        if failed:
+            raise CheckpointError(
+                f"fit: resuming from {self.path!r} failed on {failed} other rank(s); their "
+                f"error says why"
+            )
+        return result
+
+    def _restore(self) -> tuple[History, int, int, bool]:
+        try:
+            state = load(self.path)
+        except CheckpointError as exc:
+            raise CheckpointError(f"fit: cannot resume from {self.path!r}: {exc}") from exc
+        self._check(state)
+        mine = state["ranks"][self.world.rank]
+        snapshot = {
+            "model": {key: value.data.copy() for key, value in self.model.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
+            "callbacks": [[type(c).__name__, c.state_dict()] for c in self.callbacks],
+        }
+        random = self.random_state()
+        try:
+            self._apply(state, mine["random"])
+        except (MinitrainError, KeyError, ValueError, TypeError) as exc:
+            self._apply(snapshot, random)
+            raise CheckpointError(
+                f"fit: the checkpoint {self.path!r} does not fit this training: {exc}"
+            ) from exc
+        saved = state["history"]
+        history = History([dict(r) for r in saved["steps"]], [dict(r) for r in saved["epochs"]])
+        if mine["step_losses"] is not None:  # another rank's own losses
+            for row, loss in zip(history.steps, mine["step_losses"], strict=True):
+                row["loss"] = loss
+        return history, state["epoch"], state["step"], state["stopped"]
+
+    def _check(self, state) -> None:
+        """Refuse, before anything changes, a checkpoint fit did not write or that does not
+        fit this run's pieces."""
+        name = self.path
+        if not isinstance(state, dict) or any(key not in state for key in _CHECKPOINT_KEYS):
+            keys = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+            raise CheckpointError(
+                f"fit: {name!r} is a checkpoint, but not one fit wrote (it holds {keys}); fit "
+                f"resumes only from its own checkpoint= files"
+            )
+        if state["layout"] != FIT_CHECKPOINT_LAYOUT:
+            raise CheckpointError(
+                f"fit: {name!r} has fit's checkpoint layout {state['layout']!r}; this minitrain "
+                f"reads layout {FIT_CHECKPOINT_LAYOUT}"
+            )
+        if state["world_size"] != self.world.size or len(state["ranks"]) != self.world.size:
+            raise CheckpointError(
+                f"fit: {name!r} was written by a run on {state['world_size']} processes, this "
+                f"one has {self.world.size}; an exact resume needs the same number"
+            )
+        if (state["scheduler"] is None) != (self.scheduler is None):
+            has = "has no scheduler's state" if state["scheduler"] is None else "has a scheduler's"
+            given = "scheduler=None" if self.scheduler is None else "a scheduler"
+            raise CheckpointError(f"fit: {name!r} {has}, but fit got {given}")
+        saved = [entry[0] for entry in state["callbacks"]]
+        own = [type(c).__name__ for c in self.callbacks]
+        if saved != own:
+            raise CheckpointError(
+                f"fit: {name!r} holds the state of the callbacks {saved}, this run's callbacks "
+                f"with a state are {own}"
+            )
+
+    def _apply(self, state: dict, random: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        for callback, (_, callback_state) in zip(self.callbacks, state["callbacks"], strict=True):
+            callback.load_state_dict(callback_state)
+        saved_loaders = random["loaders"]
+        generators = [_own_generator(loader) for loader in self.loaders]
+        for which, generator, saved in zip(
+            ("train", "val"), generators, saved_loaders, strict=True
+        ):
+            if (generator is None) != (saved is None):
+                has = "its own generator" if saved is not None else "minitrain's generator"
+                raise CheckpointError(
+                    f"the {which} loader shuffled with {has} when the checkpoint was written "
+                    f"(DataLoader(seed=) gives it one), and not in this run"
+                )
+        backend.generator().bit_generator.state = random["minitrain"]
+        for generator, saved in zip(generators, saved_loaders, strict=True):
+            if generator is not None:
+                generator.bit_generator.state = saved

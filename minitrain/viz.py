@@ -5,6 +5,7 @@
     viz.text_graph(loss, model=model)            # the same graph as an indented tree
     loss.backward(retain_graph=True)
     viz.draw_graph(loss, model=model, show_values=True)   # value and gradient statistics
+    viz.draw_graph(loss, color_by="grad_norm", max_nodes=30, keep="input")  # vanishing gradients
 
 One box per recorded op, named after its backward kernel (ConvGrad, BatchNormalizationGrad...),
 with the arrays it saved for backward and its attributes; one box per leaf that requires grad,
@@ -21,14 +22,17 @@ backward recorded are shaded orange and boxed by the node whose backward recorde
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
+import importlib
 import math
 import os
 import re
 import sys
+import types
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import graphviz
 import numpy as np
 
 from . import backend
@@ -36,6 +40,9 @@ from .autograd import BackwardScope, Node, Tape, distinct_bytes, graph_nodes, re
 from .errors import ArgumentError, DTypeError, GraphError, MinitrainError
 from .io import write_atomically
 from .tensor import Tensor
+
+if TYPE_CHECKING:
+    import graphviz
 
 INSTALL_GRAPHVIZ = (
     "Rendering a graph needs Graphviz's `dot` program, which was not found on PATH. Install "
@@ -47,58 +54,106 @@ INSTALL_GRAPHVIZ = (
 _OP_FILL, _PARAM_FILL, _LEAF_FILL, _OUTPUT_FILL = "#F2F2F2", "#D6E9F8", "#E6E6E6", "#D4EDD4"
 _BACKWARD_FILL = "#FBE3CC"  # an op a create_graph backward recorded
 _BAD = "#C62828"  # a gradient with nan or inf
+# color_by="grad_norm": ColorBrewer's YlGnBu up to its mid blue (black text stays readable), pale
+# for the smallest gradient norm drawn and dark for the largest, on a log scale
+_NORM_SCALE = ("#FFFFD9", "#EDF8B1", "#C7E9B4", "#7FCDBB", "#41B6C4", "#1D91C0")
+_ZERO_FILL = "#FFFFFF"  # a gradient of zeros, off the log scale
+KEEP = ("output", "input", "both")
+COLOR_BY = (None, "grad_norm")
 _DIM = "#666666"
+_DARK_DIM = "#333333"
 _TEXT_MAX_INDENT = 60  # text_graph: deeper subtrees continue at the left margin
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class GraphvizNotFoundError(MinitrainError, graphviz.ExecutableNotFound):
-    """Graphviz's `dot` program is needed to render a graph and is not installed."""
+INSTALL_GRAPHVIZ_PACKAGE = (
+    "Drawing a graph needs the Python package graphviz, which is not installed: pip install "
+    "graphviz (minitrain's requirements include it). viz.text_graph needs no graphviz."
+)
 
-    def __init__(self, message: str = INSTALL_GRAPHVIZ):
-        RuntimeError.__init__(self, message)
+
+class GraphvizPackageMissingError(MinitrainError, ImportError):
+    """The Python package graphviz is needed to draw a graph (draw_graph, Tape.draw) and is not
+    installed. Importing minitrain, training and text_graph work without it."""
+
+    def __init__(self, message: str = INSTALL_GRAPHVIZ_PACKAGE):
+        super().__init__(message, name="graphviz")
 
 
-@contextlib.contextmanager
-def _explain_missing_dot():
+def __getattr__(name: str):
+    """`Graph` and `GraphvizNotFoundError`, which subclass graphviz's classes, are made on their
+    first use (the first drawing), so that importing minitrain does not import graphviz."""
+    if name in ("Graph", "GraphvizNotFoundError"):
+        return getattr(_graphviz_types(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _graphviz_types() -> types.SimpleNamespace:
+    """The graphviz package and minitrain's classes on it, imported and made once; a
+    GraphvizPackageMissingError where the package is not installed."""
     try:
-        yield
-    except graphviz.ExecutableNotFound as error:
-        if isinstance(error, GraphvizNotFoundError):
-            raise
-        raise GraphvizNotFoundError() from error
+        graphviz = importlib.import_module("graphviz")
+    except ImportError as error:
+        raise GraphvizPackageMissingError() from error
 
+    class GraphvizNotFoundError(MinitrainError, graphviz.ExecutableNotFound):
+        """Graphviz's `dot` program is needed to render a graph and is not installed."""
 
-class Graph(graphviz.Digraph):
-    """A graphviz.Digraph of a backward graph. Rendering without Graphviz's `dot` program raises
-    GraphvizNotFoundError saying how to install it; in a notebook the DOT source shows instead."""
+        __qualname__ = "GraphvizNotFoundError"
 
-    def render(self, *args, **kwargs):
-        with _explain_missing_dot():
-            return super().render(*args, **kwargs)
+        def __init__(self, message: str = INSTALL_GRAPHVIZ):
+            RuntimeError.__init__(self, message)
 
-    def pipe(self, *args, **kwargs):
-        with _explain_missing_dot():
-            return super().pipe(*args, **kwargs)
-
-    def write(self, path: str | os.PathLike, format: str | None = None) -> str:  # noqa: A002
-        """Render to `path` atomically (format from the extension unless given: svg, png, pdf).
-        An existing file is replaced only once the new one is complete. Returns the path."""
-        path = os.fspath(path)
-        format = format or os.path.splitext(path)[1].lstrip(".").lower()  # noqa: A001
-        if not format:
-            raise ArgumentError(
-                f"Graph.write: give a format or a path with an extension, got {path!r}"
-            )
-        data = self.pipe(format=format)
-        write_atomically(path, lambda file: file.write(data), caller="Graph.write")
-        return path
-
-    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+    @contextlib.contextmanager
+    def explain_missing_dot():
         try:
-            return super()._repr_mimebundle_(include, exclude, **kwargs)
-        except GraphvizNotFoundError as error:
-            return {"text/plain": f"{error}\n\n{self.source}"}
+            yield
+        except graphviz.ExecutableNotFound as error:
+            if isinstance(error, GraphvizNotFoundError):
+                raise
+            raise GraphvizNotFoundError() from error
+
+    class Graph(graphviz.Digraph):
+        """A graphviz.Digraph of a backward graph. Rendering without Graphviz's `dot` program
+        raises GraphvizNotFoundError saying how to install it; in a notebook the DOT source
+        shows instead."""
+
+        __qualname__ = "Graph"
+
+        def render(self, *args, **kwargs):
+            with explain_missing_dot():
+                return super().render(*args, **kwargs)
+
+        def pipe(self, *args, **kwargs):
+            with explain_missing_dot():
+                return super().pipe(*args, **kwargs)
+
+        def write(self, path: str | os.PathLike, format: str | None = None) -> str:  # noqa: A002
+            """Render to `path` atomically (format from the extension unless given: svg, png,
+            pdf). An existing file is replaced only once the new one is complete. Returns the
+            path."""
+            path = os.fspath(path)
+            format = format or os.path.splitext(path)[1].lstrip(".").lower()  # noqa: A001
+            if not format:
+                raise ArgumentError(
+                    f"Graph.write: give a format or a path with an extension, got {path!r}"
+                )
+            data = self.pipe(format=format)
+            write_atomically(path, lambda file: file.write(data), caller="Graph.write")
+            return path
+
+        def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+            try:
+                return super()._repr_mimebundle_(include, exclude, **kwargs)
+            except GraphvizNotFoundError as error:
+                return {"text/plain": f"{error}\n\n{self.source}"}
+
+    for made in (GraphvizNotFoundError, Graph):
+        made.__module__ = __name__
+    return types.SimpleNamespace(
+        graphviz=graphviz, Graph=Graph, GraphvizNotFoundError=GraphvizNotFoundError
+    )
 
 
 # What a drawing shows
@@ -111,8 +166,9 @@ class _Drawing:
     nodes: list  # the drawn ops (Node), in recording order
     leaves: list  # the drawn leaf tensors, in order of first use
     outputs: list  # the tensors marked as outputs
-    omitted: int  # ops left out by max_nodes
-    cut: set  # id() of the ops left out by max_nodes
+    omitted: list  # the ops left out by max_nodes, in recording order
+    keep: str  # which end max_nodes kept: "output", "input" or "both"
+    max_nodes: int | None
     names: dict  # id(leaf) -> parameter name
     paths: dict  # id(module) -> module path in the model
     module_types: dict  # module path -> class name
@@ -122,6 +178,18 @@ class _Drawing:
 
     def __post_init__(self):
         self.drawn = {id(node) for node in self.nodes}
+        self.cut = {id(node) for node in self.omitted}
+
+    def omitted_text(self, verb: str, count: bool) -> str:
+        """What the box (or line) standing for the ops max_nodes left out says: "12 earlier ops
+        not drawn (max_nodes=30)"; later ops where the input end is kept, ops in between where
+        both ends are."""
+        number = len(self.omitted)
+        ops = "op" if number == 1 and count else "ops"
+        which = {"output": f"earlier {ops}", "input": f"later {ops}", "both": f"{ops} in between"}
+        option = "" if self.keep == "output" else f", keep={self.keep!r}"
+        text = f"{which[self.keep]} not {verb} (max_nodes={self.max_nodes}{option})"
+        return f"{number} {text}" if count else text
 
     def name_of(self, leaf) -> str:
         return _printable(self.names.get(id(leaf), "leaf" if leaf.requires_grad else "tensor"))
@@ -200,7 +268,7 @@ def _names(params, model, caller: str) -> dict:
     return names
 
 
-def _collect(root, params, model, max_nodes, show_values, caller: str) -> _Drawing:
+def _collect(root, params, model, max_nodes, keep, show_values, caller: str) -> _Drawing:
     from .nn.module import Module
 
     if max_nodes is not None and (
@@ -209,16 +277,22 @@ def _collect(root, params, model, max_nodes, show_values, caller: str) -> _Drawi
         raise ArgumentError(
             f"{caller}: max_nodes must be a positive int or None, got {max_nodes!r}"
         )
+    if not isinstance(keep, str) or keep not in KEEP:
+        raise ArgumentError(
+            f"{caller}: keep must be 'output' (the ops nearest the output), 'input' (the "
+            f"first ops) or 'both' (half of max_nodes at each end), got {keep!r}"
+        )
     if model is None and isinstance(params, Module):
         model = params
     if model is not None and not isinstance(model, Module):
         raise DTypeError(f"{caller}: model must be a Module, got {type(model).__name__}")
     outputs, nodes = _roots(root, caller)
-    omitted, cut = 0, set()
+    recorded, omitted = nodes, []
     if max_nodes is not None and len(nodes) > max_nodes:
-        omitted = len(nodes) - max_nodes
-        cut = {id(node) for node in nodes[:omitted]}
-        nodes = nodes[omitted:]  # keep the ops nearest the output
+        first = {"output": 0, "input": max_nodes, "both": (max_nodes + 1) // 2}[keep]
+        last = len(nodes) - (max_nodes - first)  # nodes[first:last] are left out
+        omitted = nodes[first:last]
+        nodes = nodes[:first] + nodes[last:]
     leaves, seen = [], set()
     for tensor in [*(n_p for n in nodes for n_p in n.parents), *outputs]:
         if isinstance(tensor, Tensor) and tensor.node is None and id(tensor) not in seen:
@@ -231,9 +305,17 @@ def _collect(root, params, model, max_nodes, show_values, caller: str) -> _Drawi
                 paths[id(module)] = path
                 module_types[path] = type(module).__name__
     drawing = _Drawing(
-        nodes, leaves, outputs, omitted, cut, _names(params, model, caller), paths, module_types
+        nodes,
+        leaves,
+        outputs,
+        omitted,
+        keep,
+        max_nodes,
+        _names(params, model, caller),
+        paths,
+        module_types,
     )
-    for node in nodes:
+    for node in recorded:  # all of them: a drawn op's consumer may be left out
         for index, parent in enumerate(node.parents):
             if type(parent) is Node:
                 drawing.output_info[parent] = (node.ctx.shapes[index], node.ctx.dtypes[index])
@@ -241,7 +323,8 @@ def _collect(root, params, model, max_nodes, show_values, caller: str) -> _Drawi
         if t.node is not None:
             drawing.output_info[t.node] = (t.shape, t.dtype)
     saved = distinct_bytes(a for node in nodes for a in node.saved_arrays().values())
-    drawing.notes.append(f"{len(nodes)} ops, {_format_bytes(saved)} saved for backward")
+    ops = "op" if len(nodes) == 1 else "ops"
+    drawing.notes.append(f"{len(nodes)} {ops}, {_format_bytes(saved)} saved for backward")
     if show_values:
         _replay_gradients(drawing)
     return drawing
@@ -282,7 +365,7 @@ def _printable(text: str) -> str:
 def _dot_text(text: str) -> str:
     """`text` for a plain (non-HTML) DOT string attribute, shown literally: Graphviz reads
     backslash escapes and HTML entities (&amp;) in them."""
-    return graphviz.escape(_printable(text).replace("&", "&amp;"))
+    return _graphviz_types().graphviz.escape(_printable(text).replace("&", "&amp;"))
 
 
 def _format_bytes(size: int) -> str:
@@ -323,6 +406,94 @@ def _stats(array) -> tuple[str, bool]:
             return problems.rstrip("; "), False
     text = f"min {low:.3g}  mean {total / count:.3g}  max {high:.3g}  norm {math.sqrt(squares):.3g}"
     return problems + text, not problems
+
+
+def _norm(array) -> float:
+    """The 2-norm of an array's elements, in float64 and scaled by the largest magnitude (no
+    overflow in the squares): nan where one is nan, inf where one is inf, 0 for an empty one.
+    Computed where the array lives; two numbers are copied to the host."""
+    if array.size == 0:
+        return 0.0
+    xp = backend.array_module(array)
+    magnitudes = xp.abs(array.astype(np.float64, copy=False))
+    peak = magnitudes.max()
+    divisor = xp.where((peak > 0) & xp.isfinite(peak), peak, 1.0)
+    scaled = xp.sqrt(xp.square(magnitudes / divisor).sum())
+    peak, scaled = backend.to_device(xp.stack([peak, scaled]), backend.CPU).tolist()
+    if not 0.0 < peak < math.inf:  # 0, inf or nan: the norm too
+        return peak
+    return peak * scaled
+
+
+def _scale_colour(position: float) -> str:
+    """The colour at `position` (0 to 1) of _NORM_SCALE, linear between its stops."""
+    where = min(max(position, 0.0), 1.0) * (len(_NORM_SCALE) - 1)
+    stop = min(int(where), len(_NORM_SCALE) - 2)
+    low, high = (
+        [int(colour[i : i + 2], 16) for i in (1, 3, 5)] for colour in _NORM_SCALE[stop : stop + 2]
+    )
+    part = where - stop
+    return "#" + "".join(f"{round(a + (b - a) * part):02X}" for a, b in zip(low, high, strict=True))
+
+
+@dataclass
+class _NormColours:
+    """color_by="grad_norm": the norm of every drawn tensor's gradient, and its fill: on a log
+    scale from the smallest nonzero norm (`low`, palest) to the largest (`high`, darkest)."""
+
+    norms: dict  # Node or id(leaf) -> the norm of its gradient
+    low: float
+    high: float
+
+    def fill(self, key) -> str | None:
+        """The fill of a tensor's box: None where its gradient is unknown or not finite."""
+        norm = self.norms.get(key)
+        if norm is None or not math.isfinite(norm):
+            return None
+        if norm == 0:
+            return _ZERO_FILL
+        span = math.log10(self.high) - math.log10(self.low)
+        return _scale_colour((math.log10(norm) - math.log10(self.low)) / span if span else 1.0)
+
+
+def _norm_colours(drawing: _Drawing) -> _NormColours | None:
+    """The gradient norms of the drawn ops and leaves, their scale, and a caption line saying
+    how to read it; None where no gradient is known (the caption says why)."""
+    if drawing.grads is None:
+        return None
+    keys = [*drawing.nodes, *(id(leaf) for leaf in drawing.leaves)]
+    norms = {key: _norm(drawing.grads[key]) for key in keys if key in drawing.grads}
+    scaled = [norm for norm in norms.values() if 0 < norm < math.inf]
+    if not scaled:
+        drawing.notes.append("fill: no nonzero finite gradient to colour")
+        return None
+    colours = _NormColours(norms, min(scaled), max(scaled))
+    note = (
+        f"fill: the norm of each gradient, log scale, from {colours.low:.2g} (pale yellow) to "
+        f"{colours.high:.2g} (blue)"
+    )
+    if any(norm == 0 for norm in norms.values()):
+        note += "; white: a gradient of zeros"
+    if any(not math.isfinite(norm) for norm in norms.values()):
+        note += "; red border: nan or inf"
+    drawing.notes.append(note)
+    return colours
+
+
+def _legend_label(colours: _NormColours, steps: int = 5) -> str:
+    """A colour bar: `steps` cells of the scale, each labelled with the norm it stands for."""
+    low, high = math.log10(colours.low), math.log10(colours.high)
+    steps = steps if high > low else 1
+    cells = []
+    for step in range(steps):
+        position = step / (steps - 1) if steps > 1 else 1.0
+        norm = 10 ** (low + (high - low) * position)
+        cells.append(
+            f'<TD BGCOLOR="{_scale_colour(position)}"><FONT POINT-SIZE="9">{norm:.1e}</FONT></TD>'
+        )
+    title = f'<TR><TD COLSPAN="{steps}"><FONT POINT-SIZE="9">gradient norm</FONT></TD></TR>'
+    table = '<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
+    return f"<{table}{title}<TR>{''.join(cells)}</TR></TABLE>>"
 
 
 def _format_value(value) -> str | None:
@@ -422,11 +593,11 @@ def _html_text(text: str) -> str:
     return html.escape(_printable(text))
 
 
-def _html_label(title: str, subtitle: str, lines: list[str]) -> str:
+def _html_label(title: str, subtitle: str, lines: list[str], dim: str = _DIM) -> str:
     rows = [f"<TR><TD><B>{_html_text(title)}</B></TD></TR>"]
     if subtitle:
         rows.append(
-            f'<TR><TD><FONT POINT-SIZE="9" COLOR="{_DIM}">{_html_text(subtitle)}</FONT></TD></TR>'
+            f'<TR><TD><FONT POINT-SIZE="9" COLOR="{dim}">{_html_text(subtitle)}</FONT></TD></TR>'
         )
     rows.extend(
         f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="9">{_html_text(line)}</FONT></TD></TR>'
@@ -444,7 +615,9 @@ def draw_graph(
     show_values: bool = False,
     max_nodes: int | None = None,
     model=None,
-) -> Graph:
+    keep: str = "output",
+    color_by: str | None = None,
+) -> graphviz.Digraph:
     """Draw the backward graph that computed `root` (a Tensor, a list of them, or a Tape).
 
     - params: names for the leaves: a Module, a dict name -> Tensor (`dict(m.named_parameters())`)
@@ -456,13 +629,27 @@ def draw_graph(
       tensor, computed by a read-only walk over the saved values (no .grad changes, no hooks
       run): draw before backward, or after backward(retain_graph=True). A gradient with nan or
       inf is drawn in red.
-    - max_nodes: draw only the last max_nodes ops; one box counts the ones left out.
+    - max_nodes: draw only max_nodes ops; one box counts the ones left out. keep says which:
+      "output" (default) the last ones, nearest the output; "input" the first ones, nearest
+      the inputs (where gradients vanish in a deep network); "both" half at each end.
+    - color_by="grad_norm": fill each op and leaf by the norm of its gradient (for an op, the
+      gradient of its output), on a log scale from pale yellow (the smallest drawn) to blue
+      (the largest); a colour bar gives the scale, and each box the norm. The gradients come
+      from the same read-only walk as show_values'. A gradient of zeros is white; one with nan
+      or inf keeps the plain fill and is drawn in red. None (default): fills by kind of box.
 
     Hover over an op (SVG) to read its kernel's formula. Returns a graphviz.Digraph (a `Graph`):
     `.source` is its DOT text, `.render(...)` / `.write("graph.svg")` need Graphviz's `dot`.
     """
-    drawing = _collect(root, params, model, max_nodes, show_values, "draw_graph")
-    graph = Graph(name="backward", graph_attr={"rankdir": "TB", "fontname": "Helvetica"})
+    if not (color_by is None or isinstance(color_by, str)) or color_by not in COLOR_BY:
+        raise ArgumentError(f"draw_graph: color_by must be None or 'grad_norm', got {color_by!r}")
+    drawing = _collect(
+        root, params, model, max_nodes, keep, show_values or color_by is not None, "draw_graph"
+    )
+    colours = _norm_colours(drawing) if color_by == "grad_norm" else None
+    graph = _graphviz_types().Graph(
+        name="backward", graph_attr={"rankdir": "TB", "fontname": "Helvetica"}
+    )
     graph.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
     graph.attr("edge", fontname="Helvetica", fontsize="8", color="#555555")
     if drawing.notes:
@@ -472,11 +659,12 @@ def draw_graph(
     for leaf in drawing.leaves:
         name = drawing.names.get(id(leaf))
         lines, finite = _leaf_details(drawing, leaf, show_values)
-        attrs = {
-            "label": _html_label(drawing.name_of(leaf), "", lines),
-            "fillcolor": _PARAM_FILL if name else _LEAF_FILL,
-            "tooltip": _dot_text(f"{drawing.name_of(leaf)}: {_describe_array(leaf.data)}"),
-        }
+        attrs = {"fillcolor": _PARAM_FILL if name else _LEAF_FILL}
+        tooltip = f"{drawing.name_of(leaf)}: {_describe_array(leaf.data)}"
+        tooltip += _colour_box(attrs, lines, colours, id(leaf), show_values)
+        attrs.update(
+            label=_html_label(drawing.name_of(leaf), "", lines), tooltip=_dot_text(tooltip)
+        )
         if not finite:
             attrs.update(color=_BAD, penwidth="2")
         path = name.rpartition(".")[0] if name else ""
@@ -485,15 +673,20 @@ def draw_graph(
         )
     for node in drawing.nodes:
         lines, finite = _node_details(drawing, node, show_saved, show_attrs, show_values)
-        attrs = {
-            "label": _html_label(node.name, _node_title(drawing, node), lines),
-            "fillcolor": _BACKWARD_FILL if type(node.scope) is BackwardScope else _OP_FILL,
-            "tooltip": _dot_text(f"{node.name}: {kernel_formula(node.op)}"),
-        }
+        attrs = {"fillcolor": _BACKWARD_FILL if type(node.scope) is BackwardScope else _OP_FILL}
+        tooltip = f"{node.name}: {kernel_formula(node.op)}"
+        tooltip += _colour_box(attrs, lines, colours, node, show_values)
+        dim = _DIM if colours is None else _DARK_DIM  # readable on the darker fills
+        attrs.update(
+            label=_html_label(node.name, _node_title(drawing, node), lines, dim),
+            tooltip=_dot_text(tooltip),
+        )
         if not finite:
             attrs.update(color=_BAD, penwidth="2")
         members.setdefault(drawing.path_of(node), []).append((f"n{node.seq}", attrs))
     _emit_clusters(graph, members, drawing)
+    if colours is not None:
+        graph.node("legend", _legend_label(colours), shape="plain", style="")
 
     missing: set = set()  # placeholders for the inputs whose ops are not drawn
     for i, tensor in enumerate(drawing.outputs):
@@ -523,13 +716,37 @@ def draw_graph(
             else:
                 missing.add(drawing.not_drawn(parent))
                 graph.edge(drawing.not_drawn(parent), f"n{node.seq}", style="dashed", **label)
+    feeding: set = set()  # drawn ops whose output an op max_nodes left out reads
+    for node in drawing.omitted:
+        for parent in node.parents:
+            if type(parent) is Node and id(parent) in drawing.drawn and id(parent) not in feeding:
+                feeding.add(id(parent))
+                graph.edge(f"n{parent.seq}", "omitted", style="dashed")
+                missing.add("omitted")
     placeholders = {
-        "omitted": f"{drawing.omitted} earlier ops not drawn (max_nodes={max_nodes})",
+        "omitted": drawing.omitted_text("drawn", count=True),
         "outside": "earlier ops, recorded outside the Tape: not drawn",
     }
     for name in sorted(missing):
         graph.node(name, placeholders[name], style="dashed", fillcolor="white")
     return graph
+
+
+def _colour_box(attrs: dict, lines: list, colours, key, show_values: bool) -> str:
+    """color_by="grad_norm": a box's fill from its gradient's norm (a red border where it is
+    not finite), and the norm added to its label lines (unless show_values' statistics hold
+    it). Returns what to add to its tooltip."""
+    if colours is None or key not in colours.norms:
+        return ""
+    norm = colours.norms[key]
+    fill = colours.fill(key)
+    if fill is not None:
+        attrs["fillcolor"] = fill
+    if not math.isfinite(norm):
+        attrs.update(color=_BAD, penwidth="2")
+    if not show_values:
+        lines.append(f"grad norm {norm:.3g}")
+    return f" (grad norm {norm:.3g})"
 
 
 def _emit_clusters(graph, members: dict, drawing: _Drawing) -> None:
@@ -590,18 +807,22 @@ def text_graph(
     max_nodes: int | None = None,
     model=None,
     file=None,
+    keep: str = "output",
 ) -> None:
     """Print the graph of `root` as an indented tree, from each output back to the leaves.
 
-    The options are draw_graph's; `file` is where to write (default: standard output). Each op
+    The options are draw_graph's, except color_by; `file` is where to write (default: standard
+    output). Where max_nodes left out the ops nearest the output (keep="input" or "both"), one
+    line stands for them and the ops they read hang under it. Each op
     shows its kernel, op name, sequence number and output shape, then its details after `·`;
     each child line starts with the input it feeds. An op reached a second time is not
     expanded again ("see above"). Past 20 levels of indentation, an op's inputs continue at the
     left margin under "<kernel> #<seq>, continued:", so deep graphs print in linear size.
     """
-    drawing = _collect(root, params, model, max_nodes, show_values, "text_graph")
+    drawing = _collect(root, params, model, max_nodes, keep, show_values, "text_graph")
     lines: list[str] = []
     shown: set = set()
+    passed: set = set()  # id() of the left-out ops already walked through
     for i, tensor in enumerate(drawing.outputs):
         title = "output" if len(drawing.outputs) == 1 else f"output {i}"
         line = f"{title} {_describe_array(tensor.data)}"
@@ -620,10 +841,15 @@ def text_graph(
                 lines.append(f"{branch}{label}{drawing.name_of(item)} {'  '.join(details)}")
                 continue
             if id(item) not in drawing.drawn:
-                if drawing.not_drawn(item) == "omitted":
-                    why = f"earlier ops not shown (max_nodes={max_nodes})"
-                else:
+                if drawing.not_drawn(item) == "outside":
                     why = "earlier ops, recorded outside the Tape: not shown"
+                elif id(item) in passed:
+                    why = drawing.omitted_text("shown", count=False) + " (see above)"
+                else:
+                    why = drawing.omitted_text("shown", count=False)
+                    reads = _drawn_inputs_of_omitted(drawing, item, passed)
+                    for position, child in reversed(list(enumerate(reads))):
+                        stack.append((child, "", inner, position == len(reads) - 1))
                 lines.append(f"{branch}{label}... {why}")
                 continue
             path = drawing.path_of(item)
@@ -648,6 +874,24 @@ def text_graph(
                 stack.append((child, name, inner, position == len(children) - 1))
     lines.extend(f"({note})" for note in drawing.notes)
     print("\n".join(lines), file=sys.stdout if file is None else file)
+
+
+def _drawn_inputs_of_omitted(drawing: _Drawing, start, passed: set) -> list:
+    """The drawn ops whose outputs the left-out ops from `start` down read (keep="input" or
+    "both"), latest first; marks the left-out ops walked in `passed`, so each is walked once."""
+    found, stack = {}, [start]
+    passed.add(id(start))
+    while stack:
+        node = stack.pop()
+        for parent in node.parents:
+            if type(parent) is not Node:
+                continue
+            if id(parent) in drawing.drawn:
+                found[id(parent)] = parent
+            elif id(parent) in drawing.cut and id(parent) not in passed:
+                passed.add(id(parent))
+                stack.append(parent)
+    return sorted(found.values(), key=lambda node: node.seq, reverse=True)
 
 
 # Notebooks

@@ -12,17 +12,28 @@ stand-in is an array module with CuPy's rules, built over numpy:
   memory mixed in one call). numba's kernels refuse it too (it is not an ndarray), as they refuse
   CuPy's. Explicit transfers are `strict.asarray(host)` and `a.get()` / `strict.asnumpy(a)`.
 - float(a), int(a), bool(a), a.item() and a.tolist() copy to the host, as CuPy's do.
+- Host transfers can be counted: within `with counting() as transfers:`, every copy to the host
+  is noted in `transfers.events` ("what at file:line (function)", the caller outside this
+  file), `transfers.count` of them: float, int, bool, operator.index, item, tolist, get, repr,
+  strict.asnumpy, and what CuPy reads back to size its result (a boolean-mask index, nonzero,
+  argwhere, flatnonzero, unique, extract, compress, where of a condition alone). On a GPU each
+  waits for every kernel queued before it, so a training step that makes none never stalls the
+  GPU's pipeline (tests/device/test_device_syncs.py). `strict_device.transfers` is the
+  innermost open count (None outside one).
 
 `install(monkeypatch)` makes it minitrain's CUDA array module for one test (backend.cupy and
 backend.cupyx), so Device('cuda') arrays are StrictArrays. What it cannot stand in for is CuPy's
-own kernels (ElementwiseKernel, RawKernel, cuDNN): it has none, so code that needs them must
-say so (`backend.has_cuda_kernels`), and the generic xp path runs here.
+own kernels (ElementwiseKernel, RawKernel, cuDNN): it has none, and minitrain has none yet
+either: on a GPU the generic xp paths run, as here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
+import os
+import sys
 import types
 import weakref
 
@@ -60,6 +71,70 @@ def _wrap(value):
     if type(value) in (list, tuple):
         return type(value)(_wrap(v) for v in value)
     return value
+
+
+class TransferCount:
+    """The host transfers made while `counting()` is open: `events`, one line each, and
+    `count`."""
+
+    def __init__(self):
+        self.events: list[str] = []
+
+    @property
+    def count(self) -> int:
+        return len(self.events)
+
+    def note(self, what: str) -> None:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back
+        if frame is None:
+            self.events.append(what)
+            return
+        code = frame.f_code
+        name = os.path.basename(code.co_filename)
+        self.events.append(f"{what} at {name}:{frame.f_lineno} ({code.co_name})")
+
+
+transfers: TransferCount | None = None  # the innermost open count (see counting)
+_open_counts: list[TransferCount] = []
+
+
+@contextlib.contextmanager
+def counting():
+    """Count host transfers within the block: yields a TransferCount (every open one counts)."""
+    global transfers
+    count = TransferCount()
+    _open_counts.append(count)
+    transfers = count
+    try:
+        yield count
+    finally:
+        _open_counts.remove(count)
+        transfers = _open_counts[-1] if _open_counts else None
+
+
+def _note_transfer(what: str) -> None:
+    for count in _open_counts:
+        count.note(what)
+
+
+# CuPy's functions whose result's size depends on the data: they read a count back to the host
+# (where also, given the condition alone).
+_SIZED_BY_DATA = {"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress"}
+
+
+def _note_sized_by_data(name: str, args) -> None:
+    if _open_counts and (name in _SIZED_BY_DATA or (name == "where" and len(args) == 1)):
+        _note_transfer(f"{name}() (its size read back)")
+
+
+def _has_mask(key) -> bool:
+    """Whether an index holds a boolean array with dims (CuPy reads back its count of Trues)."""
+    entries = key if type(key) is tuple else (key,)
+    return any(
+        type(k) in (StrictArray, np.ndarray) and k.dtype == np.bool_ and k.ndim for k in entries
+    )
 
 
 class _DeviceId:
@@ -110,6 +185,7 @@ class StrictArray:
 
     def __array_function__(self, func, types_, args, kwargs):
         caller = func.__name__
+        _note_sized_by_data(caller, args)
         result = func(*_unwrap(args, caller), **_unwrap(kwargs, caller))
         if "out" in kwargs and kwargs["out"] is not None:
             return kwargs["out"]
@@ -131,24 +207,31 @@ class StrictArray:
 
     def get(self) -> np.ndarray:
         """The values on the host: a copy, as CuPy's .get()."""
+        _note_transfer("get()")
         return self._memory.copy()
 
     def item(self):
+        _note_transfer("item()")
         return self._memory.item()
 
     def tolist(self):
+        _note_transfer("tolist()")
         return self._memory.tolist()
 
     def __float__(self):
+        _note_transfer("float()")
         return float(self._memory)
 
     def __int__(self):
+        _note_transfer("int()")
         return int(self._memory)
 
     def __bool__(self):
+        _note_transfer("bool()")
         return bool(self._memory)
 
     def __index__(self):
+        _note_transfer("operator.index()")
         return operator.index(self._memory)
 
     def __len__(self):
@@ -158,9 +241,12 @@ class StrictArray:
         return (_wrap(row) for row in self._memory)
 
     def __repr__(self):
+        _note_transfer("repr()")
         return f"StrictArray({self._memory!r})"
 
     def __getitem__(self, key):
+        if _open_counts and _has_mask(key):
+            _note_transfer("a boolean-mask index")
         return _wrap(self._memory[_index(key)])
 
     def __setitem__(self, key, value):
@@ -178,6 +264,7 @@ class StrictArray:
 
         def on_device(*args, **kwargs):
             caller = f"ndarray.{name}"
+            _note_sized_by_data(name, (self, *args))
             result = method(*_unwrap(args, caller), **_unwrap(kwargs, caller))
             out = kwargs.get("out")
             return out if out is not None else _wrap(result)
@@ -243,6 +330,7 @@ def _on_device(function, name: str):
     arrays out."""
 
     def call(*args, **kwargs):
+        _note_sized_by_data(name, args)
         result = function(*_unwrap(args, name), **_unwrap(kwargs, name))
         out = kwargs.get("out")
         return out if out is not None else _wrap(result)
@@ -300,7 +388,10 @@ class _StrictModule(types.ModuleType):
 
 
 def _asnumpy(a, *args, **kwargs):
-    return a.get() if type(a) is StrictArray else np.asarray(a)
+    if type(a) is not StrictArray:
+        return np.asarray(a)
+    _note_transfer("asnumpy()")
+    return a._memory.copy()
 
 
 class _Device:
@@ -465,4 +556,6 @@ def install(monkeypatch):
     strict, strictx = build()
     monkeypatch.setattr(backend, "cupy", strict)
     monkeypatch.setattr(backend, "cupyx", strictx, raising=False)
+    # the checks kept for the next read of device values (backend.defer_check) end with the test
+    monkeypatch.setattr(backend, "_deferred_checks", {})
     return strict

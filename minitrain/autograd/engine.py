@@ -27,6 +27,12 @@ from ..inplace import superseded
 from .deferred import DeferredSum, materialized
 
 _tape_count_lock = threading.Lock()
+# Leaves with gradient-ready hooks: id(leaf) -> (weak reference to the leaf, its hooks). A walk
+# looks for them only while this is not empty (DistributedDataParallel registers them).
+_ready_hooks: dict = {}
+_NONE_FIRED = frozenset()
+# .stack: the callbacks queued (queue_callback) for each backward running in this thread
+_queued = threading.local()
 
 
 class Node:
@@ -249,6 +255,113 @@ def _refuse_hook_result(hook, result, new, grad, owner):
     )
 
 
+class _ReadyHookHandle(RemovableHandle):
+    """A gradient-ready hook's handle: removing the last hook of a leaf forgets the leaf, so
+    that walks stop looking for ready hooks once none is left."""
+
+    def __init__(self, key: int, hooks: list, hook):
+        super().__init__(hooks, hook)
+        self._key = key
+
+    def remove(self) -> None:
+        super().remove()
+        entry = _ready_hooks.get(self._key)
+        if entry is not None and entry[1] is self._hooks and not self._hooks:
+            del _ready_hooks[self._key]
+
+
+def register_gradient_ready_hook(tensor, hook) -> RemovableHandle:
+    """Call `hook(tensor, grad)` during each backward as soon as the gradient the leaf `tensor`
+    gets from that backward is final: every node that sends to it has run (or will not run),
+    and so have its own hooks (register_hook). `grad` is a Tensor, the sum the walk will add to
+    `tensor.grad` once it is done; `.grad` itself has not changed yet, and does not if a later
+    node raises. Modelled on PyTorch's register_post_accumulate_grad_hook, which fires once
+    `.grad` has changed: minitrain changes every `.grad` at the end of the walk (an error
+    leaves them all as they were), so what runs after that goes to `queue_callback`. The hooks
+    do not fire in grad() or backward(inputs=...). Returns a handle whose remove() takes the
+    hook off."""
+    if getattr(tensor, "node", True) is not None or not tensor.requires_grad:
+        raise GraphError(
+            "register_gradient_ready_hook: the tensor must be a leaf that requires grad"
+        )
+    if not callable(hook):
+        raise DTypeError(
+            f"register_gradient_ready_hook: hook must be callable, got {type(hook).__name__}"
+        )
+    key = id(tensor)
+    entry = _ready_hooks.get(key)
+    if entry is None:
+        entry = (weakref.ref(tensor, lambda _, key=key: _ready_hooks.pop(key, None)), [])
+        _ready_hooks[key] = entry
+    entry[1].append(hook)
+    return _ReadyHookHandle(key, entry[1], hook)
+
+
+def queue_callback(callback) -> None:
+    """Run `callback()` once the backward running in this thread is done: after its last node
+    and after every `.grad` has changed, as PyTorch's `queue_callback` (callbacks run in the
+    order queued; one may queue another). Call it from a hook; a backward that raises runs
+    none."""
+    stack = getattr(_queued, "stack", None)
+    if not stack:
+        raise GraphError(
+            "queue_callback: no backward is running in this thread; call it from a hook"
+        )
+    if not callable(callback):
+        raise DTypeError(
+            f"queue_callback: callback must be callable, got {type(callback).__name__}"
+        )
+    stack[-1].append(callback)
+
+
+def _ready_watch(roots) -> list:
+    """The leaves below `roots` that have gradient-ready hooks, each as [seq, id, leaf], seq the
+    smallest sequence number among the nodes that send to it (infinite for a root no node sends
+    to): its gradient is final once no node left to run has a number as large. Sorted so that
+    the leaf to become final first is last."""
+    first = {
+        id(r): [float("inf"), id(r), r] for r in roots if r.node is None and id(r) in _ready_hooks
+    }
+    stack = [r.node for r in roots if r.node is not None]
+    seen = set(stack)
+    while stack:  # iterative: graphs of any depth
+        node = stack.pop()
+        for parent in node.parents:
+            if type(parent) is Node:
+                if parent not in seen:
+                    seen.add(parent)
+                    stack.append(parent)
+            elif parent is not None and id(parent) in _ready_hooks:
+                entry = first.get(id(parent))
+                if entry is None:
+                    first[id(parent)] = [node.seq, id(parent), parent]
+                elif node.seq < entry[0]:
+                    entry[0] = node.seq
+    return sorted(first.values(), key=operator.itemgetter(0))
+
+
+def _fire_ready(watch: list, next_seq, leaf_grads: dict, fired: set, graph: bool) -> None:
+    """Fire the ready hooks of the watched leaves whose gradient is final now that the next node
+    to run has sequence number `next_seq` (-1: none is left): their own hooks first."""
+    from ..tensor import Tensor
+
+    while watch and watch[-1][0] > next_seq:
+        _, key, leaf = watch.pop()
+        entry = leaf_grads.get(key)
+        if entry is None:  # no gradient reached it
+            continue
+        if isinstance(entry[1], DeferredSum):
+            entry[1] = entry[1].value()
+        if leaf._hooks:
+            entry[1] = _run_hooks(leaf._hooks, entry[1], leaf)
+        fired.add(key)
+        hooks = _ready_hooks.get(key)
+        if hooks:
+            grad = entry[1] if graph else Tensor.wrap(entry[1])
+            for hook in tuple(hooks[1]):
+                hook(leaf, grad)
+
+
 def unbroadcast(grad, shape: tuple):
     """Sum a gradient over the dims broadcasting added or stretched, back down to `shape`."""
     if grad.shape == shape:
@@ -278,7 +391,9 @@ def _sole_owner(grad, leaf) -> bool:
     )
 
 
-def propagate(roots, seeds, retain_graph: bool = False, capture=None, create_graph: bool = False):
+def propagate(
+    roots, seeds, retain_graph: bool = False, capture=None, create_graph: bool = False, then=None
+):
     """Propagate gradients from `roots` (tensors) seeded with `seeds`: the backward walk.
 
     Without `capture`, leaf gradients accumulate into `.grad` (and retained non-leaf ones too),
@@ -291,15 +406,32 @@ def propagate(roots, seeds, retain_graph: bool = False, capture=None, create_gra
     The seeds, and so every gradient of the walk, are arrays; with `create_graph` they are
     Tensors, each node's backward runs in tensor ops with recording on (whatever the caller's
     grad mode), and the gradients it hands out carry the graph of how they were computed.
+
+    `then(found)`, where given, runs after the walk with what it returned, before the callbacks
+    hooks queued (`queue_callback`), which run last.
     """
-    if not create_graph:
-        return _walk(roots, seeds, retain_graph, capture, False)
-    outer, recording.scope = recording.scope, BackwardScope()
+    stack = getattr(_queued, "stack", None)
+    if stack is None:
+        stack = _queued.stack = []
+    callbacks: list = []  # queue_callback's, run once the walk is done
+    stack.append(callbacks)
     try:
-        with enable_grad():
-            return _walk(roots, seeds, retain_graph, capture, True)
+        if not create_graph:
+            found = _walk(roots, seeds, retain_graph, capture, False)
+        else:
+            outer, recording.scope = recording.scope, BackwardScope()
+            try:
+                with enable_grad():
+                    found = _walk(roots, seeds, retain_graph, capture, True)
+            finally:
+                recording.scope = outer
+        if then is not None:
+            then(found)
+        for callback in callbacks:  # a callback may queue another: the loop sees it
+            callback()
     finally:
-        recording.scope = outer
+        stack.pop()
+    return found
 
 
 def _walk(roots, seeds, retain_graph, capture, create_graph):
@@ -335,6 +467,11 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
 
     for root, grad in zip(roots, seeds, strict=True):
         send(root.node if root.node is not None else root, grad)
+    fired = _NONE_FIRED  # leaves whose hooks ran when their gradient became final
+    watch = _ready_watch(roots) if _ready_hooks and capture is None else None
+    if watch:
+        fired = set()
+        _fire_ready(watch, -heap[0][0] if heap else -1, leaf_grads, fired, create_graph)
 
     while heap:
         node = heapq.heappop(heap)[1]
@@ -383,14 +520,17 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
                     heapq.heappush(heap, (-parent.seq, parent))
             else:
                 send(parent, g)
+        if watch and watch[-1][0] > (next_seq := -heap[0][0] if heap else -1):
+            _fire_ready(watch, next_seq, leaf_grads, fired, create_graph)
 
     # every hook and check runs before the first .grad changes: an error leaves them all as is
     for key, entry in leaf_grads.items():
         leaf = entry[0]
-        if isinstance(entry[1], DeferredSum):
-            entry[1] = entry[1].value()
-        if leaf._hooks and (capture is None or key in capture_leaves):
-            entry[1] = _run_hooks(leaf._hooks, entry[1], leaf)
+        if key not in fired:
+            if isinstance(entry[1], DeferredSum):
+                entry[1] = entry[1].value()
+            if leaf._hooks and (capture is None or key in capture_leaves):
+                entry[1] = _run_hooks(leaf._hooks, entry[1], leaf)
         if capture is None and leaf._grad is not None:
             _check_accumulates(leaf)
     grads = g = grad = entry = None  # drop the walk's references: the flush below counts them
@@ -596,13 +736,16 @@ def backward(
     if inputs is None:
         propagate(tensors, seeds, retain_graph, create_graph=create_graph)
         return
-    found = propagate(tensors, seeds, retain_graph, capture=inputs, create_graph=create_graph)
-    for tensor, g in zip(inputs, found, strict=True):
-        if g is not None and tensor._grad is not None:
-            _check_accumulates(tensor)
-    for tensor, g in zip(inputs, found, strict=True):
-        if g is not None:
-            tensor._accumulate_grad(g)
+
+    def accumulate(found):
+        for tensor, g in zip(inputs, found, strict=True):
+            if g is not None and tensor._grad is not None:
+                _check_accumulates(tensor)
+        for tensor, g in zip(inputs, found, strict=True):
+            if g is not None:
+                tensor._accumulate_grad(g)
+
+    propagate(tensors, seeds, retain_graph, inputs, create_graph, then=accumulate)
 
 
 def grad(

@@ -1,6 +1,6 @@
 """Layers, Module and Parameter, with PyTorch's names, signatures and defaults."""
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import (
     CELU,
     ELU,
@@ -77,6 +77,7 @@ from .similarity import (
     TripletMarginLoss,
 )
 from .sparse import Embedding
+from .sync_batchnorm import SyncBatchNorm
 from .transformer import (
     TransformerDecoder,
     TransformerDecoderLayer,
@@ -85,11 +86,12 @@ from .transformer import (
 )
 
 __all__ = [
-    "functional", "init", "utils",
+    "functional", "init", "parallel", "utils",
     "Module", "Parameter", "StateDictError",
     "Sequential", "ModuleList", "ModuleDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "RMSNorm", "GroupNorm",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "RMSNorm",
+    "GroupNorm",
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "Identity", "Linear", "Flatten", "Embedding", "Dropout",

@@ -54,22 +54,37 @@ class _BatchNorm(Module):
             self.num_batches_tracked.data[...] = 0
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.ndim not in self.ranks:
+        self._check_input(x)
+        momentum = 0.0 if self.momentum is None else self.momentum
+        updating = self.training and self.track_running_stats
+        if updating and self.momentum is None:  # cumulative moving average, as in PyTorch
+            momentum = 1.0 / (int(self.num_batches_tracked.data) + 1)
+        out = self._normalize(x, momentum, updating)
+        if updating:  # counted only once the op has checked its input and run
+            self.num_batches_tracked.data += 1
+        return out
+
+    def _check_input(self, x: Tensor) -> None:
+        """x's rank is one of `ranks` (any from 2 where `ranks` is empty) and its axis 1 holds
+        num_features channels."""
+        if (x.ndim not in self.ranks) if self.ranks else (x.ndim < 2):
+            expected = " or ".join(map(str, self.ranks)) if self.ranks else "2 or more"
+            dims = ", ..." if not self.ranks or max(self.ranks) > 2 else ""
             raise ShapeError(
-                f"{type(self).__name__}: expected input of rank {' or '.join(map(str, self.ranks))}"
-                f" (N, C{', ...' if max(self.ranks) > 2 else ''}), got shape {tuple(x.shape)}"
+                f"{type(self).__name__}: expected input of rank {expected} (N, C{dims}), got "
+                f"shape {tuple(x.shape)}"
             )
         if x.shape[1] != self.num_features:
             raise ShapeError(
                 f"{type(self).__name__}: input has {x.shape[1]} channels (axis 1), the layer "
                 f"was built for num_features={self.num_features}"
             )
-        momentum = 0.0 if self.momentum is None else self.momentum
-        updating = self.training and self.track_running_stats
-        if updating and self.momentum is None:  # cumulative moving average, as in PyTorch
-            momentum = 1.0 / (int(self.num_batches_tracked.data) + 1)
+
+    def _normalize(self, x: Tensor, momentum: float, updating: bool) -> Tensor:
+        """The batch norm op: batch statistics in training (or without running ones), updating
+        the running ones where `updating`; the running ones in eval."""
         use_running = self.track_running_stats and (updating or not self.training)
-        out = ops.batch_norm(
+        return ops.batch_norm(
             x,
             self.weight,
             self.bias,
@@ -79,9 +94,6 @@ class _BatchNorm(Module):
             training=self.training or not self.track_running_stats,
             momentum=momentum,
         )
-        if updating:  # counted only once the op has checked its input and run
-            self.num_batches_tracked.data += 1
-        return out
 
     def extra_repr(self) -> str:
         return (

@@ -4,7 +4,8 @@ The batch goes through in chunks of images, in the column layout that makes the 
 (Columns): each chunk's columns are written by im2col and read by the GEMM while still in the
 last-level cache. A big batch's chunks run side by side, one thread per core BLAS uses, each GEMM
 on one core (minitrain.threads), so that the serial kernels between the GEMMs run in parallel
-too.
+too. On a GPU there is no cache to stay in and no thread to share: chunks would only multiply
+the kernel launches, so the whole batch goes through in one (bounded only by device memory).
 """
 
 from __future__ import annotations
@@ -27,16 +28,19 @@ _COL_CHUNK_BYTES = 12 << 20
 # Bytes of columns plus GEMM rows of the whole batch from which conv and conv_grad run its chunks
 # side by side: below it, the threads' start and BLAS's lost parallelism cost what they save.
 _SIDE_BY_SIDE_BYTES = 12 << 20
+# Bytes of columns plus GEMM output computed at once on a GPU: a generous bound on the
+# temporaries, which only a batch far larger than a training step's splits.
+_DEVICE_CHUNK_BYTES = 1 << 30
 
 
-def _shares(N: int, chunk_bytes, threads: int) -> list[list[slice]]:
+def _shares(N: int, chunk_bytes, threads: int, xp=np) -> list[list[slice]]:
     """The batch in about equal chunks of images, as many for each of `threads` threads (at most
     N), whose buffers, chunk_bytes(n) for n images, fit _COL_CHUNK_BYTES for all the threads
-    together (one image per chunk when even one does not fit): thread t's share is every
-    threads-th chunk from the t-th."""
+    together (_DEVICE_CHUNK_BYTES for arrays of xp on a GPU; one image per chunk when even one
+    does not fit): thread t's share is every threads-th chunk from the t-th."""
     if N == 0:
         return [[]]
-    budget = _COL_CHUNK_BYTES // threads
+    budget = (_COL_CHUNK_BYTES if xp is np else _DEVICE_CHUNK_BYTES) // threads
     size = max(1, min(N, budget // max(1, chunk_bytes(1))))
     while size > 1 and chunk_bytes(size) > budget:
         size -= 1
@@ -117,7 +121,7 @@ class Chunked(NamedTuple):
             return (rows + shifts * M) * columns.width(n) * dtype.itemsize
 
         threads = _thread_count(xp, N, chunk_bytes, W.size * dtype.itemsize)
-        shares = _shares(N, chunk_bytes, threads)
+        shares = _shares(N, chunk_bytes, threads, xp)
         size = max((part.stop - part.start for share in shares for part in share), default=0)
         return cls(
             columns,

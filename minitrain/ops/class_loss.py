@@ -65,9 +65,19 @@ def _check_weight(caller: str, weight, classes: int) -> None:
 
 
 def _check_class_range(caller: str, target, classes: int, ignore_index: int) -> None:
-    """Every target is a class in [0, classes) or ignore_index: an error, never a wrong read."""
+    """Every target is a class in [0, classes) or ignore_index: an error, never a wrong read.
+    On a GPU the check is deferred to the next read of a GPU value (backend.defer_check: read
+    now, it would wait for the GPU on every step); meanwhile CuPy's indexing wraps around."""
     bad = (target != ignore_index) & ((target < 0) | (target >= classes))
-    if bad.any():
+    any_bad = bad.any()
+    if type(target) is not np.ndarray and backend.defer_check(
+        any_bad,
+        IndexOutOfRangeError,
+        f"{caller}: a target is out of range for {classes} classes (valid: 0 to {classes - 1}, "
+        f"or ignore_index={ignore_index}); found on the GPU after the op ran",
+    ):
+        return
+    if any_bad:
         value = int(target[bad].ravel()[0])
         raise IndexOutOfRangeError(
             f"{caller}: target {value} is out of range for {classes} classes (valid: 0 to "

@@ -47,13 +47,23 @@ def check_constant(caller: str, **tensors) -> None:
 
 
 def mean_divisor(caller: str, total, what: str):
-    """The divisor of a 'mean' reduction, refused when it is 0 (PyTorch returns nan)."""
+    """The divisor of a 'mean' reduction, refused when it is 0 (PyTorch returns nan). A total
+    on a GPU is checked at the next read of a GPU value (backend.defer_check: read now, it
+    would wait for the GPU on every step), nan meanwhile where it is 0."""
+    if type(total) is not np.ndarray and backend.is_array(total):
+        zero = total == 0
+        if backend.defer_check(zero, ArgumentError, _divides_by_zero(caller, what)):
+            return backend.array_module(total).where(zero, total.dtype.type(np.nan), total)
     if total == 0:
-        raise ArgumentError(
-            f"{caller}: reduction='mean' over {what} divides by 0 (PyTorch returns nan); use "
-            f"reduction='sum', or leave such batches out"
-        )
+        raise ArgumentError(_divides_by_zero(caller, what))
     return total
+
+
+def _divides_by_zero(caller: str, what: str) -> str:
+    return (
+        f"{caller}: reduction='mean' over {what} divides by 0 (PyTorch returns nan); use "
+        f"reduction='sum', or leave such batches out"
+    )
 
 
 def reduce_losses(losses, reduction: str, divisor=None):

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from .. import backend
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 from .activation import sigmoid
@@ -437,9 +438,19 @@ class BinaryCrossEntropy(Op):
 
 
 def _check_probabilities(caller: str, name: str, values) -> None:
-    """Every element in [0, 1] (nan is not), as PyTorch checks: an error naming one outside."""
+    """Every element in [0, 1] (nan is not), as PyTorch checks: an error naming one outside.
+    On a GPU the check is deferred to the next read of a GPU value (backend.defer_check: read
+    now, it would wait for the GPU on every step)."""
     outside = ~((values >= 0) & (values <= 1))
-    if outside.any():
+    any_outside = outside.any()
+    if type(values) is not np.ndarray and backend.defer_check(
+        any_outside,
+        ArgumentError,
+        f"{caller}: every element of {name} must lie in [0, 1]; one outside was found on the "
+        f"GPU after the op ran",
+    ):
+        return
+    if any_outside:
         raise ArgumentError(
             f"{caller}: every element of {name} must lie in [0, 1], got "
             f"{values[outside].ravel()[0]}"

@@ -269,8 +269,11 @@ def _max_pool_grad(dY, indices, x_shape):
     dX = xp.zeros((planes, plane), dY.dtype)
     indices = indices.reshape(planes, positions)
     rows = xp.broadcast_to(xp.arange(planes)[:, None], indices.shape)
+    # windows over no input element (index -1) add 0 at position 0: no boolean mask, which on a
+    # GPU would read its count back to the host
     found = indices >= 0
-    backend.scatter_add(xp, dX, (rows[found], indices[found]), dY.reshape(planes, positions)[found])
+    dY = xp.where(found, dY.reshape(planes, positions), 0)
+    backend.scatter_add(xp, dX, (rows, xp.where(found, indices, 0)), dY)
     return dX.reshape(x_shape)
 
 

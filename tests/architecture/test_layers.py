@@ -18,6 +18,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "minitrain"
 LAYERS = {
     "foundation": (
         "minitrain.errors",
+        "minitrain.allocator",
         "minitrain.backend",
         "minitrain.cuda",
         "minitrain.threads",
@@ -29,6 +30,7 @@ LAYERS = {
         "minitrain.inplace",
         "minitrain.arguments",
         "minitrain.creation",
+        "minitrain.distributed",
     ),
     "autograd": ("minitrain.autograd", "minitrain.anomaly", "minitrain.gradcheck"),
     # autograd.functional (vjp, jacobian, hessian, ...) is built from ops: it sits in their layer

@@ -108,6 +108,7 @@ def test_a_batch_in_chunks_in_every_layout_on_the_device(
         lambda window, spatial, *_: columns_module.Columns.of(window, spatial, *layout),
     )
     monkeypatch.setattr(chunking, "_COL_CHUNK_BYTES", 1)
+    monkeypatch.setattr(chunking, "_DEVICE_CHUNK_BYTES", 1)  # a GPU's bound, else one chunk
     on_cpu = _conv_step(op, values, attrs, "cpu")
     for got, want in zip(_conv_step(op, values, attrs, "cuda"), on_cpu, strict=True):
         _close(got, want)

@@ -509,3 +509,22 @@ def test_digits_train_through_a_loader_end_to_end():
         assert inputs.shape[1:] == (1, 8, 8) and inputs.dtype == np.float32
         seen.extend(targets.numpy().tolist())
     assert len(loader) == 23 and len(seen) == len(train) == 1438 and len(test) == 359
+
+
+def test_a_sampler_gives_the_order_and_the_length():
+    dataset = data.TensorDataset(minitrain.tensor(np.arange(10.0)))
+    sampler = [7, 3, 9, 0, 5]
+    loader = data.DataLoader(dataset, batch_size=2, sampler=sampler)
+    batches = [batch[0].data.tolist() for batch in loader]
+    assert batches == [[7.0, 3.0], [9.0, 0.0], [5.0]] and len(loader) == 3
+    loader = data.DataLoader(dataset, batch_size=2, sampler=sampler, drop_last=True)
+    assert [batch[0].data.tolist() for batch in loader] == [[7.0, 3.0], [9.0, 0.0]]
+    assert len(loader) == 2
+
+
+def test_a_sampler_with_shuffle_or_without_a_length_is_refused():
+    dataset = data.TensorDataset(minitrain.tensor(np.arange(4.0)))
+    with pytest.raises(ArgumentError, match="sampler and shuffle=True are mutually exclusive"):
+        data.DataLoader(dataset, sampler=[0, 1], shuffle=True)
+    with pytest.raises(DTypeError, match="sampler must be an iterable of indices with a length"):
+        data.DataLoader(dataset, sampler=iter([0, 1]))
