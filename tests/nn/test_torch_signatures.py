@@ -37,7 +37,8 @@ FUNCTIONS = sorted(
     and value.__module__ == F.__name__
     and name not in BEYOND_TORCH
 )
-LAYERS = sorted(set(nn.__all__) - CONTAINERS - BEYOND_TORCH - {"functional", "init", "parallel", "utils"})
+SUBMODULES = {"functional", "init", "parallel", "utils"}
+LAYERS = sorted(set(nn.__all__) - CONTAINERS - BEYOND_TORCH - SUBMODULES)
 
 
 def _from_docstring(function) -> list[inspect.Parameter]:
