@@ -88,7 +88,11 @@ class Device:
         return np if self.type == "cpu" else _import_cupy()
 
     def __eq__(self, other):
-        other = device(other) if isinstance(other, str) else other
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except DeviceError:  # `in` and `==` ask anything; only device() refuses non-devices
+                return False
         return isinstance(other, Device) and (self.type, self.index) == (other.type, other.index)
 
     def __hash__(self):
@@ -126,6 +130,14 @@ def device_of(array) -> Device:
     if cupy is not None and isinstance(array, cupy.ndarray):
         return Device("cuda", array.device.id)
     raise DeviceError(f"device_of: not an array minitrain knows: {type(array).__name__}")
+
+
+def check_same_device(caller: str, arrays) -> None:
+    """A DeviceError naming `caller` and the devices where `arrays` (numbers skipped) are on more
+    than one: CuPy's own error, a TypeError about numpy arrays, would name neither."""
+    devices = {str(device_of(a)) for a in arrays if is_array(a)}
+    if len(devices) > 1:
+        raise DeviceError(f"{caller}: inputs are on different devices: {sorted(devices)}")
 
 
 def array_module(*arrays):
@@ -278,6 +290,14 @@ def _flat_positions(target, index):
         isinstance(e, np.ndarray) and e.dtype.kind in "iu" for e in entries
     ):
         return None
+    for axis, (entry, size) in enumerate(zip(entries, target.shape, strict=True)):
+        # "wrap" below takes negative indices from the end, as numpy does, but would also wrap
+        # the out-of-range ones np.add.at refuses: refuse them first, with numpy's message
+        outside = (entry < -size) | (entry >= size)
+        if outside.any():
+            raise IndexError(
+                f"index {entry[outside].flat[0]} is out of bounds for axis {axis} with size {size}"
+            )
     return np.ravel_multi_index(np.broadcast_arrays(*entries), target.shape, mode="wrap")
 
 

@@ -309,8 +309,11 @@ def _transfer(host_function):
 
     def create(obj=None, *args, **kwargs):
         if type(obj) is StrictArray:
-            obj = obj._memory
-        elif type(obj) in (list, tuple):
+            result = host_function(obj._memory, *args, **kwargs)
+            # asarray and ascontiguousarray of a device array that needs no change return it,
+            # as CuPy's do: writing to the result writes to obj
+            return obj if result is obj._memory else StrictArray(np.array(result, copy=True))
+        if type(obj) in (list, tuple):
             obj = _unwrap(obj, host_function.__name__) if _has_device_array(obj) else obj
         # a copy that owns its memory, as a transfer to the device is
         return StrictArray(np.array(host_function(obj, *args, **kwargs), copy=True))

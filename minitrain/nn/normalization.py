@@ -11,7 +11,10 @@ from .linear import layer_dtype
 from .module import Module, Parameter
 
 
-class _BatchNorm(Module):
+class BatchNormBase(Module):
+    """What BatchNorm1d/2d/3d and SyncBatchNorm share: PyTorch's parameters and buffers, the
+    momentum rule, the input checks; `_normalize` is the one step a subclass replaces."""
+
     ranks: tuple[int, ...] = ()
 
     def __init__(
@@ -103,19 +106,19 @@ class _BatchNorm(Module):
         )
 
 
-class BatchNorm1d(_BatchNorm):
+class BatchNorm1d(BatchNormBase):
     """Batch norm over (N, C) or (N, C, L), per channel C."""
 
     ranks = (2, 3)
 
 
-class BatchNorm2d(_BatchNorm):
+class BatchNorm2d(BatchNormBase):
     """Batch norm over (N, C, H, W), per channel C."""
 
     ranks = (4,)
 
 
-class BatchNorm3d(_BatchNorm):
+class BatchNorm3d(BatchNormBase):
     """Batch norm over (N, C, D, H, W), per channel C."""
 
     ranks = (5,)

@@ -49,16 +49,18 @@ class DistributedDataParallel(Module):
     global batch of B.
 
     At construction, the ranks check that they hold the same parameters and buffers (names,
-    shapes, dtypes: a DistributedError names the first that differs), and rank 0's values are
-    broadcast to all (`init_sync`). During backward, gradients are averaged in buckets of about
-    `bucket_cap_mb` MiB (the parameters in reverse order, the first bucket 1 MiB), each bucket's
-    non-blocking all-reduce started as soon as the last gradient in it is final, while backward
-    goes on; the end of backward waits for them and writes the averages to `.grad`. Buffers
-    (BatchNorm's running statistics) are broadcast from rank 0 before each forward
-    (`broadcast_buffers`); `nn.SyncBatchNorm` instead computes the statistics over all ranks.
-    `no_sync()` skips the averaging for gradient accumulation. A parameter that gets no
-    gradient on a rank contributes zeros; with `find_unused_parameters=True` a parameter that
-    gets none on every rank keeps its `.grad` as it was (otherwise it becomes zeros).
+    shapes, dtypes, requires_grad: a DistributedError names the first that differs), and rank
+    0's values are broadcast to all (`init_sync`). During backward, gradients are averaged in
+    buckets of about `bucket_cap_mb` MiB (the parameters in reverse order, the first bucket 1
+    MiB), each bucket's non-blocking all-reduce started as soon as the last gradient in it is
+    final, while backward goes on; the end of backward waits for them and writes the averages to
+    `.grad`. Buffers (BatchNorm's running statistics) are broadcast from rank 0 before each
+    forward that follows one that set up a synced backward (`broadcast_buffers`);
+    `nn.SyncBatchNorm` instead computes the statistics over all ranks. `no_sync()` skips the
+    averaging for gradient accumulation. A parameter that gets no gradient on a rank contributes
+    its `.grad` (zeros if None); with `find_unused_parameters=True` a parameter that gets none
+    on every rank, in this backward and the no_sync ones since the last sync, keeps its `.grad`
+    as it was.
     """
 
     def __init__(
@@ -125,6 +127,10 @@ class DistributedDataParallel(Module):
             id(p): (bucket, slot) for bucket in self.buckets for slot, p in enumerate(bucket.params)
         }
         self.sync_this_backward = False  # set by forward: the backward of its output averages
+        # PyTorch's name: the last forward set up a synced backward (or none ran yet), so the
+        # next forward broadcasts the buffers
+        self.require_forward_param_sync = True
+        self.used_under_no_sync = set()  # ids of parameters that got gradients since the sync
         self.reducing = False  # a backward has filled a bucket and queued the finish
         self.next_bucket = 0  # the buckets before it have started their all-reduce
         ddp = weakref.ref(self)
@@ -140,12 +146,15 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         if self.reducing:  # the last backward raised after its first gradient was bucketed
             self.abandon_backward()
-        self.sync_this_backward = self.require_backward_grad_sync and is_grad_enabled()
-        # as PyTorch's, buffers are broadcast only before a forward that sets up a synced
-        # backward: an evaluation under no_grad may run a different number of batches per rank
-        if self.sync_this_backward and self.broadcast_buffers and self.world_size > 1:
+        # as PyTorch's, buffers are broadcast before the forward that follows one that set up
+        # a synced backward: the first evaluation forward after training runs on rank 0's
+        # buffers, and the later ones (under no_grad, as many as each rank has batches) on them
+        # without a collective
+        if self.require_forward_param_sync and self.broadcast_buffers and self.world_size > 1:
             if self.buffers_to_sync:
                 _broadcast_from_rank0(self.buffers_to_sync)
+        self.sync_this_backward = self.require_backward_grad_sync and is_grad_enabled()
+        self.require_forward_param_sync = self.sync_this_backward
         return self.module(*inputs, **kwargs)
 
     @contextlib.contextmanager
@@ -163,6 +172,8 @@ class DistributedDataParallel(Module):
         """The engine's gradient-ready hook: copy the parameter's gradient (plus its `.grad` so
         far, accumulated under no_sync) into its bucket, and start the buckets that are full."""
         if not self.sync_this_backward:
+            if self.find_unused_parameters:  # used in the no_sync session: not unused at sync
+                self.used_under_no_sync.add(id(param))
             return
         if not self.reducing:
             self.reducing = True
@@ -217,7 +228,9 @@ class DistributedDataParallel(Module):
         if self.find_unused_parameters:  # which parameters no rank gave a gradient
             local = np.zeros(len(self.bucket_of), np.int32)
             for bucket, slot in unused:
-                local[bucket.first + slot] = 1
+                if id(bucket.params[slot]) not in self.used_under_no_sync:
+                    local[bucket.first + slot] = 1
+            self.used_under_no_sync.clear()
             distributed.all_reduce_buffer(local).wait()
             keep = {
                 (id(bucket), slot)
@@ -255,9 +268,11 @@ class DistributedDataParallel(Module):
 
 
 def _check_same_replicas(named: list, buffers: list) -> None:
-    """Raise on every rank where the ranks' parameters or buffers differ, naming the first."""
-    mine = [("parameter", name, tuple(p.shape), str(p.dtype)) for name, p in named]
-    mine += [("buffer", name, tuple(b.shape), str(b.dtype)) for name, b in buffers]
+    """Raise on every rank where the ranks' parameters or buffers differ, naming the first.
+    requires_grad counts: the gradient buckets hold the parameters that require grad, and
+    ranks whose buckets differ would all-reduce buffers of different lengths."""
+    mine = [("parameter", name, tuple(p.shape), str(p.dtype), p.requires_grad) for name, p in named]
+    mine += [("buffer", name, tuple(b.shape), str(b.dtype), False) for name, b in buffers]
     everyone = [None] * distributed.get_world_size()
     distributed.all_gather_object(everyone, mine)
     reference = everyone[0]
@@ -266,12 +281,12 @@ def _check_same_replicas(named: list, buffers: list) -> None:
             if ours == other:
                 continue
             if ours[:2] == other[:2]:
-                what = f"{ours[0]} '{ours[1]}' is {other[3]} of shape {other[2]} on rank {rank}"
+                what = f"{ours[0]} '{ours[1]}' is {_describe_entry(other)} on rank {rank}"
             else:
                 what = f"{ours[0]} {position} is {other[0]} '{other[1]}' on rank {rank}"
             raise DistributedError(
                 f"DistributedDataParallel: the ranks hold different models: {what}, but "
-                f"{ours[0]} '{ours[1]}', {ours[3]} of shape {ours[2]}, on rank 0; every rank "
+                f"{ours[0]} '{ours[1]}', {_describe_entry(ours)}, on rank 0; every rank "
                 f"must build the same model"
             )
         if len(theirs) != len(reference):
@@ -282,6 +297,13 @@ def _check_same_replicas(named: list, buffers: list) -> None:
                 f"{len(theirs)} parameters and buffers, rank 0 has {len(reference)}; the first "
                 f"only rank {rank_longer} has is {first[0]} '{first[1]}' of shape {first[2]}"
             )
+
+
+def _describe_entry(entry: tuple) -> str:
+    """A parameter or buffer as _check_same_replicas compares it, in words."""
+    kind, _, shape, dtype, requires_grad = entry
+    text = f"{dtype} of shape {shape}"
+    return f"{text}, requires_grad={requires_grad}" if kind == "parameter" else text
 
 
 def _broadcast_from_rank0(tensors: list) -> None:

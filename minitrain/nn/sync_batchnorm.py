@@ -12,7 +12,7 @@ from ..ops.normalization_common import needed_grads, param_dtype, scale_shift, w
 from ..ops.op import Op
 from ..tensor import Tensor
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormBase
 
 __all__ = ["SyncBatchNorm", "SyncBatchNormalization"]
 
@@ -97,7 +97,7 @@ class SyncBatchNormalization(Op, register=False):
         return needed_grads(ctx, (dx, sum_dy_x_hat.astype(dtype), sum_dy.astype(dtype)))
 
 
-class SyncBatchNorm(_BatchNorm):
+class SyncBatchNorm(BatchNormBase):
     """Batch norm over (N, C, *) whose training statistics are those of the whole batch across
     the ranks of minitrain.distributed (PyTorch's SyncBatchNorm): with the batch split over the
     ranks, outputs, gradients and running statistics are those of BatchNorm on the whole batch.
@@ -127,10 +127,11 @@ class SyncBatchNorm(_BatchNorm):
         )
 
     def _normalize(self, x: Tensor, momentum: float, updating: bool) -> Tensor:
-        """Batch statistics over every rank's batch (SyncBatchNormalization) where a process
-        group is up; BatchNorm's op otherwise."""
-        batch_statistics = self.training or not self.track_running_stats
-        if not batch_statistics or not distributed.is_initialized():
+        """Batch statistics over every rank's batch (SyncBatchNormalization) in training where a
+        process group is up; BatchNorm's op otherwise. As PyTorch's, eval mode never
+        synchronizes, even without running statistics: ranks may evaluate different numbers of
+        batches, and a collective that one rank skips would hang the others."""
+        if not self.training or not distributed.is_initialized():
             return super()._normalize(x, momentum, updating)
         check_floating("SyncBatchNorm", x=x.data)
         return SyncBatchNormalization.apply(

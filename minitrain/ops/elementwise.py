@@ -644,6 +644,8 @@ def _comparison(ufunc_name):
     def compare(a, b):
         x, y = (v.data if isinstance(v, Tensor) else v for v in (a, b))
         xp = backend.array_module(x, y)
+        if xp is not np:
+            backend.check_same_device(ufunc_name, (x, y))
         try:
             return Tensor(getattr(xp, ufunc_name)(x, y))
         except ValueError:

@@ -12,7 +12,7 @@ from .. import backend, versions
 from ..anomaly import check_forward
 from ..arguments import as_array
 from ..autograd import Node
-from ..errors import DeviceError, DTypeError, GraphError, ShapeError
+from ..errors import DTypeError, GraphError, ShapeError
 from ..grad_mode import recording
 from ..inplace import check_plain_view_input, note_plain_view
 from ..tensor import Tensor
@@ -321,7 +321,7 @@ class Op(metaclass=_OpType):
                 _promote(arrays, promoted)
         xp = np if backend.cupy is None else backend.array_module(*arrays)
         if xp is not np:
-            _check_same_device(cls, arrays)
+            backend.check_same_device(cls.name, arrays)
         records = any_grad and recording.enabled
         needs_grad = tuple(needs_grad) if records else (False,) * len(arrays)
         ctx = Ctx(cls, xp, needs_grad, records, attrs)
@@ -672,9 +672,3 @@ def _check_broadcast(op, arrays) -> None:
 def _any_float64(dtypes) -> bool:
     # not `_FLOAT64 in dtypes`: numpy reads dtype None as float64, so dtype('float64') == None
     return any(d is not None and d == _FLOAT64 for d in dtypes)
-
-
-def _check_same_device(op, arrays) -> None:
-    devices = {str(backend.device_of(a)) for a in arrays if backend.is_array(a)}
-    if len(devices) > 1:
-        raise DeviceError(f"{op.name}: inputs are on different devices: {sorted(devices)}")

@@ -41,6 +41,11 @@ def test_device_specs_parse_as_pytorch_spells_them():
     assert mt.device("cuda:0") != mt.device("cuda:1") and mt.device("cpu") != "cuda"
 
 
+def test_a_device_is_unequal_to_what_is_not_a_device_rather_than_an_error():
+    assert mt.device("cuda:0") != "tpu" and not mt.device("cpu") == "cpu:x"
+    assert mt.device("cpu") != 0 and mt.device("cpu") not in ["gpu", None]
+
+
 @pytest.mark.parametrize("spec", ["tpu", "cuda:x", "cuda:-1", "cuda:", "cpu:0", "CUDA", 0, None])
 def test_what_is_not_a_device_is_a_device_error_naming_it(spec):
     with pytest.raises(DeviceError, match="expected 'cpu', 'cuda' or 'cuda:N'") as info:
@@ -357,6 +362,20 @@ def test_the_stand_ins_generator_is_cupys_own_and_seeds_as_cupys():
         strict.random.seed(2**64)
 
 
+def test_the_stand_ins_asarray_returns_its_argument_as_cupys_does():
+    # cupy.asarray / ascontiguousarray of a device array already of that dtype and layout is
+    # the array itself, not a copy: code that writes to what asarray gave writes to its input
+    strict, _ = strict_device.build()
+    device_array = strict.asarray(np.arange(6.0).reshape(2, 3))
+    assert strict.asarray(device_array) is device_array
+    assert strict.ascontiguousarray(device_array) is device_array
+    assert strict.asarray(device_array, dtype=np.float32) is not device_array
+    assert strict.ascontiguousarray(device_array.T) is not device_array
+    assert strict.array(device_array) is not device_array  # array copies by default
+    host = np.zeros(3)
+    assert type(strict.asarray(host)) is strict.ndarray  # from the host: a new device array
+
+
 def test_seeds_beyond_cupys_range_seed_the_device_too(cuda_device):
     mt.manual_seed(2**64 + 9)  # numpy takes it; CuPy's generator gets it modulo 2**64
     first = mt.randn(4, device="cuda").tolist()
@@ -445,6 +464,25 @@ def test_an_op_given_two_devices_is_a_device_error_naming_both(cuda_device, name
     assert name in message and "'cpu'" in message and "'cuda:0'" in message
     assert tape.nodes == []  # refused before anything was recorded
     assert on_device.grad is None
+
+
+@pytest.mark.parametrize(
+    "name, compare",
+    [
+        ("greater", lambda a, b: a > b),
+        ("greater_equal", lambda a, b: b >= a),
+        ("equal", lambda a, b: a == b),
+        ("not_equal", lambda a, b: a != b),
+    ],
+)
+def test_a_comparison_given_two_devices_is_a_device_error_naming_both(cuda_device, name, compare):
+    on_device = mt.tensor([0.5, -1.0, 2.0], device="cuda")
+    on_cpu = mt.tensor([1.0, 2.0, 0.0])
+    with pytest.raises(DeviceError) as info:
+        compare(on_device, on_cpu)
+    message = str(info.value)
+    assert name in message and "'cpu'" in message and "'cuda:0'" in message
+    assert (on_device > 0.0).device == cuda_device  # numbers are not another device
 
 
 def test_a_zero_dim_cpu_tensor_is_refused_too_numbers_are_not(cuda_device):

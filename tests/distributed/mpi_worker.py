@@ -98,10 +98,51 @@ def bad_input_cases(rank: int) -> dict:
                 nn.Sequential(*[nn.Linear(3, 3) for _ in range(1 + rank)])
             )
         ),
+        # rank 1 froze a bias: its buckets would hold other parameters than rank 0's
+        "ddp_requires_grad": error_of(
+            lambda: DistributedDataParallel(
+                nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 2)).requires_grad_(True)
+                if rank == 0
+                else nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 2).requires_grad_(False))
+            )
+        ),
     }
     total = mt.ones(2)
     distributed.all_reduce(total)
     seen["usable_after"] = total.numpy().tolist()
+    return seen
+
+
+def buffers_and_unused_cases(rank: int) -> dict:
+    """What each rank holds where its own data made it differ from the other: BatchNorm's
+    running statistics at an evaluation right after a training step, and the gradient of a
+    parameter used only under no_sync (find_unused_parameters=True)."""
+    mt.manual_seed(0)
+    module = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).double()
+    model = DistributedDataParallel(module)
+    data = np.random.default_rng(rank).standard_normal((6, 3)) * (1 + rank)
+    model(mt.tensor(data)).sum().backward()  # each rank's running statistics its own
+    model.eval()
+    with mt.no_grad():
+        model(mt.tensor(data))  # as PyTorch's: rank 0's buffers first (the last forward synced)
+    seen = {"running_mean_at_eval": module[1].running_mean.numpy().tolist()}
+
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.always, self.sometimes = nn.Linear(3, 1), nn.Linear(3, 1)
+
+        def forward(self, x, both):
+            out = self.always(x)
+            return out + self.sometimes(x) if both else out
+
+    mt.manual_seed(0)
+    heads = TwoHeads().double()
+    model = DistributedDataParallel(heads, find_unused_parameters=True)
+    with model.no_sync():
+        model(mt.tensor(data), both=True).sum().backward()
+    model(mt.tensor(data), both=False).sum().backward()
+    seen["no_sync_only_grad"] = heads.sometimes.weight.grad.numpy().tolist()
     return seen
 
 
@@ -124,6 +165,7 @@ def main() -> None:
     ddp_cases(rank)
     sync_batchnorm_case(rank)
     seen.update(bad_input_cases(rank))
+    seen.update(buffers_and_unused_cases(rank))
     seen.update(timeout_case(rank))
     with open(os.path.join(OUT, f"rank{rank}.json"), "w") as file:
         json.dump(seen, file)

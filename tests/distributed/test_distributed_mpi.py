@@ -105,6 +105,7 @@ def test_sync_batchnorm_on_two_ranks_equals_batchnorm_on_the_whole_batch(run):
         ("collective_kinds", ["rank 0 called barrier", "rank 1 called all_reduce"]),
         ("ddp_shapes", ["DistributedDataParallel", "parameter '0.weight'", "(6, 4)", "(5, 4)"]),
         ("ddp_count", ["DistributedDataParallel", "rank 1 has 4", "rank 0 has 2", "'1.weight'"]),
+        ("ddp_requires_grad", ["parameter '1.weight'", "requires_grad=False on rank 1"]),
     ],
 )
 def test_ranks_that_disagree_raise_on_every_rank(run, case, words):
@@ -119,6 +120,21 @@ def test_the_group_still_works_after_the_ranks_disagreed(run):
     for rank in (0, 1):
         assert seen(run, rank)["world_size"] == 2
         assert seen(run, rank)["usable_after"] == [2.0, 2.0]
+
+
+def test_an_evaluation_after_a_synced_step_starts_from_rank_0s_buffers(run):
+    # as PyTorch's: the forward after one that set up a synced backward broadcasts the buffers
+    np.testing.assert_array_equal(
+        seen(run, 1)["running_mean_at_eval"], seen(run, 0)["running_mean_at_eval"]
+    )
+
+
+def test_a_parameter_used_only_under_no_sync_is_averaged_with_find_unused_parameters(run):
+    # as PyTorch's: a parameter used in the no_sync backwards counts as used, so every rank
+    # takes the average of the ranks' accumulated gradients, not its own
+    np.testing.assert_array_equal(
+        seen(run, 1)["no_sync_only_grad"], seen(run, 0)["no_sync_only_grad"]
+    )
 
 
 def test_a_rank_left_alone_in_a_collective_times_out(run):

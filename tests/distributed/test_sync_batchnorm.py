@@ -56,6 +56,16 @@ def test_eval_mode_and_no_process_group_are_batchnorms(world):
     np.testing.assert_allclose(synced(mt.tensor(x)).numpy(), plain(mt.tensor(x)).numpy())
 
 
+def test_eval_mode_without_running_statistics_does_not_synchronize(world):
+    # as PyTorch's: only training synchronizes, so ranks may evaluate different batch counts
+    x = np.random.default_rng(1).standard_normal((5, 3, 4))
+    plain = nn.BatchNorm1d(3, track_running_stats=False).double().eval()
+    synced = nn.SyncBatchNorm(3, track_running_stats=False).double().eval()
+    out = synced(mt.tensor(x, requires_grad=True))
+    assert out.grad_fn.op is not SyncBatchNormalization
+    np.testing.assert_allclose(out.numpy(), plain(mt.tensor(x)).numpy(), rtol=1e-12)
+
+
 def test_before_init_process_group_it_runs_batch_norm():
     out = nn.SyncBatchNorm(3)(mt.tensor(np.ones((4, 3)), requires_grad=True))
     assert out.grad_fn.op is not SyncBatchNormalization

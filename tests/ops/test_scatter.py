@@ -665,3 +665,19 @@ def test_scatter_takes_src_or_value_and_index_add_a_whole_alpha_for_integers():
     with pytest.raises(DTypeError, match="whole number"):
         integers = mt.zeros(2, dtype=np.int64)
         integers.index_add(0, mt.tensor([0]), mt.ones(1, dtype=np.int64), alpha=0.5)
+
+
+def test_index_add_out_of_range_raises_as_numpy_instead_of_wrapping():
+    """The CPU's bincount path takes negative indices from the end, as numpy does, and refuses
+    out-of-range ones, as np.add.at does (its flat positions would otherwise wrap around)."""
+    from minitrain import backend
+
+    target = np.zeros((3, 4))
+    rows, columns = np.array([0, 2]), np.array([1, 4])
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        backend.scatter_add(np, target, (rows, columns), np.ones(2))
+    assert not target.any()
+    backend.scatter_add(np, target, (np.array([-1, -1]), np.array([-4, 0])), np.ones(2))
+    expected = np.zeros((3, 4))
+    np.add.at(expected, (np.array([-1, -1]), np.array([-4, 0])), 1.0)
+    np.testing.assert_array_equal(target, expected)
