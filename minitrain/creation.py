@@ -59,19 +59,20 @@ def full(shape, fill_value, dtype=float32, requires_grad: bool = False, device=N
 def randn(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
     """Standard normal samples from the generator seeded by `manual_seed` (the CPU's, or on a
     GPU cupy.random's)."""
-    shape, dtype = shape_args(shape), np.dtype(dtype)
-
-    where = backend.CPU if device is None else backend.device(device)
-    return _made(device, lambda xp: backend.draw(where, "normal", shape, dtype), requires_grad)
+    return _drawn("normal", shape, dtype, requires_grad, device)
 
 
 def rand(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
     """Uniform samples in [0, 1) from the generator seeded by `manual_seed` (the CPU's, or on a
     GPU cupy.random's)."""
-    shape, dtype = shape_args(shape), np.dtype(dtype)
+    return _drawn("uniform", shape, dtype, requires_grad, device)
 
+
+def _drawn(kind: str, shape, dtype, requires_grad: bool, device) -> Tensor:
+    """A tensor of backend.draw's values (which draws on the device, in its context)."""
     where = backend.CPU if device is None else backend.device(device)
-    return _made(device, lambda xp: backend.draw(where, "uniform", shape, dtype), requires_grad)
+    values = backend.draw(where, kind, shape_args(shape), np.dtype(dtype))
+    return Tensor(values, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, device=None):
