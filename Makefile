@@ -11,7 +11,7 @@ BENCH_ARGS ?=
 # Only the folders that exist (ruff fails on a missing path).
 LINT_PATHS := $(wildcard minitrain tests benchmarks examples)
 
-.PHONY: install test demo bench gpu-check lint clean notebooks
+.PHONY: install test demo bench gpu-check lint clean notebooks dist wheel-check
 
 install: $(STAMP)
 
@@ -58,3 +58,13 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -not -path './.git/*' -exec rm -rf {} +
+
+# The wheel and the sdist into dist/ (the version is minitrain.__version__).
+dist: install
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist
+
+# Build both, check the wheel holds the package alone, install it into a fresh venv outside the
+# checkout (with $(PYTHON)) and train a few steps there; pip show must give the version.
+wheel-check: install
+	PYTHON=$(PYTHON) .ci/wheel_check

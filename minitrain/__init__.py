@@ -38,7 +38,7 @@ from .tensor import Tensor
 
 cat = concat
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "empty", "empty_like", "full", "randn", "rand", "arange",
