@@ -17,14 +17,9 @@ from op_samples import (
     unary_samples,
     uniform,
 )
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
-
 
 # PyTorch's own op cannot serve as the reference for second derivatives: hardsigmoid has no
 # double backward ("not implemented"), and mish's overflows to nan past x = 709 (mish(x) = x to

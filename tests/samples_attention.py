@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 from op_samples import Draw, Sample, draws, normal
+from reference import torch
 
 import minitrain as mt
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _attention(name: str, q, k, v, *extra, **kw) -> Sample:

@@ -13,14 +13,10 @@ from __future__ import annotations
 import math
 
 from op_samples import Sample, distinct, draws, normal
+from reference import torch
 
 from minitrain import ops
 from minitrain.nn import functional
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _torch_pad(onnx_pads) -> list[int]:

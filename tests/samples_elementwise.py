@@ -20,14 +20,10 @@ from op_samples import (
     positive,
     unary_samples,
 )
+from reference import torch
 
 import minitrain as mt
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _binary(call, ref, left=normal, right=normal, number=2.5) -> list[Sample]:

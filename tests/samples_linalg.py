@@ -5,13 +5,9 @@ matmul of vectors, matrices and broadcast batches; linear with and without its b
 from __future__ import annotations
 
 from op_samples import Sample, draws, normal
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _matmul(name, shape_a, shape_b) -> Sample:

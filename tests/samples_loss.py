@@ -7,14 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 from op_samples import Draw, Sample, draws, labels, normal, positive, probabilities
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
-
 
 SAMPLES: dict[str, list[Sample]] = {
     # Class-index targets and constant weights get no gradient: `grad` names the inputs that do.

@@ -5,13 +5,9 @@ the last one and the last two dims, with and without their parameters."""
 from __future__ import annotations
 
 from op_samples import Sample, draws, nonzero, normal, positive
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _batch_norm(name, shape, params=2, **kw) -> Sample:

@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 from op_samples import Draw, Sample, draws, normal
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _einsum(name, equation, *shapes) -> Sample:

@@ -6,13 +6,9 @@ torch.gru_cell."""
 from __future__ import annotations
 
 from op_samples import Sample, draws, normal, uniform
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _torch_lstm_cell(x, state, *weights):

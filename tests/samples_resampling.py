@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 from op_samples import Draw, Sample, distinct, draws, normal
+from reference import torch
 
 import minitrain as mt
 from minitrain import ops
 from minitrain.nn import functional
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _interpolate(name, shape, **kw) -> Sample:

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 from op_samples import Draw, Sample, distinct, draws, normal, with_zeros
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _scan(op_name: str, cases) -> list[Sample]:

@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 from op_samples import Draw, Sample, draws, indices, normal
+from reference import torch
 
 import minitrain as mt
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 
 def _torch_index(index):

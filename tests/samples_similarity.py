@@ -12,15 +12,11 @@ import warnings
 
 import numpy as np
 from op_samples import Draw, Sample, draws, normal, positive
+from reference import torch
 
 import minitrain as mt
 from minitrain import ops
 from minitrain.nn import functional
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
 
 SAMPLES: dict[str, list[Sample]] = {}
 

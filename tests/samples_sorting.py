@@ -11,14 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 from op_samples import Draw, Sample, distinct, draws, normal
+from reference import torch
 
 from minitrain import ops
-
-try:
-    import torch
-except ImportError:  # the PyTorch comparison skips itself; the table still loads
-    torch = None
-
 
 SAMPLES: dict[str, list[Sample]] = {
     "median": [

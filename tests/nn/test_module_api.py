@@ -8,13 +8,12 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from reference import torch
 
 import minitrain as mt
 from minitrain import nn
 from minitrain.errors import ArgumentError, DTypeError, ShapeError
 from minitrain.nn import init
-
-torch = pytest.importorskip("torch")
 
 LIBRARIES = [(nn, mt.tensor), (torch.nn, torch.tensor)]
 

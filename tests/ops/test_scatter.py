@@ -146,24 +146,25 @@ def torch_full(shape, value):
     return torch.full(tuple(shape), value, dtype=torch.float64)
 
 
-def _inputs(values, dtype=np.float64):
-    """minitrain and torch inputs: floating arrays in dtype, requiring grad."""
-    import torch
-
-    ours = [
+def _ours(values, dtype=np.float64):
+    """minitrain inputs: floating arrays in dtype, requiring grad."""
+    return [
         mt.tensor(v.astype(dtype) if v.dtype.kind == "f" else v, requires_grad=v.dtype.kind == "f")
         for v in map(np.asarray, values)
     ]
-    theirs = [
+
+
+def _theirs(torch, values):
+    """The same inputs as torch tensors (float64)."""
+    return [
         torch.tensor(np.asarray(v), requires_grad=np.asarray(v).dtype.kind == "f") for v in values
     ]
-    return ours, theirs
 
 
 @pytest.mark.parametrize("name", sorted(COMPOSED))
 def test_composed_selection_matches_torch(torch, name):
     values, call, ref = COMPOSED[name]
-    ours, theirs = _inputs(values)
+    ours, theirs = _ours(values), _theirs(torch, values)
     out, expected = call(*ours), ref(*theirs)
     assert out.shape == tuple(expected.shape) and out.dtype == np.float64
     np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
@@ -183,7 +184,7 @@ NOT_THE_DERIVATIVE = {"scatter_repeats_dim1"}
 @pytest.mark.parametrize("name", sorted(COMPOSED.keys() - NOT_THE_DERIVATIVE))
 def test_composed_selection_gradchecks_to_second_order(name):
     values, call, _ = COMPOSED[name]
-    ours, _ = _inputs(values)
+    ours = _ours(values)
     assert mt.gradcheck(call, ours)
     assert mt.gradgradcheck(call, ours)
 
@@ -191,7 +192,7 @@ def test_composed_selection_gradchecks_to_second_order(name):
 @pytest.mark.parametrize("name", sorted(COMPOSED))
 def test_composed_selection_keeps_float32(name):
     values, call, _ = COMPOSED[name]
-    ours, _ = _inputs(values, np.float32)
+    ours = _ours(values, np.float32)
     out = call(*ours)
     assert out.dtype == np.float32
     out.backward(np.ones(out.shape, np.float32))

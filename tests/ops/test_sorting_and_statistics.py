@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import torch
 
 import minitrain as mt
 from minitrain.errors import ArgumentError, DimensionError, DTypeError, ShapeError
-
-torch = pytest.importorskip("torch")
 
 
 def _numpy(value):

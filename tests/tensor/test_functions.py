@@ -9,11 +9,10 @@ import re
 import numpy as np
 import pytest
 from parameter_names import parameter_names
+from reference import torch
 
 import minitrain as mt
 from minitrain.errors import ArgumentError, DTypeError
-
-torch = pytest.importorskip("torch")
 
 # name -> extra arguments after the input, as both libraries take them
 CALLS = {

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import torch
 
 import minitrain as mt
 from minitrain.errors import ArgumentError, DTypeError
-
-torch = pytest.importorskip("torch")
 
 
 def _pair(shape=(2, 3), seed=0, dtype=np.float64):

@@ -5,11 +5,10 @@ import math
 
 import numpy as np
 import pytest
+from reference import torch
 
 import minitrain as mt
 from minitrain.errors import ArgumentError, DTypeError, ShapeError
-
-torch = pytest.importorskip("torch")
 
 X = np.random.default_rng(0).standard_normal((3, 4))
 MASK = np.random.default_rng(1).random((3, 4)) < 0.5
