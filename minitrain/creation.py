@@ -11,6 +11,13 @@ from .arguments import as_array, as_dtype, shape_args
 from .errors import ArgumentError, DTypeError
 from .tensor import Tensor
 
+__all__ = [
+    "tensor", "zeros", "empty", "ones", "full", "randn", "rand", "arange", "eye", "linspace",
+    "randint", "randperm", "zeros_like", "empty_like", "ones_like", "full_like", "randn_like",
+    "rand_like",
+]  # fmt: skip
+
+
 float16, float32, float64 = np.float16, np.float32, np.float64
 int32, int64 = np.int32, np.int64
 
@@ -38,6 +45,8 @@ def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
 
 
 def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (sizes spread out or as one sequence) filled with 0; float32 unless
+    `dtype` is given."""
     return _filled(0, shape, dtype, requires_grad, device)
 
 
@@ -49,10 +58,14 @@ def empty(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Te
 
 
 def ones(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (sizes spread out or as one sequence) filled with 1; float32 unless
+    `dtype` is given."""
     return _filled(1, shape, dtype, requires_grad, device)
 
 
 def full(shape, fill_value, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (an int or a sequence) filled with `fill_value`. `dtype` is float32
+    unless given, whatever `fill_value` is: PyTorch infers bool or int64 from a bool or int."""
     return _filled(fill_value, (shape,), dtype, requires_grad, device)
 
 
@@ -184,24 +197,38 @@ def _like(t: Tensor, dtype, device):
 
 
 def zeros_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """Zeros of `t`'s shape, in `t`'s dtype and on its device unless `dtype` or `device` is
+    given."""
     return zeros(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
 
 
 def empty_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """An uninitialized tensor (see `empty`) of `t`'s shape, in `t`'s dtype and on its device
+    unless `dtype` or `device` is given."""
     return empty(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
 
 
 def ones_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """Ones of `t`'s shape, in `t`'s dtype and on its device unless `dtype` or `device` is
+    given."""
     return ones(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
 
 
 def full_like(t: Tensor, fill_value, dtype=None, requires_grad=False, device=None) -> Tensor:
+    """A tensor of `t`'s shape filled with `fill_value`, in `t`'s dtype (`fill_value` cast to
+    it) and on its device unless `dtype` or `device` is given."""
     return full(t.shape, fill_value, requires_grad=requires_grad, **_like(t, dtype, device))
 
 
 def randn_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """Standard normal samples (see `randn`) of `t`'s shape, in `t`'s dtype and on its device
+    unless `dtype` or `device` is given. An integer dtype truncates the samples toward zero
+    (PyTorch refuses one)."""
     return randn(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
 
 
 def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """Uniform samples in [0, 1) (see `rand`) of `t`'s shape, in `t`'s dtype and on its device
+    unless `dtype` or `device` is given. An integer dtype truncates every sample to 0 (PyTorch
+    refuses one)."""
     return rand(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))

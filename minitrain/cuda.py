@@ -8,6 +8,11 @@ import numbers
 from . import backend
 from .errors import DeviceError
 
+__all__ = [
+    "is_available", "device_count", "current_device", "synchronize", "manual_seed",
+    "manual_seed_all",
+]  # fmt: skip
+
 
 def is_available() -> bool:
     """Whether a GPU can be used: CuPy is installed and sees at least one."""

@@ -16,6 +16,11 @@ from . import backend, distributed
 from .errors import ArgumentError, DTypeError, ShapeError
 from .tensor import Tensor
 
+__all__ = [
+    "Dataset", "TensorDataset", "Subset", "random_split", "default_collate", "DataLoader",
+    "DistributedSampler", "load_digits",
+]  # fmt: skip
+
 
 class Dataset:
     """Base class of map-style data sets: `dataset[i]` is sample i for 0 <= i < len(dataset)."""

@@ -214,12 +214,16 @@ class Work:
         self._world, self._requests, self._finish, self._caller = world, requests, finish, caller
 
     def is_completed(self) -> bool:
+        """Whether the collective has finished, without blocking; when it has, its result is
+        written."""
         if self._requests and not self._world.mpi.Request.Testall(self._requests):
             return False
         self._complete()
         return True
 
     def wait(self, timeout: datetime.timedelta | None = None) -> bool:
+        """Block until the collective is done, write its result and return True. Past `timeout`
+        (default: the group's) it raises a DistributedError, and the group is unusable after."""
         if self._requests:
             seconds = None if timeout is None else _timeout_seconds(timeout, "Work.wait")
             _wait(self._world, self._requests, self._caller, seconds)

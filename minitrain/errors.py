@@ -6,6 +6,12 @@ or a class index out of range is a DimensionError or IndexOutOfRangeError, both 
 KeyError for a missing or bad name (ModuleDict, History), and RuntimeError from
 clip_grad_norm_ on a non-finite norm, as in PyTorch."""
 
+__all__ = [
+    "MinitrainError", "ArgumentError", "ShapeError", "DimensionError", "IndexOutOfRangeError",
+    "DTypeError", "DeviceError", "GraphError", "GradcheckError", "DistributedError",
+    "CheckpointError",
+]  # fmt: skip
+
 
 class MinitrainError(Exception):
     """Base class of every error minitrain raises on purpose (see the module docstring)."""

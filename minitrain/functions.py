@@ -75,6 +75,7 @@ def _of_tensor(method):
 
 
 def is_tensor(obj) -> bool:
+    """Whether `obj` is a minitrain Tensor (a Parameter is one)."""
     return isinstance(obj, Tensor)
 
 
@@ -165,22 +166,31 @@ def floor_divide(input, other):  # noqa: A002
 
 
 def bitwise_and(input, other):  # noqa: A002
+    """`input & other`, elementwise, on integer or bool operands; either may be a number, as in
+    `bitwise_and(1, x)`."""
     return ops.bitwise_and(input, other)
 
 
 def bitwise_or(input, other):  # noqa: A002
+    """`input | other`, elementwise, on integer or bool operands; either may be a number."""
     return ops.bitwise_or(input, other)
 
 
 def bitwise_xor(input, other):  # noqa: A002
+    """`input ^ other`, elementwise, on integer or bool operands; either may be a number."""
     return ops.bitwise_xor(input, other)
 
 
 def bitwise_left_shift(input, other):  # noqa: A002
+    """`input << other`, elementwise, on integers (bool counts as an integer); either may be a
+    number. A shift by a negative count or by the dtype's width or more gives 0."""
     return ops.bitwise_left_shift(input, other)
 
 
 def bitwise_right_shift(input, other):  # noqa: A002
+    """`input >> other`, elementwise, on integers, filling in the sign; either may be a number.
+    A shift by a negative count or by the dtype's width or more gives 0, or -1 where `input`
+    is negative."""
     return ops.bitwise_right_shift(input, other)
 
 
@@ -320,16 +330,22 @@ index_add = _of_tensor(Tensor.index_add)
 
 
 def reshape(input, shape):  # noqa: A002
+    """`input` with the same elements in `shape` (a sequence; one size may be -1): a view of
+    its memory where the layout allows, else a copy."""
     _check_tensor(input, "reshape")
     return input.reshape(shape)
 
 
 def permute(input, dims):  # noqa: A002
+    """`input` with its dims reordered as `dims` (a sequence, negative dims counted from the
+    end): a view of its memory."""
     _check_tensor(input, "permute")
     return input.permute(dims)
 
 
 def broadcast_to(input, size):  # noqa: A002
+    """`input` repeated along new leading dims and dims of size 1 to reach `size`: a read-only
+    view. A size of -1 is refused (PyTorch keeps that dim as it is)."""
     _check_tensor(input, "broadcast_to")
     return input.broadcast_to(size)
 
@@ -374,23 +390,31 @@ def einsum(*args):
 
 # comparing vectors, rearranging images (ops/similarity.py, ops/resampling.py)
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """The cosine of the angle between `x1` and `x2` along `dim`, each norm raised to at least
+    `eps`; `x1` and `x2` broadcast, their common dtype floating. `dim` is dropped from the
+    output."""
     _check_tensor(x1, "cosine_similarity", "x1")
     _check_tensor(x2, "cosine_similarity", "x2")
     return ops.cosine_similarity(x1, x2, dim, eps)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The `p`-norm of `x1 - x2 + eps` along the last dim, `x1` and `x2` broadcast; `keepdim`
+    keeps that dim with size 1."""
     _check_tensor(x1, "pairwise_distance", "x1")
     _check_tensor(x2, "pairwise_distance", "x2")
     return ops.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
 def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    """`(*, C * r**2, H, W)` rearranged to `(*, C, H * r, W * r)`, with `r = upscale_factor`."""
     _check_tensor(input, "pixel_shuffle")
     return ops.pixel_shuffle(input, upscale_factor)
 
 
 def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    """`(*, C, H * r, W * r)` rearranged to `(*, C * r**2, H, W)`, with `r = downscale_factor`:
+    the inverse of `pixel_shuffle`."""
     _check_tensor(input, "pixel_unshuffle")
     return ops.pixel_unshuffle(input, downscale_factor)
 

@@ -12,6 +12,8 @@ from .errors import ArgumentError, DTypeError, GradcheckError
 from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor
 
+__all__ = ["gradcheck", "gradgradcheck"]
+
 
 def _as_float64(value):
     if isinstance(value, Tensor) and value.dtype.kind == "f":

@@ -191,6 +191,7 @@ class InPlaceMethods:
         versions.note_write(self.data)
 
     def requires_grad_(self, requires_grad: bool = True):
+        """Set whether autograd records operations on this tensor (a leaf), in place; returns it."""
         self.requires_grad = requires_grad
         return self
 
@@ -203,66 +204,87 @@ class InPlaceMethods:
         return self
 
     def add_(self, other, *, alpha=1):
+        """In-place `add`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self + (other if alpha == 1 else other * alpha), "add_")
 
     def sub_(self, other, *, alpha=1):
+        """In-place `sub`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self - (other if alpha == 1 else other * alpha), "sub_")
 
     def mul_(self, other):
+        """In-place `mul`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self * other, "mul_")
 
     def div_(self, other, *, rounding_mode=None):
+        """In-place `div`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.div(other, rounding_mode=rounding_mode), "div_")
 
     def pow_(self, exponent):
+        """In-place `pow`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self**exponent, "pow_")
 
     def neg_(self):
+        """In-place `neg`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: -self, "neg_")
 
     def abs_(self):
+        """In-place `abs`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.abs, "abs_")
 
     def exp_(self):
+        """In-place `exp`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.exp, "exp_")
 
     def log_(self):
+        """In-place `log`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.log, "log_")
 
     def sqrt_(self):
+        """In-place `sqrt`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.sqrt, "sqrt_")
 
     def rsqrt_(self):
+        """In-place `rsqrt`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.rsqrt, "rsqrt_")
 
     def square_(self):
+        """In-place `square`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.square, "square_")
 
     def reciprocal_(self):
+        """In-place `reciprocal`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.reciprocal, "reciprocal_")
 
     def sin_(self):
+        """In-place `sin`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.sin, "sin_")
 
     def cos_(self):
+        """In-place `cos`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.cos, "cos_")
 
     def sign_(self):
+        """In-place `sign`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.sign, "sign_")
 
     def floor_(self):
+        """In-place `floor`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.floor, "floor_")
 
     def ceil_(self):
+        """In-place `ceil`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.ceil, "ceil_")
 
     def trunc_(self):
+        """In-place `trunc`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.trunc, "trunc_")
 
     def round_(self, *, decimals: int = 0):
+        """In-place `round`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.round(decimals=decimals), "round_")
 
     def cumsum_(self, dim, *, dtype=None):
+        """In-place `cumsum`: its result written into this tensor, which is returned."""
         if dtype is not None and np.dtype(dtype) != self.dtype:
             raise DTypeError(
                 f"cumsum_: dtype {np.dtype(dtype)} is not the tensor's own {self.dtype}: an "
@@ -271,33 +293,43 @@ class InPlaceMethods:
         return write_in_place(self, lambda: self.cumsum(dim), "cumsum_")
 
     def tril_(self, diagonal: int = 0):
+        """In-place `tril`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.tril(diagonal), "tril_")
 
     def triu_(self, diagonal: int = 0):
+        """In-place `triu`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.triu(diagonal), "triu_")
 
     def relu_(self):
+        """In-place `relu`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.relu, "relu_")
 
     def sigmoid_(self):
+        """In-place `sigmoid`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.sigmoid, "sigmoid_")
 
     def tanh_(self):
+        """In-place `tanh`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.tanh, "tanh_")
 
     def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
+        """In-place `clamp`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.clamp(min, max), "clamp_")
 
     def clip_(self, min=None, max=None):  # noqa: A002
+        """In-place `clip`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.clip(min, max), "clip_")
 
     def clamp_min_(self, min):  # noqa: A002
+        """In-place `clamp_min`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.clamp_min(min), "clamp_min_")
 
     def clamp_max_(self, max):  # noqa: A002
+        """In-place `clamp_max`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.clamp_max(max), "clamp_max_")
 
     def masked_fill_(self, mask, value):
+        """In-place `masked_fill`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.masked_fill(mask, value), "masked_fill_")
 
     def fill_(self, value):
@@ -305,6 +337,7 @@ class InPlaceMethods:
         return _fill(self, value, "fill_")
 
     def zero_(self):
+        """Every element set to zero, in place; returns the tensor."""
         return _fill(self, 0, "zero_")
 
     def copy_(self, src):
@@ -323,13 +356,17 @@ class InPlaceMethods:
         return _copy(self, type(self)(values), "normal_")
 
     def __iadd__(self, other):
+        """In-place `__iadd_`: its result written into this tensor, which is returned."""
         return self.add_(other)
 
     def __isub__(self, other):
+        """In-place `__isub_`: its result written into this tensor, which is returned."""
         return self.sub_(other)
 
     def __imul__(self, other):
+        """In-place `__imul_`: its result written into this tensor, which is returned."""
         return self.mul_(other)
 
     def __itruediv__(self, other):
+        """In-place `__itruediv_`: its result written into this tensor, which is returned."""
         return self.div_(other)

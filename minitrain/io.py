@@ -20,6 +20,9 @@ from . import backend
 from .errors import ArgumentError, CheckpointError, DTypeError
 from .tensor import Tensor
 
+__all__ = ["save", "load", "write_atomically"]
+
+
 FORMAT_NAME = "minitrain.checkpoint"
 FORMAT_VERSION = 1
 STRUCTURE_MEMBER = "__minitrain__"  # the archive member holding the JSON document

@@ -73,6 +73,10 @@ class Tensor(InPlaceMethods):
 
     @property
     def requires_grad(self) -> bool:
+        """Whether ops on this tensor are recorded so that a gradient can flow to it.
+
+        Only a floating-point tensor can require grad (DTypeError otherwise); a tensor computed by a
+        recorded op requires grad and cannot be set back to False (GraphError: use `detach()`)."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -104,6 +108,8 @@ class Tensor(InPlaceMethods):
 
     @property
     def is_leaf(self) -> bool:
+        """Whether the tensor is a leaf, not computed by a recorded op (no `grad_fn`): a tensor
+        made by the user, or any result computed without recording."""
         return self.node is None
 
     @property
@@ -163,6 +169,8 @@ class Tensor(InPlaceMethods):
 
     @property
     def retains_grad(self) -> bool:
+        """Whether `retain_grad()` was called on this non-leaf tensor, so that backward
+        keeps its gradient in `.grad`; False for leaves."""
         return self.node is not None and self.node.retains_grad
 
     def _accumulate_grad(self, grad, owned: bool = False) -> None:
@@ -187,18 +195,23 @@ class Tensor(InPlaceMethods):
 
     @property
     def shape(self) -> tuple:
+        """The size of each dim, as a tuple of ints (PyTorch's `torch.Size`)."""
         return self.data.shape
 
     @property
     def ndim(self) -> int:
+        """The number of dims."""
         return self.data.ndim
 
     @property
     def dtype(self):
+        """The element type, a numpy dtype (`np.float32`, `np.int64`, `np.bool_`, ...)."""
         return self.data.dtype
 
     @property
     def device(self) -> backend.Device:
+        """Where the data lives, a `Device`: `cpu` or `cuda:N`; it compares equal to its
+        string (`x.device == "cpu"`)."""
         return backend.device_of(self.data)
 
     @property
@@ -208,17 +221,23 @@ class Tensor(InPlaceMethods):
 
     @property
     def xp(self):
+        """The array module of the data: `numpy` on the CPU, `cupy` on a GPU."""
         return backend.array_module(self.data)
 
     def size(self, dim: int | None = None):
+        """The shape as a tuple of ints, or with `dim` the size of that one dim (negative
+        counts from the end)."""
         return self.data.shape if dim is None else self.data.shape[dim]
 
     def numel(self) -> int:
+        """The number of elements, the product of the shape (`nelement` is the same
+        method)."""
         return int(self.data.size)
 
     nelement = numel
 
     def dim(self) -> int:
+        """The number of dims, as `ndim`."""
         return self.data.ndim
 
     def __len__(self) -> int:
@@ -239,6 +258,8 @@ class Tensor(InPlaceMethods):
         return self.data
 
     def item(self):
+        """The value of a one-element tensor as a Python number (ShapeError for any other
+        size). On a GPU, reading it first raises any failed device-side check kept until then."""
         if self.data.size != 1:
             raise ShapeError(f"item: the tensor has {self.data.size} elements, not 1")
         if type(self.data) is not np.ndarray:
@@ -246,6 +267,8 @@ class Tensor(InPlaceMethods):
         return self.data.reshape(()).item()
 
     def tolist(self):
+        """The elements as nested Python lists (a Python number for a 0-d tensor). On a
+        GPU, reading them first raises any failed device-side check kept until then."""
         if type(self.data) is not np.ndarray:
             backend.raise_deferred_checks()
         return self.data.tolist()
@@ -308,6 +331,8 @@ class Tensor(InPlaceMethods):
         return ops.cast(self, self.dtype)
 
     def cpu(self) -> Tensor:
+        """The tensor on the CPU: itself if it is there already, else a copy recorded in the
+        graph (`to("cpu")`)."""
         return self.to("cpu")
 
     def cuda(self, device=None) -> Tensor:
@@ -317,15 +342,24 @@ class Tensor(InPlaceMethods):
         return self.to(device)
 
     def float(self) -> Tensor:
+        """As float32 (`to(np.float32)`): recorded, and the tensor itself if it is float32
+        already."""
         return self.to(np.dtype(np.float32))
 
     def double(self) -> Tensor:
+        """As float64 (`to(np.float64)`): recorded, and the tensor itself if it is float64
+        already."""
         return self.to(np.dtype(np.float64))
 
     def half(self) -> Tensor:
+        """As float16 (`to(np.float16)`): recorded, and the tensor itself if it is float16
+        already."""
         return self.to(np.dtype(np.float16))
 
     def astype(self, dtype) -> Tensor:
+        """Cast to `dtype`, numpy's spelling: always a new tensor, a copy even where the
+        dtype does not change. Recorded to a floating dtype, outside the graph to an integer or bool
+        one (which has no gradient)."""
         return ops.cast(self, dtype)
 
     def long(self) -> Tensor:
@@ -467,12 +501,23 @@ class Tensor(InPlaceMethods):
     # PyTorch's method forms of the operators, and contiguous.
 
     def add(self, other, *, alpha=1):
+        """`input + alpha * other`, elementwise, broadcasting; `other` may be a number.
+
+        Dtypes promote as in PyTorch; for integer operands `alpha` must be an integer (DTypeError),
+        as in PyTorch."""
         return ops.add(self, other, alpha=alpha)
 
     def sub(self, other, *, alpha=1):
+        """`input - alpha * other`, elementwise, broadcasting; `other` may be a number.
+        `subtract` is the same method.
+
+        Dtypes promote as in PyTorch; for integer operands `alpha` must be an integer (DTypeError),
+        as in PyTorch."""
         return ops.sub(self, other, alpha=alpha)
 
     def mul(self, other):
+        """`input * other`, elementwise, broadcasting; `other` may be a number. `multiply` is
+        the same method."""
         return Mul.apply(self, other)
 
     def div(self, other, *, rounding_mode=None):
@@ -480,9 +525,13 @@ class Tensor(InPlaceMethods):
         return ops.div(self, other, rounding_mode=rounding_mode)
 
     def true_divide(self, other):
+        """`input / other`, elementwise, broadcasting: true division, where integer
+        operands give float32 (`div` without `rounding_mode`)."""
         return Div.apply(self, other)
 
     def neg(self):
+        """`-input`, elementwise; a bool tensor is refused, as in PyTorch. `negative` is the
+        same method."""
         return Neg.apply(self)
 
     # PyTorch's other spellings of the same
@@ -495,35 +544,59 @@ class Tensor(InPlaceMethods):
     # Elementwise math and activations: each method calls its op.
 
     def exp(self):
+        """The elementwise exponential, `e ** x`; integer and bool tensors compute in
+        float32."""
         return ops.exp(self)
 
     def log(self):
+        """The elementwise natural logarithm (-inf at 0, NaN below); integer and bool tensors
+        compute in float32."""
         return ops.log(self)
 
     def sqrt(self):
+        """The elementwise square root (NaN below 0); integer and bool tensors compute in
+        float32."""
         return ops.sqrt(self)
 
     def abs(self):
+        """The elementwise absolute value, `|x|`; the gradient at 0 is 0. A bool tensor is
+        refused, as in PyTorch."""
         return ops.abs(self)
 
     def pow(self, exponent):
+        """`input ** exponent`, elementwise, broadcasting; `exponent` is a tensor or a number.
+
+        An integer tensor to a negative integer number is refused (ArgumentError), as in PyTorch; a
+        tensor of integer exponents gives 0 where one is negative (but for bases 1 and -1). The
+        gradient of `0 ** 0` is 0."""
         return ops.pow(self, exponent)
 
     def maximum(self, other):
+        """The elementwise maximum of the tensor and `other`, broadcasting; where the two are
+        equal, each gets half the gradient. A NaN in either gives NaN."""
         return ops.maximum(self, other)
 
     def minimum(self, other):
+        """The elementwise minimum of the tensor and `other`, broadcasting; where the two are
+        equal, each gets half the gradient. A NaN in either gives NaN."""
         return ops.minimum(self, other)
 
     def clip(self, min=None, max=None):  # noqa: A002 (PyTorch's and numpy's names)
+        """The elements limited to `[min, max]`; `clamp` is the same method.
+
+        Either bound may be None, not both (ArgumentError). Bounds are numbers: tensor bounds, which
+        PyTorch takes, are refused (use `maximum` / `minimum`). The gradient passes where
+        `min <= x <= max`."""
         return ops.clip(self, min, max)
 
     clamp = clip
 
     def clamp_min(self, min):  # noqa: A002
+        """The elements limited from below by the number `min`: `clamp(min=min)`."""
         return ops.clip(self, min, None)
 
     def clamp_max(self, max):  # noqa: A002
+        """The elements limited from above by the number `max`: `clamp(max=max)`."""
         return ops.clip(self, None, max)
 
     def square(self):
@@ -539,83 +612,138 @@ class Tensor(InPlaceMethods):
         return ops.div(1, self)
 
     def sin(self):
+        """The elementwise sine (radians); integer and bool tensors compute in float32."""
         return ops.sin(self)
 
     def cos(self):
+        """The elementwise cosine (radians); integer and bool tensors compute in float32."""
         return ops.cos(self)
 
     # Transcendental and two-operand math (ops/transcendental.py, ops/binary_math.py).
 
     def log2(self):
+        """The elementwise base-2 logarithm (-inf at 0, NaN below); integer and bool tensors
+        compute in float32."""
         return ops.log2(self)
 
     def log10(self):
+        """The elementwise base-10 logarithm (-inf at 0, NaN below); integer and bool
+        tensors compute in float32."""
         return ops.log10(self)
 
     def exp2(self):
+        """The elementwise `2 ** x`; integer and bool tensors compute in float32."""
         return ops.exp2(self)
 
     def expm1(self):
+        """The elementwise `exp(x) - 1`, accurate for small x; integer and bool tensors
+        compute in float32."""
         return ops.expm1(self)
 
     def log1p(self):
+        """The elementwise `log(1 + x)`, accurate for small x; integer and bool tensors
+        compute in float32."""
         return ops.log1p(self)
 
     def erf(self):
+        """The elementwise error function, `2 / sqrt(pi)` times the integral of `exp(-t**2)`
+        from 0 to x; integer and bool tensors compute in float32."""
         return ops.erf(self)
 
     def erfc(self):
+        """The elementwise complementary error function, `1 - erf(x)`, accurate in the right
+        tail; integer and bool tensors compute in float32."""
         return ops.erfc(self)
 
     def tan(self):
+        """The elementwise tangent (radians); integer and bool tensors compute in float32."""
         return ops.tan(self)
 
     def asin(self):
+        """The elementwise arcsine, in [-pi/2, pi/2] (NaN outside [-1, 1]); integer and bool
+        tensors compute in float32. `arcsin` is the same method (numpy's name)."""
         return ops.asin(self)
 
     def acos(self):
+        """The elementwise arccosine, in [0, pi] (NaN outside [-1, 1]); integer and bool
+        tensors compute in float32. `arccos` is the same method (numpy's name)."""
         return ops.acos(self)
 
     def atan(self):
+        """The elementwise arctangent, in (-pi/2, pi/2); integer and bool tensors compute in
+        float32. `arctan` is the same method (numpy's name)."""
         return ops.atan(self)
 
     def sinh(self):
+        """The elementwise hyperbolic sine; integer and bool tensors compute in float32."""
         return ops.sinh(self)
 
     def cosh(self):
+        """The elementwise hyperbolic cosine; integer and bool tensors compute in float32."""
         return ops.cosh(self)
 
     def asinh(self):
+        """The elementwise inverse hyperbolic sine; integer and bool tensors compute in
+        float32. `arcsinh` is the same method (numpy's name)."""
         return ops.asinh(self)
 
     def acosh(self):
+        """The elementwise inverse hyperbolic cosine, >= 0 (NaN below 1); integer and bool
+        tensors compute in float32. `arccosh` is the same method (numpy's name)."""
         return ops.acosh(self)
 
     def atanh(self):
+        """The elementwise inverse hyperbolic tangent (+-inf at +-1, NaN beyond); integer
+        and bool tensors compute in float32. `arctanh` is the same method (numpy's name)."""
         return ops.atanh(self)
 
     def atan2(self, other):
+        """The elementwise angle of the point (`other`, the tensor's element), in
+        [-pi, pi]: `atan(input / other)` in the quadrant the two signs give. Broadcasting; integers
+        and bools compute in float32; at the origin the gradient is 0. `arctan2` is the same method
+        (numpy's name)."""
         return ops.atan2(self, other)
 
     def hypot(self, other):
+        """`sqrt(input**2 + other**2)`, elementwise, broadcasting, without overflow; floating
+        operands only (DTypeError otherwise), as in PyTorch."""
         return ops.hypot(self, other)
 
     def logaddexp(self, other):
+        """`log(exp(input) + exp(other))`, elementwise, broadcasting, without overflow;
+        floating operands only (DTypeError otherwise), as in PyTorch."""
         return ops.logaddexp(self, other)
 
     def copysign(self, other):
+        """The elements' magnitudes with the signs of `other`'s (-0.0 counts as
+        negative), broadcasting; integers and bools compute in float32. `other` gets a zero
+        gradient, as in PyTorch."""
         return ops.copysign(self, other)
 
     def lerp(self, end, weight):
+        """Linear interpolation from the tensor to `end`: `input + weight * (end - input)`,
+        elementwise, all three broadcasting; `weight` is a number or a tensor.
+
+        As in PyTorch, the tensor and `end` must be floating point and of one dtype, and so must a
+        `weight` tensor of one dim or more (a 0-d one stands for its number)."""
         return ops.lerp(self, end, weight)
 
     def fmod(self, other):
+        """The remainder of `input / other` with the sign of the tensor's element (C's
+        fmod), elementwise, broadcasting. Integers stay integers (a zero divisor is refused,
+        ArgumentError); bools are refused, as in PyTorch."""
         return ops.fmod(self, other)
 
     def remainder(self, other):
+        """`input % other`: the remainder with the sign of `other` (Python's %),
+        elementwise, broadcasting. Integers stay integers (a zero divisor is refused,
+        ArgumentError); bools are refused, as in PyTorch."""
         return ops.remainder(self, other)
 
     def floor_divide(self, other):
+        """`input // other`, the quotient rounded down (Python's //), elementwise,
+        broadcasting. Integers stay integers (a zero divisor is refused, ArgumentError); bools are
+        refused. The gradient is zero, as that of PyTorch's `div(rounding_mode="floor")`."""
         return ops.floor_divide(self, other)
 
     # PyTorch's numpy spellings of the same
@@ -625,24 +753,36 @@ class Tensor(InPlaceMethods):
     # Tests, logic and bits: bool or integer results, outside the graph (ops/predicates.py).
 
     def isnan(self):
+        """True where an element is NaN: a bool tensor, outside the graph."""
         return ops.isnan(self)
 
     def isinf(self):
+        """True where an element is inf or -inf: a bool tensor, outside the graph."""
         return ops.isinf(self)
 
     def isposinf(self):
+        """True where an element is inf: a bool tensor, outside the graph."""
         return ops.isposinf(self)
 
     def isneginf(self):
+        """True where an element is -inf: a bool tensor, outside the graph."""
         return ops.isneginf(self)
 
     def isfinite(self):
+        """True where an element is neither NaN nor infinite: a bool tensor, outside the
+        graph."""
         return ops.isfinite(self)
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True where `|input - other| <= atol + rtol * |other|`, elementwise, broadcasting,
+        or where the two are equal (infinities of one sign): a bool tensor, outside the graph.
+
+        NaNs are close only with `equal_nan=True`. As in PyTorch, two tensors must share a dtype
+        (DTypeError otherwise); integers and bools compare in float32."""
         return ops.isclose(self, other, rtol, atol, equal_nan)
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+        """Whether `isclose` holds for every element, as a Python bool."""
         return ops.allclose(self, other, rtol, atol, equal_nan)
 
     def equal(self, other) -> bool:
@@ -650,33 +790,55 @@ class Tensor(InPlaceMethods):
         return ops.array_equal(self, other)
 
     def logical_and(self, other):
+        """The elementwise logical and of the tensor and `other`, broadcasting, any dtype
+        (nonzero is True): a bool tensor, outside the graph."""
         return ops.logical_and(self, other)
 
     def logical_or(self, other):
+        """The elementwise logical or of the tensor and `other`, broadcasting, any dtype
+        (nonzero is True): a bool tensor, outside the graph."""
         return ops.logical_or(self, other)
 
     def logical_xor(self, other):
+        """The elementwise logical xor of the tensor and `other`, broadcasting, any dtype
+        (nonzero is True): a bool tensor, outside the graph."""
         return ops.logical_xor(self, other)
 
     def logical_not(self):
+        """The elementwise logical not, any dtype (nonzero is True): a bool tensor,
+        outside the graph."""
         return ops.logical_not(self)
 
     def bitwise_and(self, other):
+        """`input & other`, elementwise, broadcasting, on integer or bool operands
+        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
         return ops.bitwise_and(self, other)
 
     def bitwise_or(self, other):
+        """`input | other`, elementwise, broadcasting, on integer or bool operands
+        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
         return ops.bitwise_or(self, other)
 
     def bitwise_xor(self, other):
+        """`input ^ other`, elementwise, broadcasting, on integer or bool operands
+        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
         return ops.bitwise_xor(self, other)
 
     def bitwise_not(self):
+        """`~input`, elementwise: each bit flipped for integers, the logical not for
+        bools (other dtypes are refused); outside the graph."""
         return ops.bitwise_not(self)
 
     def bitwise_left_shift(self, other):
+        """`input << other`, elementwise, broadcasting, on integers (a bool
+        operand promotes to an integer one); a shift by a negative count, or by the dtype's width or
+        more, gives 0. Outside the graph."""
         return ops.bitwise_left_shift(self, other)
 
     def bitwise_right_shift(self, other):
+        """`input >> other`, elementwise, broadcasting, on integers, the sign
+        filled in; a shift by a negative count, or by the dtype's width or more, gives 0 (-1 for a
+        negative element). Outside the graph."""
         return ops.bitwise_right_shift(self, other)
 
     def sign(self):
@@ -716,12 +878,18 @@ class Tensor(InPlaceMethods):
         return ops.triu(self, diagonal)
 
     def relu(self):
+        """`max(x, 0)`, elementwise; the gradient at 0 is 0. An integer tensor stays integer;
+        a bool tensor is refused, as in PyTorch."""
         return ops.relu(self)
 
     def sigmoid(self):
+        """`1 / (1 + exp(-x))`, elementwise, without overflow; integer and bool tensors
+        compute in float32, as in PyTorch."""
         return ops.sigmoid(self)
 
     def tanh(self):
+        """The elementwise hyperbolic tangent; integer and bool tensors compute in float32, as
+        in PyTorch."""
         return ops.tanh(self)
 
     def softmax(self, dim=None, dtype=None, *, axis=None):
@@ -736,6 +904,9 @@ class Tensor(InPlaceMethods):
         return ops.log_softmax(x, dim_arg(dim, axis, "log_softmax"))
 
     def matmul(self, other):
+        """The matrix product `input @ other`: 1-D operands are vectors, dims before the
+        last two are batch dims and broadcast. Both must share a dtype (DTypeError otherwise): no
+        promotion, as in PyTorch."""
         return ops.matmul(self, other)
 
     # Reductions: PyTorch's dim and keepdim, or numpy's axis and keepdims.
@@ -744,14 +915,29 @@ class Tensor(InPlaceMethods):
     # undocumented) spellings of dim and keepdim
 
     def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The sum of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+        `keepdim=True` keeps each reduced dim with size 1. Integer and bool tensors sum to int64,
+        as in PyTorch. `dtype` (a floating dtype, or int64) casts the tensor first, recorded. `axis`
+        and `keepdims` are numpy's names for `dim` and `keepdim`."""
         x = ops.cast_first(self, dtype, "sum", int64=True)
         return ops.sum(x, dim_arg(dim, axis, "sum"), keepdim_arg(keepdim, keepdims))
 
     def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The mean of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+        Floating tensors only, as in PyTorch: an integer one needs `dtype=` (a floating dtype, cast
+        first, recorded). Over no elements it is NaN. `keepdim=True` keeps each reduced dim with
+        size 1; `axis` and `keepdims` are numpy's names for `dim` and `keepdim`."""
         x = ops.cast_first(self, dtype, "mean")
         return ops.mean(x, dim_arg(dim, axis, "mean"), keepdim_arg(keepdim, keepdims))
 
     def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The product of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+        Integer and bool tensors multiply in int64, as in PyTorch; the gradient is exact where
+        elements are zero. `dtype` (a floating dtype, or int64) casts the tensor first, recorded.
+        `keepdim`, `axis` and `keepdims` as in `sum`."""
         x = ops.cast_first(self, dtype, "prod", int64=True)
         return ops.prod(x, dim_arg(dim, axis, "prod"), keepdim_arg(keepdim, keepdims))
 
@@ -773,6 +959,9 @@ class Tensor(InPlaceMethods):
         return ops.cummin(self, dim_arg(dim, axis, "cummin"))
 
     def logcumsumexp(self, dim=None, *, axis=None):
+        """The running `log(sum(exp(x)))` along `dim`, without overflow; the shape
+        stays. `dim` (or numpy's `axis`) must be given, one int; floating tensors only, as in
+        PyTorch."""
         return ops.logcumsumexp(self, dim_arg(dim, axis, "logcumsumexp"))
 
     def norm(self, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=None):
@@ -785,9 +974,19 @@ class Tensor(InPlaceMethods):
         return ops.norm(self, p, dim_arg(dim, axis, "norm"), keepdim_arg(keepdim, keepdims))
 
     def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The maximum over `dim` (an int, a tuple of ints, or None for all), values only.
+
+        Tied maxima share the gradient evenly; a slice holding NaN has maximum NaN and a NaN
+        gradient. An empty dim is refused (ShapeError). `axis` and `keepdims` are numpy's names for
+        `dim` and `keepdim`."""
         return ops.max(self, dim_arg(dim, axis, "amax"), keepdim_arg(keepdim, keepdims))
 
     def amin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The minimum over `dim` (an int, a tuple of ints, or None for all), values only.
+
+        Tied minima share the gradient evenly; a slice holding NaN has minimum NaN and a NaN
+        gradient. An empty dim is refused (ShapeError). `axis` and `keepdims` are numpy's names for
+        `dim` and `keepdim`."""
         return ops.min(self, dim_arg(dim, axis, "amin"), keepdim_arg(keepdim, keepdims))
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
@@ -804,15 +1003,27 @@ class Tensor(InPlaceMethods):
         return values_and_indices(self, "min", dim, keepdim_arg(keepdim, keepdims))
 
     def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether every element over `dim` (an int, a tuple of ints, or None for all) is
+        nonzero: a bool tensor, outside the graph; True over no elements; uint8 for a uint8 tensor,
+        as in PyTorch."""
         return ops.all(self, dim_arg(dim, axis, "all"), keepdim_arg(keepdim, keepdims))
 
     def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether some element over `dim` (an int, a tuple of ints, or None for all) is
+        nonzero: a bool tensor, outside the graph; False over no elements; uint8 for a uint8 tensor,
+        as in PyTorch."""
         return ops.any(self, dim_arg(dim, axis, "any"), keepdim_arg(keepdim, keepdims))
 
     def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the first maximum along one int `dim`, or in the flattened tensor
+        where `dim` is None: an int64 tensor, outside the graph. A NaN counts as the maximum; a bool
+        tensor is refused, as in PyTorch."""
         return ops.argmax(self, dim_arg(dim, axis, "argmax"), keepdim_arg(keepdim, keepdims))
 
     def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the first minimum along one int `dim`, or in the flattened tensor
+        where `dim` is None: an int64 tensor, outside the graph. A NaN counts as the minimum; a bool
+        tensor is refused, as in PyTorch."""
         return ops.argmin(self, dim_arg(dim, axis, "argmin"), keepdim_arg(keepdim, keepdims))
 
     def var(
@@ -832,6 +1043,9 @@ class Tensor(InPlaceMethods):
         return ops.std(self, dim_arg(dim, axis, "std"), keepdim_arg(keepdim, keepdims), correction)
 
     def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """`log(sum(exp(x)))` over `dim`, without overflow: an int, a tuple of ints, or
+        None for all elements (PyTorch requires a dim). Integer and bool tensors compute in float32;
+        over no elements it is -inf. `keepdim`, `axis` and `keepdims` as in `sum`."""
         return ops.logsumexp(self, dim_arg(dim, axis, "logsumexp"), keepdim_arg(keepdim, keepdims))
 
     def aminmax(self, *, dim=None, keepdim=False):
@@ -839,6 +1053,8 @@ class Tensor(InPlaceMethods):
         return ops.aminmax(self, dim=dim, keepdim=keepdim)
 
     def count_nonzero(self, dim=None):
+        """The number of nonzero elements (NaN counts) over `dim`: an int, a tuple of
+        ints, or None for all. An int64 tensor, outside the graph."""
         return ops.count_nonzero(self, dim)
 
     def median(self, dim=None, keepdim=False):
@@ -846,25 +1062,51 @@ class Tensor(InPlaceMethods):
         return ops.median(self, dim, keepdim)
 
     def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The `q`-th quantiles along `dim` (of all elements where None), as PyTorch's.
+
+        `q` is a number or a 1-D tensor of the tensor's dtype, in [0, 1]; a 1-D `q` adds a leading
+        dim, one quantile per level. `interpolation` says how a rank between two sorted values is
+        read: "linear", "lower", "higher", "midpoint" or "nearest". A slice holding NaN gives NaN.
+        Floating, non-empty tensors only; the gradient goes to the elements read."""
         return ops.quantile(self, q, dim, keepdim, interpolation=interpolation)
 
     # Sorting: values gathered where the indices say, the indices outside the graph.
 
     def sort(self, dim=-1, descending=False, *, stable=False):
+        """`(values, indices)`: the elements sorted along `dim`, ascending unless
+        `descending`, and where each came from.
+
+        The order is always stable (`stable` is accepted); NaN sorts as the largest value. The
+        values' gradient goes to the elements they came from; the int64 indices are outside the
+        graph."""
         return ops.sort(self, dim, descending, stable=stable)
 
     def argsort(self, dim=-1, descending=False, *, stable=False):
+        """The int64 indices that sort the elements along `dim`, ascending unless
+        `descending` (`sort`'s indices: stable, NaN the largest), outside the graph."""
         return ops.argsort(self, dim, descending, stable=stable)
 
     def topk(self, k, dim=None, largest=True, sorted=True):
+        """`(values, indices)` of the `k` largest elements along `dim` (the last by default),
+        or the `k` smallest with `largest=False`.
+
+        Always sorted, largest (smallest) first, equal elements in index order (`sorted=False` is
+        accepted); NaN is the largest value. A bool tensor is refused, as in PyTorch. The values'
+        gradient goes to the elements picked."""
         return ops.topk(self, k, dim, largest, sorted)
 
     def kthvalue(self, k, dim=None, keepdim=False):
+        """`(values, indices)` of the `k`-th smallest element (k from 1) along `dim` (the
+        last by default), NaN the largest value; `keepdim=True` keeps `dim` with size 1. A bool
+        tensor is refused, as in PyTorch. The values' gradient goes to the element picked."""
         return ops.kthvalue(self, k, dim, keepdim)
 
     # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
 
     def reshape(self, *shape):
+        """The same elements in a new shape, given spread out (`x.reshape(2, 3)`) or as one
+        sequence (`x.reshape((2, 3))`); one size may be -1, inferred from the others.
+        A view of the tensor's memory where the layout allows, else a copy (see `view`)."""
         return ops.reshape(self, shape_args(shape))
 
     def view(self, *shape):
@@ -887,15 +1129,21 @@ class Tensor(InPlaceMethods):
         return ops.reshape(self, other.shape)
 
     def reshape_as(self, other: Tensor):
+        """Reshaped to `other`'s shape: `reshape(other.shape)`."""
         return ops.reshape(self, other.shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        """Dims `start_dim` to `end_dim` (both included) merged into one; a 0-d tensor
+        becomes 1-D."""
         return ops.flatten(self, start_dim, end_dim)
 
     def transpose(self, dim0: int, dim1: int):
+        """Dims `dim0` and `dim1` swapped (a view)."""
         return ops.transpose(self, dim0, dim1)
 
     def permute(self, *dims):
+        """The dims reordered, given spread out or as one sequence: the result's dim `i` is
+        the tensor's dim `dims[i]` (a view)."""
         return ops.permute(self, shape_args(dims))
 
     @property
@@ -971,6 +1219,9 @@ class Tensor(InPlaceMethods):
     # Rearranging (ops/rearrange.py).
 
     def roll(self, shifts, dims=None):
+        """The elements moved `shifts` places along `dims` (an int or a tuple, one shift per
+        dim), those pushed past the end coming back at the start; with `dims` None, along the
+        flattened tensor (one shift), the shape kept."""
         return ops.roll(self, shifts, dims)
 
     def unfold(self, dimension: int, size: int, step: int):
@@ -978,78 +1229,151 @@ class Tensor(InPlaceMethods):
         return ops.unfold(self, dimension, size, step)
 
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
+        """The diagonal `offset` (above the main one where positive) of the matrices in
+        dims `dim1` and `dim2`: those dims are removed and a last dim holds the diagonal. A copy,
+        where PyTorch's is a view."""
         return ops.diagonal(self, offset, dim1, dim2)
 
     def diag(self, diagonal: int = 0):
+        """A 1-D tensor as a square matrix with it on its diagonal `diagonal` (zeros
+        elsewhere); a 2-D tensor's diagonal `diagonal` as a 1-D tensor. Other ranks are refused."""
         return ops.diag(self, diagonal)
 
     def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1):
+        """Matrices with the tensor's last dim on their diagonal `offset`, zeros
+        elsewhere, in new dims `dim1` and `dim2` of the result: the inverse of `diagonal`."""
         return ops.diag_embed(self, offset, dim1, dim2)
 
     def unflatten(self, dim: int, sizes):
+        """Dim `dim` split into dims of `sizes` (one may be -1, inferred), whose product
+        must be that dim's size: the inverse of `flatten`."""
         return ops.unflatten(self, dim, sizes)
 
     def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+        """Each element repeated `repeats` times in place along `dim` (the
+        flattened tensor where `dim` is None).
+
+        `repeats` is an int, or an integer tensor of one count per element of that dim. Without
+        `repeats`, the tensor holds the counts, and the result is `0, 1, ...`, each repeated its
+        count. `output_size`, if given, must be the result's length along `dim`."""
         return ops.repeat_interleave(self, repeats, dim, output_size=output_size)
 
     def movedim(self, source, destination):
+        """Dims `source` (an int or a tuple) moved to the places `destination`, the others
+        keeping their order; `moveaxis` is the same method (numpy's name)."""
         return ops.movedim(self, source, destination)
 
     moveaxis = movedim
 
     def narrow(self, dim: int, start, length: int):
+        """The `length` elements from `start` along `dim` (a view); `start` may be negative,
+        counting from the end, or a 0-d integer tensor."""
         return ops.narrow(self, dim, start, length)
 
     def swapaxes(self, axis0: int, axis1: int):
+        """Dims `axis0` and `axis1` swapped: `transpose`, numpy's name."""
         return ops.swapaxes(self, axis0, axis1)
 
     def swapdims(self, dim0: int, dim1: int):
+        """Dims `dim0` and `dim1` swapped: `transpose`, another of PyTorch's names."""
         return ops.swapdims(self, dim0, dim1)
 
     def rot90(self, k: int = 1, dims=(0, 1)):
+        """Rotated `k` quarter turns in the plane of the two `dims`, from the first dim
+        towards the second; `k` may be negative. Needs at least 2 dims."""
         return ops.rot90(self, k, dims)
 
     # Selection and scatter by index (ops/scattering.py), and their in-place forms.
 
     def nonzero(self, *, as_tuple: bool = False):
+        """The indices of the nonzero elements (NaN counts), in row-major order, outside
+        the graph: an int64 tensor of shape `(count, ndim)`, or with `as_tuple=True` one 1-D int64
+        tensor per dim (a 0-d tensor counting as 1-D)."""
         return ops.nonzero(self, as_tuple=as_tuple)
 
     def argwhere(self):
+        """The indices of the nonzero elements as the rows of an int64 `(count, ndim)`
+        tensor, outside the graph: `nonzero()`."""
         return ops.argwhere(self)
 
     def masked_select(self, mask):
+        """The elements where the bool `mask` is True, as a 1-D tensor in row-major
+        order; the tensor and `mask` broadcast against each other first. The gradient goes back to
+        the elements selected."""
         return ops.masked_select(self, mask)
 
     def masked_scatter(self, mask, source):
+        """A copy with the places where the bool `mask` is True filled, in row-major
+        order, by the first elements of `source` (taken flat; at least as many as the mask selects).
+
+        `mask` broadcasts with the tensor; `source` must have its dtype. The gradient goes to the
+        tensor outside the mask and to the elements of `source` used."""
         return ops.masked_scatter(self, mask, source)
 
     def masked_scatter_(self, mask, source):
+        """`masked_scatter` in place: changes the tensor and returns it. As in
+        PyTorch, a leaf that requires grad changes in place only under `no_grad`."""
         return write_in_place(self, lambda: self.masked_scatter(mask, source), "masked_scatter_")
 
     def index_select(self, dim: int, index):
+        """The slices at `index` (a 1-D int64 or int32 tensor, or a 0-d one) along
+        `dim`, in index's order, repeats allowed: the shape with `dim` of size `len(index)`. An
+        element picked more than once gets the sum of its gradients."""
         return ops.index_select(self, dim, index)
 
     def take_along_dim(self, indices, dim=None):
+        """The elements at `indices` (an int64 tensor) along `dim`: `gather` after the
+        tensor and `indices` broadcast against each other in the other dims; with `dim` None, the
+        flattened tensor at the flattened indices. Negative or too large indices are refused."""
         return ops.take_along_dim(self, indices, dim)
 
     def scatter(self, dim: int, index, src=None, *, value=None, reduce=None):
+        """A copy with `src` written at `index` along `dim`: `out[..., index[p], ...] = src[p]`.
+
+        Args:
+            dim: the dim that `index` indexes; the other coordinates are p's own.
+            index: an int64 or int32 tensor with the tensor's number of dims, no larger than `src`,
+                nor than the tensor outside `dim`.
+            src: a tensor of the tensor's dtype, or a number (as `value`).
+            value: a number written instead of `src`.
+            reduce: None (where `index` repeats a place, the last write wins), or "add" or
+                "multiply", reducing into the tensor's values as `scatter_reduce`'s "sum" and
+                "prod".
+
+        The gradient goes to the tensor where nothing was written, and to `src` at `index`."""
         return ops.scatter(self, dim, index, src, value=value, reduce=reduce)
 
     def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None):
+        """`scatter` in place: changes the tensor and returns it. As in PyTorch, a leaf
+        that requires grad changes in place only under `no_grad`."""
         return write_in_place(
             self, lambda: self.scatter(dim, index, src, value=value, reduce=reduce), "scatter_"
         )
 
     def scatter_add(self, dim: int, index, src):
+        """A copy with each element of `src` added at `index` along `dim`:
+        `out[..., index[p], ...] += src[p]` (`scatter_reduce`'s "sum"); `index` and `src` as in
+        `scatter`. The gradient goes to the tensor as is, and to `src` read back at `index`."""
         return ops.scatter_add(self, dim, index, src)
 
     def scatter_add_(self, dim: int, index, src):
+        """`scatter_add` in place: changes the tensor and returns it. As in PyTorch, a
+        leaf that requires grad changes in place only under `no_grad`."""
         return write_in_place(self, lambda: self.scatter_add(dim, index, src), "scatter_add_")
 
     def scatter_reduce(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
+        """A copy with each element of `src` reduced into `out[..., index[p], ...]`
+        along `dim`, by `reduce`: "sum", "prod", "mean" (an integer mean rounds down), "amax" or
+        "amin".
+
+        `index` and `src` as in `scatter` (`src` of the tensor's dtype). With `include_self=False`,
+        the tensor's own value is left out where `src` reaches. Gradients as PyTorch's: "prod" gets
+        the product of the others, "amax" and "amin" split evenly among ties."""
         return ops.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
 
     def scatter_reduce_(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
+        """`scatter_reduce` in place: changes the tensor and returns it. As in
+        PyTorch, a leaf that requires grad changes in place only under `no_grad`."""
         return write_in_place(
             self,
             lambda: self.scatter_reduce(dim, index, src, reduce, include_self=include_self),
@@ -1057,9 +1381,15 @@ class Tensor(InPlaceMethods):
         )
 
     def index_add(self, dim: int, index, source, *, alpha=1):
+        """A copy with `alpha * source` added at `index` (1-D, int64 or int32) along
+        `dim`: slice `i` of `source` is added to slice `index[i]`, repeats adding up. `source` has
+        the tensor's dtype, and its shape but `len(index)` along `dim`; for an integer tensor,
+        `alpha` must be a whole number."""
         return ops.index_add(self, dim, index, source, alpha=alpha)
 
     def index_add_(self, dim: int, index, source, *, alpha=1):
+        """`index_add` in place: changes the tensor and returns it. As in PyTorch, a
+        leaf that requires grad changes in place only under `no_grad`."""
         return write_in_place(
             self, lambda: self.index_add(dim, index, source, alpha=alpha), "index_add_"
         )

@@ -23,6 +23,11 @@ from .grad_mode import no_grad
 from .io import load, save, write_atomically
 from .tensor import Tensor
 
+__all__ = [
+    "NonFiniteLossError", "StopTraining", "accuracy", "History", "Callback", "EarlyStopping",
+    "fit", "evaluate",
+]  # fmt: skip
+
 
 class NonFiniteLossError(MinitrainError, FloatingPointError):
     """The loss became nan or inf; training stopped before that step updated any parameter.
@@ -102,6 +107,7 @@ class History:
         return [row.get(key) for row in self.epochs]
 
     def to_dict(self) -> dict:
+        """The recorded rows as plain data, copied: `{'steps': [...], 'epochs': [...]}`."""
         return {"steps": [dict(r) for r in self.steps], "epochs": [dict(r) for r in self.epochs]}
 
     def plot(self, path: str | os.PathLike | None = None):
@@ -165,10 +171,14 @@ class Callback:
     """Hooks into `fit`; override what you need. Raise StopTraining to end training early."""
 
     def on_step_end(self, step: int, loss: float, history: History) -> None:
-        pass
+        """Called after each optimizer step (and a per-step scheduler's step): `step` counts
+        steps from 0 over all epochs, `loss` is this step's loss as a float (this rank's, under
+        mpiexec), and `history` holds this step's row already. Does nothing unless overridden."""
 
     def on_epoch_end(self, epoch: int, history: History) -> None:
-        pass
+        """Called after each epoch (`epoch` counts from 0), once `history` holds its row with the
+        validation results and a per-epoch scheduler has stepped. Does nothing unless
+        overridden."""
 
 
 class EarlyStopping(Callback):
@@ -188,9 +198,13 @@ class EarlyStopping(Callback):
         return {"best": self.best, "waited": self.waited}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what `state_dict` returned."""
         self.best, self.waited = state_dict["best"], state_dict["waited"]
 
     def on_epoch_end(self, epoch: int, history: History) -> None:
+        """Read the epoch's `monitor` value and raise StopTraining once it has not improved for
+        `patience` epochs in a row. Raises KeyError where history has no such column (`val_loss`
+        without a validation loader)."""
         value = history[self.monitor][-1]
         sign = 1.0 if self.mode == "min" else -1.0
         if self.best is None or sign * (self.best - value) > self.min_delta:

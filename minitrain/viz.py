@@ -44,6 +44,12 @@ from .tensor import Tensor
 if TYPE_CHECKING:
     import graphviz
 
+__all__ = [
+    "GraphvizPackageMissingError", "kernel_formula", "draw_graph", "text_graph", "tensor_html",
+    "tape_html",
+]  # fmt: skip
+
+
 INSTALL_GRAPHVIZ = (
     "Rendering a graph needs Graphviz's `dot` program, which was not found on PATH. Install "
     "Graphviz (Debian/Ubuntu: sudo apt-get install graphviz; macOS: brew install graphviz; "

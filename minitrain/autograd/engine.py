@@ -206,6 +206,7 @@ class RemovableHandle:
         self._hook = hook
 
     def remove(self) -> None:
+        """Take the hook off."""
         for index, hook in enumerate(self._hooks):
             if hook is self._hook:  # identity: hooks need not compare sensibly with ==
                 del self._hooks[index]

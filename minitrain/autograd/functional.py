@@ -2,7 +2,7 @@
 of a Python function at a point, built from the engine's `grad` (with create_graph) and ops.
 
 For f with inputs x (a Tensor or a tuple of them) and outputs y, J is the Jacobian dy/dx (one
-block J[i][j] = dy_i/dx_j of shape y_i.shape + x_j.shape per output and input):
+block `J[i][j] = dy_i/dx_j` of shape y_i.shape + x_j.shape per output and input):
 
 - vjp(f, x, v) = v^T J, one backward pass: `grad(y, x, grad_outputs=v)`.
 - jvp(f, x, v) = J v by the double-vjp trick, with reverse mode only: g(u) = J^T u, the vjp
@@ -12,7 +12,7 @@ block J[i][j] = dy_i/dx_j of shape y_i.shape + x_j.shape per output and input):
 - jacobian(f, x): row by row; row k of J[i] is the vjp with the k-th unit cotangent of output
   i. The rows are stacked and reshaped to y_i.shape + x_j.shape.
 - hessian(f, x) of a scalar f: the jacobian of the gradient x -> grad(f(x), x) taken with
-  create_graph, so H[i][j] = d(df/dx_i)/dx_j, of shape x_i.shape + x_j.shape.
+  create_graph, so `H[i][j] = d(df/dx_i)/dx_j`, of shape x_i.shape + x_j.shape.
 - vhp(f, x, v) = v^T H: the vjp of the gradient ("double backward").
 - hvp(f, x, v) = H v: the double-vjp trick on the gradient, u -> u^T H by double backward
   with a dummy u, then its vjp with v. H is symmetric where f is twice continuously
@@ -192,7 +192,7 @@ def hessian(
 ):
     """The Hessian of func (which returns one Tensor of one element) at inputs: one Tensor of
     shape input.shape + input.shape for one input; for a tuple of inputs, a tuple of tuples,
-    hessian[i][j] of shape inputs[i].shape + inputs[j].shape. Computed as the jacobian of the
+    `hessian[i][j]` of shape inputs[i].shape + inputs[j].shape. Computed as the jacobian of the
     gradient."""
     _check_unsupported("hessian", vectorize, "outer_jacobian_strategy", outer_jacobian_strategy)
     is_inputs_tuple, inputs = _checked_inputs(inputs, "hessian")

@@ -21,6 +21,8 @@ from .module import Module, Parameter
 
 
 class ReLU(Module):
+    """max(x, 0), elementwise. `inplace` is accepted and ignored: the output is a new tensor."""
+
     def __init__(self, inplace: bool = False):
         super().__init__()
 
@@ -29,6 +31,9 @@ class ReLU(Module):
 
 
 class LeakyReLU(Module):
+    """x where x > 0, negative_slope * x elsewhere. negative_slope must be >= 0 (PyTorch takes any);
+    `inplace` is accepted and ignored."""
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
         self.negative_slope = negative_slope
@@ -41,11 +46,15 @@ class LeakyReLU(Module):
 
 
 class Sigmoid(Module):
+    """1 / (1 + exp(-x)), elementwise."""
+
     def forward(self, x: Tensor) -> Tensor:
         return ops.sigmoid(x)
 
 
 class Tanh(Module):
+    """tanh(x), elementwise."""
+
     def forward(self, x: Tensor) -> Tensor:
         return ops.tanh(x)
 
@@ -97,6 +106,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input of any shape -> the same shape, each slice along dim summing to 1."""
         # the warning points at the caller of the layer, as PyTorch's
         return F.softmax(x, self.dim, _stacklevel=5)
 
@@ -108,6 +118,7 @@ class LogSoftmax(Softmax):
     """Log-softmax along `dim`."""
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input of any shape -> the same shape: log(softmax(x)) along dim, computed stably."""
         return F.log_softmax(x, self.dim, _stacklevel=5)
 
 
@@ -251,16 +262,22 @@ class Softplus(Module):
 
 
 class LogSigmoid(Module):
+    """log(sigmoid(x)), elementwise, computed stably."""
+
     def forward(self, x: Tensor) -> Tensor:
         return ops.logsigmoid(x)
 
 
 class Softsign(Module):
+    """x / (1 + |x|), elementwise."""
+
     def forward(self, x: Tensor) -> Tensor:
         return ops.softsign(x)
 
 
 class Tanhshrink(Module):
+    """x - tanh(x), elementwise."""
+
     def forward(self, x: Tensor) -> Tensor:
         return ops.tanhshrink(x)
 
@@ -283,9 +300,12 @@ class PReLU(Module):
             self.to(device)
 
     def reset_parameters(self) -> None:
+        """Fill weight with `init` again, in place."""
         init.constant_(self.weight, self.init)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, *) with C = num_parameters -> the same shape; with num_parameters=1 any
+        shape (one slope for all)."""
         return ops.prelu(x, self.weight)
 
     def extra_repr(self) -> str:
@@ -300,6 +320,7 @@ class GLU(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input `(*, 2M, *)` -> `(*, M, *)`, halved along dim (whose size must be even)."""
         return ops.glu(x, self.dim)
 
     def extra_repr(self) -> str:

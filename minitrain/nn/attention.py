@@ -203,6 +203,11 @@ class MultiheadAttention(Module):
         average_attn_weights: bool = True,
         is_causal: bool = False,
     ) -> tuple[Tensor, Tensor | None]:
+        """Attention of query (L, E), (L, N, E) or with batch_first (N, L, E) over key and value (S,
+        kdim) and (S, vdim), batched likewise. Returns (output, weights): output of query's shape;
+        weights (N, L, S') averaged over the heads, (N, num_heads, L, S') with
+        average_attn_weights=False (no N for unbatched input), or None with need_weights=False. S'
+        counts the keys add_bias_kv and add_zero_attn append. Masks and is_causal: see the class."""
         batch, _, source_len = self._check_inputs(query, key, value, attn_mask, key_padding_mask)
         query, key, value = self._batch_first(query, key, value, batch is None)
         q, k, v = self._heads(query, key, value)

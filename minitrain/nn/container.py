@@ -37,10 +37,12 @@ class _ModuleSequence(Module):
         self._renumber(modules)
 
     def append(self, module: Module):
+        """Add `module` at the end; returns self."""
         self.add_module(str(len(self)), _check_module(f"{self._kind}.append", module))
         return self
 
     def extend(self, modules: Iterable[Module]):
+        """Append each module of an iterable, in order; returns self."""
         for module in _check_iterable(f"{self._kind}.extend", modules):
             self.append(module)
         return self
@@ -59,6 +61,7 @@ class _ModuleSequence(Module):
         self._renumber(modules)
 
     def pop(self, index: int) -> Module:
+        """Remove the module at `index` and return it; the rest are renumbered 0, 1, 2, ..."""
         module = self[index]
         del self[index]
         return module
@@ -87,6 +90,8 @@ class Sequential(_ModuleSequence):
     _kind = "Sequential"
 
     def forward(self, x):
+        """Pass x through every module in order, each one's output the next one's input (one
+        argument, as in PyTorch); returns the last module's output."""
         for module in self._modules.values():
             x = module(x)
         return x
@@ -168,6 +173,8 @@ class ModuleList(_ModuleSequence):
         self._insert(index, module)
 
     def forward(self, *args, **kwargs):
+        """Not defined: raises NotImplementedError, as PyTorch's; iterate over the list in your own
+        forward."""
         raise NotImplementedError("ModuleList has no forward: iterate over it in yours")
 
 
@@ -198,20 +205,25 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self):
+        """The modules' names, in insertion order (a live view)."""
         return self._modules.keys()
 
     def values(self):
+        """The modules, in insertion order (a live view)."""
         return self._modules.values()
 
     def items(self):
+        """(name, module) pairs, in insertion order (a live view)."""
         return self._modules.items()
 
     def pop(self, key: str) -> Module:
+        """Remove the module named `key` and return it; KeyError if there is none."""
         module = self[key]
         del self[key]
         return module
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def update(self, modules) -> None:
@@ -224,6 +236,8 @@ class ModuleDict(Module):
             self[key] = module
 
     def forward(self, *args, **kwargs):
+        """Not defined: raises NotImplementedError, as PyTorch's; look the modules up by name in
+        your own forward."""
         raise NotImplementedError("ModuleDict has no forward: look modules up in yours")
 
 

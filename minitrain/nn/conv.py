@@ -72,6 +72,8 @@ class _ConvNd(Module):
         finish_parameters(self, bias, out_channels, dtype, device)
 
     def reset_parameters(self) -> None:
+        """Re-draw weight and bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), in place, as the
+        constructor does; fan_in = weight.shape[1] * prod(kernel_size)."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # U(-1/sqrt(fan_in), 1/sqrt(fan_in))
         if self.bias is not None:
             fan_in, _ = init.fan_in_and_fan_out(self.weight)
@@ -79,6 +81,9 @@ class _ConvNd(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C_in, *spatial) or unbatched (C_in, *spatial) -> (N, C_out, *spatial_out). A
+        padding_mode other than 'zeros' pads the input with F.pad's mode, then convolves unpadded.
+        """
         conv = (F.conv1d, F.conv2d, F.conv3d)[self.dims - 1]
         if self.padding_mode == "zeros":
             padding = self.padding

@@ -17,6 +17,8 @@ class Dropout(Module):
         self.p = check_probability(p, "Dropout")
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (*) -> the same shape: in training mode each element zeroed with probability p and
+        the rest scaled by 1 / (1 - p); in eval mode x itself."""
         return ops.dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:

@@ -28,36 +28,65 @@ from .torch_args import (
     torch_pads,
 )
 
+__all__ = [
+    "relu", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "quick_gelu", "relu6", "hardtanh",
+    "elu", "selu", "celu", "softplus", "mish", "hardswish", "hardsigmoid", "logsigmoid",
+    "softsign", "tanhshrink", "prelu", "glu", "softmax", "log_softmax", "linear", "dropout",
+    "scaled_dot_product_attention", "embedding", "pad", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool1d", "max_pool2d",
+    "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_avg_pool3d", "batch_norm", "layer_norm", "rms_norm",
+    "group_norm", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "interpolate",
+    "upsample", "upsample_nearest", "upsample_bilinear", "unfold", "fold", "pixel_shuffle",
+    "pixel_unshuffle", "max_unpool1d", "max_unpool2d", "max_unpool3d", "one_hot", "softmin",
+    "normalize", "cosine_similarity", "pairwise_distance", "kl_div", "cosine_embedding_loss",
+    "margin_ranking_loss", "triplet_margin_loss",
+]  # fmt: skip
+
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """max(input, 0), elementwise. `inplace` is accepted and ignored: the result is a new tensor."""
     return ops.relu(input)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:  # noqa: A002
+    """input where positive, negative_slope * input elsewhere; negative_slope must be >= 0 (PyTorch
+    takes any). `inplace` is accepted and ignored: the result is a new tensor."""
     return ops.leaky_relu(input, negative_slope)
 
 
 def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """1 / (1 + exp(-input)), elementwise."""
     return ops.sigmoid(input)
 
 
 def tanh(input: Tensor) -> Tensor:  # noqa: A002
+    """tanh(input), elementwise."""
     return ops.tanh(input)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
+    """input * Phi(input), Phi the standard normal CDF (approximate='none'), or with the tanh
+    approximation (approximate='tanh')."""
     return ops.gelu(input, approximate)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """input * sigmoid(input) (Swish), elementwise. `inplace` is accepted and ignored: the result is
+    a new tensor."""
     return ops.silu(input)
 
 
 def quick_gelu(input: Tensor, alpha: float = 1.702) -> Tensor:  # noqa: A002
+    """input * sigmoid(alpha * input), elementwise: alpha=1.702 approximates GELU, alpha=1 is SiLU.
+    Not in PyTorch."""
     return ops.quick_gelu(input, alpha)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """min(max(input, 0), 6), elementwise. `inplace` is accepted and ignored: the result is a new
+    tensor."""
     return ops.relu6(input)
 
 
@@ -67,54 +96,77 @@ def hardtanh(
     max_val: float = 1.0,
     inplace: bool = False,
 ) -> Tensor:
+    """input clipped to [min_val, max_val]. `inplace` is accepted and ignored: the result is a new
+    tensor."""
     return ops.hardtanh(input, min_val, max_val)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """input where positive, alpha * (exp(input) - 1) elsewhere. `inplace` is accepted and ignored:
+    the result is a new tensor."""
     return ops.elu(input, alpha)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """scale * elu(input, alpha) with SELU's constants (alpha = 1.6732632..., scale = 1.0507009...).
+    `inplace` is accepted and ignored: the result is a new tensor."""
     return ops.selu(input)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """max(0, input) + min(0, alpha * (exp(input / alpha) - 1)); alpha must be nonzero. `inplace` is
+    accepted and ignored: the result is a new tensor."""
     return ops.celu(input, alpha)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    """log(1 + exp(beta * input)) / beta, or input itself where beta * input > threshold; beta must
+    be nonzero."""
     return ops.softplus(input, beta, threshold)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """input * tanh(softplus(input)), elementwise. `inplace` is accepted and ignored: the result is
+    a new tensor."""
     return ops.mish(input)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """input * relu6(input + 3) / 6, elementwise. `inplace` is accepted and ignored: the result is a
+    new tensor."""
     return ops.hardswish(input)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """relu6(input + 3) / 6, elementwise. `inplace` is accepted and ignored: the result is a new
+    tensor."""
     return ops.hardsigmoid(input)
 
 
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """log(sigmoid(input)), elementwise, computed stably."""
     return ops.logsigmoid(input)
 
 
 def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    """input / (1 + |input|), elementwise."""
     return ops.softsign(input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
+    """input - tanh(input), elementwise."""
     return ops.tanhshrink(input)
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    """input where positive, weight * input elsewhere. weight: 0-d or 1-D, one slope for all, or one
+    per channel (dim 1 of input)."""
     return ops.prelu(input, weight)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    """a * sigmoid(b), a and b the halves of input along dim (whose size must be even):
+    `(*, 2M, *)` -> `(*, M, *)`."""
     return ops.glu(input, dim)
 
 
@@ -153,10 +205,15 @@ def _softmax_args(caller: str, input, dim, stacklevel: int, dtype) -> tuple:  # 
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
+    """input @ weight.T + bias: input `(*, in_features)`, weight (out_features, in_features), bias
+    (out_features,) or None -> `(*, out_features)`."""
     return ops.linear(input, weight, bias)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:  # noqa: A002
+    """With training=True (the default, as in PyTorch: pass `training=self.training` in a module),
+    zero each element with probability p and scale the rest by 1 / (1 - p); input itself otherwise.
+    `inplace` is accepted and ignored: the result is a new tensor."""
     return ops.dropout(input, p, training)
 
 
@@ -311,14 +368,34 @@ def _pad_constant(input: Tensor, sides, value: float) -> Tensor:  # noqa: A002
 
 
 def conv1d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """1-D convolution (cross-correlation, as PyTorch's) of input (N, C_in, L) or unbatched (C_in,
+    L) with weight (C_out, C_in / groups, k) and bias (C_out,) or None -> (N, C_out, L_out).
+
+    padding: an int, a 1-tuple, a ((begin, end),) pair, 'valid' or 'same' ('same' with a stride
+    above 1, which PyTorch refuses, gives ceil(L / stride) outputs). Per spatial dim, L_out =
+    floor((L + 2 * padding - dilation * (k - 1) - 1) / stride) + 1."""
     return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=1, caller="conv1d")
 
 
 def conv2d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """2-D convolution (cross-correlation, as PyTorch's) of input (N, C_in, H, W) or unbatched
+    (C_in, H, W) with weight (C_out, C_in / groups, kH, kW) and bias (C_out,) or None -> (N, C_out,
+    H_out, W_out).
+
+    padding: an int, (pH, pW), ((top, bottom), (left, right)), 'valid' or 'same' ('same' with a
+    stride above 1, which PyTorch refuses, gives ceil(L / stride) outputs). Per spatial dim, L_out =
+    floor((L + 2 * padding - dilation * (k - 1) - 1) / stride) + 1."""
     return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=2, caller="conv2d")
 
 
 def conv3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """3-D convolution (cross-correlation, as PyTorch's) of input (N, C_in, D, H, W) or unbatched
+    (C_in, D, H, W) with weight (C_out, C_in / groups, kD, kH, kW) and bias (C_out,) or None -> (N,
+    C_out, D_out, H_out, W_out).
+
+    padding: an int, (pD, pH, pW), one (begin, end) pair per dim, 'valid' or 'same' ('same' with a
+    stride above 1, which PyTorch refuses, gives ceil(L / stride) outputs). Per spatial dim, L_out =
+    floor((L + 2 * padding - dilation * (k - 1) - 1) / stride) + 1."""
     return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=3, caller="conv3d")
 
 
@@ -337,6 +414,12 @@ def conv_transpose1d(
     groups=1,
     dilation=1,
 ) -> Tensor:
+    """1-D transposed convolution (the adjoint of conv1d) of input (N, C_in, L) or unbatched (C_in,
+    L) with weight (C_in, C_out / groups, k) and bias (C_out,) or None -> (N, C_out, L_out).
+
+    padding: an int or one per spatial dim, removed at both ends; output_padding, added at the end,
+    must be smaller than the stride or the dilation. Per spatial dim, L_out = (L - 1) * stride - 2 *
+    padding + dilation * (k - 1) + output_padding + 1."""
     return conv_transpose_nd(
         input, weight, bias, stride, padding, output_padding, groups, dilation,
         dims=1, caller="conv_transpose1d",
@@ -353,6 +436,13 @@ def conv_transpose2d(
     groups=1,
     dilation=1,
 ) -> Tensor:
+    """2-D transposed convolution (the adjoint of conv2d) of input (N, C_in, H, W) or unbatched
+    (C_in, H, W) with weight (C_in, C_out / groups, kH, kW) and bias (C_out,) or None -> (N, C_out,
+    H_out, W_out).
+
+    padding: an int or one per spatial dim, removed at both ends; output_padding, added at the end,
+    must be smaller than the stride or the dilation. Per spatial dim, L_out = (L - 1) * stride - 2 *
+    padding + dilation * (k - 1) + output_padding + 1."""
     return conv_transpose_nd(
         input, weight, bias, stride, padding, output_padding, groups, dilation,
         dims=2, caller="conv_transpose2d",
@@ -369,6 +459,13 @@ def conv_transpose3d(
     groups=1,
     dilation=1,
 ) -> Tensor:
+    """3-D transposed convolution (the adjoint of conv3d) of input (N, C_in, D, H, W) or unbatched
+    (C_in, D, H, W) with weight (C_in, C_out / groups, kD, kH, kW) and bias (C_out,) or None -> (N,
+    C_out, D_out, H_out, W_out).
+
+    padding: an int or one per spatial dim, removed at both ends; output_padding, added at the end,
+    must be smaller than the stride or the dilation. Per spatial dim, L_out = (L - 1) * stride - 2 *
+    padding + dilation * (k - 1) + output_padding + 1."""
     return conv_transpose_nd(
         input, weight, bias, stride, padding, output_padding, groups, dilation,
         dims=3, caller="conv_transpose3d",
@@ -388,6 +485,14 @@ def max_pool1d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ):
+    """Max over sliding windows of input (N, C, L) or unbatched (C, L) -> (N, C, L_out). Per spatial
+    dim, L_out = floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1 (ceil with
+    ceil_mode).
+
+    stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
+    kernel_size // 2 and never wins. With return_indices, returns (output, indices), the int64
+    position of each max in its input plane (what max_unpool1d takes). The gradient goes to the
+    first maximal element of each window."""
     return max_pool_nd(
         input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
         dims=1, caller="max_pool1d",
@@ -403,6 +508,14 @@ def max_pool2d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ):
+    """Max over sliding windows of input (N, C, H, W) or unbatched (C, H, W) -> (N, C, H_out,
+    W_out). Per spatial dim, L_out = floor((L + 2 * padding - dilation * (kernel_size - 1) - 1) /
+    stride) + 1 (ceil with ceil_mode).
+
+    stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
+    kernel_size // 2 and never wins. With return_indices, returns (output, indices), the int64
+    position of each max in its input plane (what max_unpool2d takes). The gradient goes to the
+    first maximal element of each window."""
     return max_pool_nd(
         input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
         dims=2, caller="max_pool2d",
@@ -418,6 +531,14 @@ def max_pool3d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ):
+    """Max over sliding windows of input (N, C, D, H, W) or unbatched (C, D, H, W) -> (N, C, D_out,
+    H_out, W_out). Per spatial dim, L_out = floor((L + 2 * padding - dilation * (kernel_size - 1) -
+    1) / stride) + 1 (ceil with ceil_mode).
+
+    stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
+    kernel_size // 2 and never wins. With return_indices, returns (output, indices), the int64
+    position of each max in its input plane (what max_unpool3d takes). The gradient goes to the
+    first maximal element of each window."""
     return max_pool_nd(
         input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
         dims=3, caller="max_pool3d",
@@ -432,6 +553,11 @@ def avg_pool1d(
     ceil_mode: bool = False,
     count_include_pad: bool = True,
 ) -> Tensor:
+    """Mean over sliding windows of input (N, C, L) or unbatched (C, L) -> (N, C, L_out). Per
+    spatial dim, L_out = floor((L + 2 * padding - kernel_size) / stride) + 1 (ceil with ceil_mode).
+
+    stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
+    kernel_size // 2. count_include_pad counts the zero padding in each window's divisor."""
     return avg_pool_nd(
         input, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
         dims=1, caller="avg_pool1d",
@@ -447,6 +573,13 @@ def avg_pool2d(
     count_include_pad: bool = True,
     divisor_override: int | None = None,
 ) -> Tensor:
+    """Mean over sliding windows of input (N, C, H, W) or unbatched (C, H, W) -> (N, C, H_out,
+    W_out). Per spatial dim, L_out = floor((L + 2 * padding - kernel_size) / stride) + 1 (ceil with
+    ceil_mode).
+
+    stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
+    kernel_size // 2. count_include_pad counts the zero padding in each window's divisor.
+    divisor_override, when given, divides every window."""
     return avg_pool_nd(
         input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
         dims=2, caller="avg_pool2d",
@@ -462,6 +595,13 @@ def avg_pool3d(
     count_include_pad: bool = True,
     divisor_override: int | None = None,
 ) -> Tensor:
+    """Mean over sliding windows of input (N, C, D, H, W) or unbatched (C, D, H, W) -> (N, C, D_out,
+    H_out, W_out). Per spatial dim, L_out = floor((L + 2 * padding - kernel_size) / stride) + 1
+    (ceil with ceil_mode).
+
+    stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
+    kernel_size // 2. count_include_pad counts the zero padding in each window's divisor.
+    divisor_override, when given, divides every window."""
     return avg_pool_nd(
         input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
         dims=3, caller="avg_pool3d",
@@ -469,14 +609,22 @@ def avg_pool3d(
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
+    """Mean over adaptive windows: input (N, C, L) or unbatched (C, L) -> (N, C, *output_size).
+    output_size: the output length; 1 is global average pooling."""
     return adaptive_avg_pool_nd(input, output_size, dims=1, caller="adaptive_avg_pool1d")
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
+    """Mean over adaptive windows: input (N, C, H, W) or unbatched (C, H, W) -> (N, C,
+    *output_size). output_size: an int or (H_out, W_out), None keeping the input's size; 1 is global
+    average pooling."""
     return adaptive_avg_pool_nd(input, output_size, dims=2, caller="adaptive_avg_pool2d")
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
+    """Mean over adaptive windows: input (N, C, D, H, W) or unbatched (C, D, H, W) -> (N, C,
+    *output_size). output_size: an int or (D_out, H_out, W_out), None keeping the input's size; 1 is
+    global average pooling."""
     return adaptive_avg_pool_nd(input, output_size, dims=3, caller="adaptive_avg_pool3d")
 
 
@@ -546,6 +694,13 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
+    """Cross entropy of softmax(input) over the class dim 1 against target, fused with log-softmax.
+
+    input logits (N, C), (N, C, d1, ...) or (C,); target class indices (any integer dtype) of
+    input's shape without dim 1, or class probabilities of input's shape. weight (C,) rescales each
+    class; positions whose target is ignore_index count for nothing; label_smoothing eps mixes eps /
+    C of every class into the target. 'mean' with no position counted raises (PyTorch: nan).
+    size_average and reduce, deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("cross_entropy", size_average, reduce)
     return ops.cross_entropy(
         input,
@@ -566,6 +721,10 @@ def nll_loss(
     reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
+    """Negative log likelihood -weight[t] * input[n, t], t = target[n]: input log-probabilities (N,
+    C), (N, C, d1, ...) or (C,), target class indices of input's shape without dim 1. weight,
+    ignore_index and reduction as in cross_entropy. size_average and reduce, deprecated in PyTorch,
+    must be None (use reduction)."""
     check_legacy_reduction("nll_loss", size_average, reduce)
     return ops.nll_loss(input, target, weight, ignore_index=ignore_index, reduction=reduction)
 
@@ -578,6 +737,9 @@ def mse_loss(
     reduction: str = "mean",
     weight=None,
 ) -> Tensor:
+    """(input - target)^2, reduced by reduction ('mean', 'sum' or 'none'). input and target must
+    have one shape (PyTorch broadcasts them, with a warning); weight must be None. size_average and
+    reduce, deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("mse_loss", size_average, reduce)
     check_default("mse_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.mse_loss(input, target, reduction=reduction)
@@ -591,6 +753,9 @@ def l1_loss(
     reduction: str = "mean",
     weight=None,
 ) -> Tensor:
+    """|input - target|, reduced by reduction ('mean', 'sum' or 'none'). input and target must have
+    one shape (PyTorch broadcasts them, with a warning); weight must be None. size_average and
+    reduce, deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("l1_loss", size_average, reduce)
     check_default("l1_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.l1_loss(input, target, reduction=reduction)
@@ -604,6 +769,9 @@ def smooth_l1_loss(
     reduction: str = "mean",
     beta: float = 1.0,
 ) -> Tensor:
+    """0.5 * d^2 / beta where |d| < beta, |d| - 0.5 * beta elsewhere (d = input - target, beta >= 0;
+    beta=0 is l1_loss), reduced by reduction. input and target must have one shape. size_average and
+    reduce, deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("smooth_l1_loss", size_average, reduce)
     return ops.smooth_l1_loss(input, target, reduction=reduction, beta=beta)
 
@@ -615,6 +783,8 @@ def huber_loss(
     delta: float = 1.0,
     weight=None,
 ) -> Tensor:
+    """0.5 * d^2 where |d| < delta, delta * (|d| - 0.5 * delta) elsewhere (d = input - target, delta
+    positive), reduced by reduction. input and target must have one shape; weight must be None."""
     check_default("huber_loss", "weight", weight, None, _NO_WEIGHT)
     return ops.huber_loss(input, target, reduction=reduction, delta=delta)
 
@@ -627,6 +797,10 @@ def binary_cross_entropy(
     reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
+    """-(target * log(input) + (1 - target) * log(1 - input)), each log floored at -100: input
+    probabilities and target in [0, 1], of one shape; weight rescales each position (broadcast to
+    input's shape). For logits, binary_cross_entropy_with_logits is stabler. size_average and
+    reduce, deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("binary_cross_entropy", size_average, reduce)
     return ops.binary_cross_entropy(input, target, weight, reduction=reduction)
 
@@ -640,6 +814,10 @@ def binary_cross_entropy_with_logits(
     reduction: str = "mean",
     pos_weight=None,
 ) -> Tensor:
+    """binary_cross_entropy of sigmoid(input), computed stably from the logits: input and target (in
+    [0, 1]) of one shape. weight rescales each position, pos_weight the positive term (usually one
+    per class along the last dim); both broadcast to input's shape. size_average and reduce,
+    deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("binary_cross_entropy_with_logits", size_average, reduce)
     return ops.binary_cross_entropy_with_logits(
         input, target, weight, reduction=reduction, pos_weight=pos_weight
@@ -705,10 +883,14 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
+    """`(*, C * r^2, H, W)` -> `(*, C, H * r, W * r)`, r = upscale_factor: each group of r^2
+    channels spread over r x r blocks."""
     return ops.pixel_shuffle(input, upscale_factor)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
+    """`(*, C, H * r, W * r)` -> `(*, C * r^2, H, W)`, r = downscale_factor: the inverse of
+    pixel_shuffle."""
     return ops.pixel_unshuffle(input, downscale_factor)
 
 
@@ -722,14 +904,33 @@ def _max_unpool(caller, dims, input, indices, kernel_size, stride, padding, outp
 
 
 def max_unpool1d(input: Tensor, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """The inverse of max_pool1d: zeros (N, C, L_out) with input's values written where indices
+    (max_pool1d's, of input's shape) point; input (N, C, L) or unbatched (C, L).
+
+    stride defaults to kernel_size. Per spatial dim, L_out = (L - 1) * stride - 2 * padding +
+    kernel_size, unless output_size (the spatial sizes, optionally after N and C) asks for one
+    within a stride of it, as after an odd input size."""
     return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool2d(input: Tensor, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """The inverse of max_pool2d: zeros (N, C, H_out, W_out) with input's values written where
+    indices (max_pool2d's, of input's shape) point; input (N, C, H, W) or unbatched (C, H, W).
+
+    stride defaults to kernel_size. Per spatial dim, L_out = (L - 1) * stride - 2 * padding +
+    kernel_size, unless output_size (the spatial sizes, optionally after N and C) asks for one
+    within a stride of it, as after an odd input size."""
     return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool3d(input: Tensor, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    """The inverse of max_pool3d: zeros (N, C, D_out, H_out, W_out) with input's values written
+    where indices (max_pool3d's, of input's shape) point; input (N, C, D, H, W) or unbatched (C, D,
+    H, W).
+
+    stride defaults to kernel_size. Per spatial dim, L_out = (L - 1) * stride - 2 * padding +
+    kernel_size, unless output_size (the spatial sizes, optionally after N and C) asks for one
+    within a stride of it, as after an odd input size."""
     return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
 
 
@@ -779,12 +980,16 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between x1 and x2 along dim: sum(x1 * x2) / (max(||x1||, eps) *
+    max(||x2||, eps)). x1 and x2 broadcast; the result has their shape without dim."""
     return ops.cosine_similarity(x1, x2, dim, eps)
 
 
 def pairwise_distance(
     x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
 ) -> Tensor:
+    """The p-norm of x1 - x2 + eps along the last dim, x1 and x2 broadcast: (N, D) -> (N,), the dim
+    kept (size 1) with keepdim."""
     return ops.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
@@ -822,6 +1027,9 @@ def cosine_embedding_loss(
     reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
+    """1 - cos(input1, input2) where target is 1, max(0, cos(input1, input2) - margin) where it is
+    -1: input1 and input2 (N, D) with target (N,), or (D,) with a 0-d target. size_average and
+    reduce, deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("cosine_embedding_loss", size_average, reduce)
     return ops.cosine_embedding_loss(input1, input2, target, margin, reduction=reduction)
 
@@ -835,6 +1043,9 @@ def margin_ranking_loss(
     reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
+    """max(0, -target * (input1 - input2) + margin): target 1 asks input1 to rank above input2 by
+    margin, -1 below. The three have one number of dims and broadcast. size_average and reduce,
+    deprecated in PyTorch, must be None (use reduction)."""
     check_legacy_reduction("margin_ranking_loss", size_average, reduce)
     return ops.margin_ranking_loss(input1, input2, target, margin, reduction=reduction)
 
@@ -851,6 +1062,10 @@ def triplet_margin_loss(
     reduce=None,
     reduction: str = "mean",
 ) -> Tensor:
+    """max(0, d(anchor, positive) - d(anchor, negative) + margin), d the pairwise_distance with p
+    and eps (along the last dim); swap=True uses d(positive, negative) instead where it is smaller.
+    margin must be > 0. size_average and reduce, deprecated in PyTorch, must be None (use
+    reduction)."""
     check_legacy_reduction("triplet_margin_loss", size_average, reduce)
     return ops.triplet_margin_loss(
         anchor, positive, negative, margin, p, eps, swap, reduction=reduction

@@ -13,6 +13,12 @@ from .. import backend
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 
+__all__ = [
+    "calculate_gain", "fan_in_and_fan_out", "uniform_", "normal_", "constant_", "zeros_",
+    "ones_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+]  # fmt: skip
+
+
 _GAINS = {
     "linear": 1.0,
     "identity": 1.0,
@@ -101,16 +107,19 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill tensor with val, in place (outside the graph); returns tensor."""
     tensor.data[...] = val
     tensor.bump_version()
     return tensor
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill tensor with zeros, in place; returns tensor."""
     return constant_(tensor, 0)
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill tensor with ones, in place; returns tensor."""
     return constant_(tensor, 1)
 
 

@@ -21,6 +21,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, x: Tensor) -> Tensor:
+        """Returns x itself (the same object)."""
         return x
 
 
@@ -64,12 +65,15 @@ class Linear(Module):
         finish_parameters(self, bias, out_features, dtype, device)
 
     def reset_parameters(self) -> None:
+        """Re-draw weight and bias from U(-1/sqrt(in_features), 1/sqrt(in_features)), in place, as
+        the constructor does."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))  # = U(-1/sqrt(fan_in), 1/sqrt(fan_in))
         if self.bias is not None:
             bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input `(*, in_features)` -> `(*, out_features)`: x @ weight.T + bias."""
         return ops.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
@@ -87,6 +91,8 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input with dims start_dim..end_dim merged into one: (N, C, H, W) -> (N, C * H * W) by
+        default."""
         return ops.flatten(x, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:

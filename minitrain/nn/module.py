@@ -79,6 +79,9 @@ class Module:
         object.__setattr__(self, "_forward_pre_hooks", [])
 
     def forward(self, *args, **kwargs):
+        """The layer's computation, run by calling the module (`module(x)`, not
+        `module.forward(x)`), so that its forward pre-hooks and hooks run around it. Subclasses
+        define it; Module's own raises NotImplementedError."""
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
@@ -239,10 +242,13 @@ class Module:
             memo.discard(id(self))  # only the ancestors of the current path stay in memo
 
     def modules(self) -> Iterator[Module]:
+        """This module and every descendant, depth first, each module once."""
         for _, module in self.named_modules():
             yield module
 
     def named_children(self) -> Iterator:
+        """(name, module) for each direct child, in registration order, each module once; a child
+        set to None is skipped."""
         seen = set()
         for name, child in self._modules.items():
             if child is not None and id(child) not in seen:
@@ -250,6 +256,7 @@ class Module:
                 yield name, child
 
     def children(self) -> Iterator[Module]:
+        """Each direct child module, in registration order, each once."""
         for _, child in self.named_children():
             yield child
 
@@ -276,16 +283,23 @@ class Module:
             yield (f"{prefix}.{name}" if prefix else name), param
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Every parameter of this module and (recurse=True) of its descendants, a shared one once:
+        what an optimizer takes, `SGD(model.parameters(), lr=0.1)`."""
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
     def named_buffers(
         self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
     ) -> Iterator:
+        """(dotted name, buffer) for every buffer, non-persistent ones included and None ones
+        skipped; a shared buffer once (under each name with remove_duplicate=False); recurse=False
+        lists this module's own only."""
         for name, buffer in self._named_members("_buffers", recurse, remove_duplicate):
             yield (f"{prefix}.{name}" if prefix else name), buffer
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Every buffer (running statistics and the like) of this module and (recurse=True) of its
+        descendants, non-persistent ones included."""
         for _, buffer in self.named_buffers(recurse=recurse):
             yield buffer
 
@@ -318,6 +332,7 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set `requires_grad` on every parameter (False freezes them); returns self."""
         for param in self.parameters():
             param.requires_grad_(requires_grad)
         return self
@@ -348,15 +363,19 @@ class Module:
         return self
 
     def float(self) -> Module:
+        """Cast the floating parameters and buffers to float32, in place; returns self."""
         return self.to(np.float32)
 
     def double(self) -> Module:
+        """Cast the floating parameters and buffers to float64, in place; returns self."""
         return self.to(np.float64)
 
     def half(self) -> Module:
+        """Cast the floating parameters and buffers to float16, in place; returns self."""
         return self.to(np.float16)
 
     def cpu(self) -> Module:
+        """Move every parameter and buffer to the CPU, in place; returns self."""
         return self.to("cpu")
 
     def cuda(self, device: int | str | backend.Device | None = None) -> Module:

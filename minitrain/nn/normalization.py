@@ -51,12 +51,18 @@ class BatchNormBase(Module):
             self.to(device)
 
     def reset_running_stats(self) -> None:
+        """Reset running_mean to 0, running_var to 1 and num_batches_tracked to 0, in place (nothing
+        without track_running_stats)."""
         if self.track_running_stats:
             self.running_mean.data[...] = 0
             self.running_var.data[...] = 1
             self.num_batches_tracked.data[...] = 0
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, *) (the ranks the class takes) -> the same shape, normalized per channel C:
+        with the batch's statistics in training mode, updating the running ones (momentum=None:
+        their cumulative average); with the running ones in eval mode; with the batch's always when
+        track_running_stats=False."""
         self._check_input(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         updating = self.training and self.track_running_stats
@@ -161,6 +167,8 @@ class LayerNorm(Module):
             self.to(device)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input `(*, *normalized_shape)` -> the same shape, normalized over its last
+        len(normalized_shape) dims."""
         return ops.layer_norm(
             x, self.normalized_shape, self.weight, self.bias, self.eps, invertible=self.invertible
         )
@@ -197,6 +205,8 @@ class RMSNorm(Module):
             self.to(device)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input `(*, *normalized_shape)` -> the same shape, normalized over its last
+        len(normalized_shape) dims."""
         return ops.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
@@ -242,6 +252,7 @@ class GroupNorm(Module):
             self.to(device)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, *) -> the same shape, C = num_channels."""
         return ops.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:

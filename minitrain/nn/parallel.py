@@ -144,6 +144,10 @@ class DistributedDataParallel(Module):
         weakref.finalize(self, _remove_hooks, handles)
 
     def forward(self, *inputs, **kwargs):
+        """Run the wrapped module on the inputs. First, where the last forward set up a synced
+        backward (or none ran yet), rank 0's buffers are broadcast (broadcast_buffers). The
+        output's backward averages the gradients across ranks, unless this forward ran under
+        no_sync() or with grad disabled."""
         if self.reducing:  # the last backward raised after its first gradient was bucketed
             self.abandon_backward()
         # as PyTorch's, buffers are broadcast before the forward that follows one that set up
@@ -255,6 +259,8 @@ class DistributedDataParallel(Module):
         self.reset_buckets()
 
     def reset_buckets(self) -> None:
+        """Empty every bucket and clear the backward's state, ready for the next one (the end of
+        each synced backward calls it)."""
         for bucket in self.buckets:
             bucket.filled = [False] * len(bucket.params)
             bucket.ready = 0

@@ -28,6 +28,9 @@ class _MaxPoolNd(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Tensor):
+        """Input (N, C, *spatial) or unbatched (C, *spatial) -> (N, C, *spatial_out); with
+        return_indices, the pair (output, indices), indices the int64 position of each max in its
+        input plane (what MaxUnpool takes)."""
         return self.function(
             x,
             self.kernel_size,
@@ -77,6 +80,7 @@ class AvgPool1d(Module):
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, L) or unbatched (C, L) -> (N, C, L_out) or (C, L_out)."""
         return F.avg_pool1d(
             x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
         )
@@ -108,6 +112,7 @@ class _AvgPoolNd(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, *spatial) or unbatched (C, *spatial) -> (N, C, *spatial_out)."""
         return self.function(
             x,
             self.kernel_size,
@@ -142,6 +147,7 @@ class _AdaptiveAvgPoolNd(Module):
         self.output_size = output_size
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, *spatial) or unbatched (C, *spatial) -> (N, C, *output_size)."""
         return self.function(x, self.output_size)
 
     def extra_repr(self) -> str:

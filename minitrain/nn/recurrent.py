@@ -124,6 +124,8 @@ class _RNNBase(Module):
             self.to(device)
 
     def reset_parameters(self) -> None:
+        """Re-draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in
+        place, as the constructor does."""
         _reset(self)
 
     def flatten_parameters(self) -> None:
@@ -385,6 +387,8 @@ class _RNNCellBase(Module):
             self.to(device)
 
     def reset_parameters(self) -> None:
+        """Re-draw every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), in
+        place, as the constructor does."""
         _reset(self)
 
     def _input(self, input) -> tuple[Tensor, bool]:  # noqa: A002
@@ -438,6 +442,8 @@ class RNNCell(_RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None) -> Tensor:  # noqa: A002
+        """input (N, input_size) or (input_size,), hx (N, hidden_size) or (hidden_size,), zeros when
+        None -> the next hidden state, (N, hidden_size) or (hidden_size,)."""
         x, batched = self._input(input)
         h = self._zeros(x) if hx is None else self._state_part(hx, "hx", x, batched)
         mode = _NONLINEARITIES[self.nonlinearity]
@@ -459,6 +465,8 @@ class LSTMCell(_RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None) -> tuple[Tensor, Tensor]:  # noqa: A002
+        """input (N, input_size) or (input_size,), hx the pair (h, c), each (N, hidden_size) or
+        (hidden_size,), zeros when None -> the next pair (h', c')."""
         x, batched = self._input(input)
         if hx is None:
             state = self._zeros(x, 2)
@@ -480,6 +488,8 @@ class GRUCell(_RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input, hx=None) -> Tensor:  # noqa: A002
+        """input (N, input_size) or (input_size,), hx (N, hidden_size) or (hidden_size,), zeros when
+        None -> the next hidden state, (N, hidden_size) or (hidden_size,)."""
         x, batched = self._input(input)
         h = self._zeros(x) if hx is None else self._state_part(hx, "hx", x, batched)
         out = ops.gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)

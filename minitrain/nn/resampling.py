@@ -33,6 +33,8 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        """Input (N, C, *spatial), 1 to 3 spatial dims -> (N, C, *size), or each spatial size times
+        scale_factor (floored)."""
         return F.interpolate(
             input,
             self.size,
@@ -71,6 +73,8 @@ class Unfold(Module):
         self.padding, self.stride = padding, stride
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        """Input (N, C, H, W) or (C, H, W) -> (N, C * K, L) or (C * K, L): K = prod(kernel_size)
+        taps per window, L windows."""
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self) -> str:
@@ -89,6 +93,8 @@ class Fold(Module):
         self.dilation, self.padding, self.stride = dilation, padding, stride
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        """Input (N, C * K, L) or (C * K, L) -> (N, C, *output_size) or (C, *output_size), the
+        values of overlapping windows added up."""
         return F.fold(
             input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
         )
@@ -108,6 +114,7 @@ class PixelShuffle(Module):
         self.upscale_factor = upscale_factor
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        """Input `(*, C * r^2, H, W)` -> `(*, C, H * r, W * r)`, r = upscale_factor."""
         return F.pixel_shuffle(input, self.upscale_factor)
 
     def extra_repr(self) -> str:
@@ -122,6 +129,7 @@ class PixelUnshuffle(Module):
         self.downscale_factor = downscale_factor
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        """Input `(*, C, H * r, W * r)` -> `(*, C * r^2, H, W)`, r = downscale_factor."""
         return F.pixel_unshuffle(input, self.downscale_factor)
 
     def extra_repr(self) -> str:
@@ -145,6 +153,10 @@ class _MaxUnpoolNd(Module):
         self.padding = _per_dim(padding, self.dims)
 
     def forward(self, input: Tensor, indices, output_size=None) -> Tensor:  # noqa: A002
+        """input and indices (N, C, *spatial) or (C, *spatial), as MaxPool with return_indices=True
+        gives them -> zeros (N, C, *spatial_out) with input's values at indices. output_size (the
+        spatial sizes, optionally after N and C) picks spatial_out where several fit, as after an
+        odd input size."""
         return self.function(
             input, indices, self.kernel_size, self.stride, self.padding, output_size
         )

@@ -20,6 +20,7 @@ class CosineSimilarity(Module):
         self.dim, self.eps = dim, eps
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """x1 and x2, broadcast against each other -> their broadcast shape without dim."""
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
 
 
@@ -31,6 +32,8 @@ class PairwiseDistance(Module):
         self.norm, self.eps, self.keepdim = p, eps, keepdim
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """x1 and x2 (N, D) or (D,), broadcast against each other -> (N,) or 0-d, the distance along
+        the last dim (kept, of size 1, with keepdim)."""
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
 
@@ -42,6 +45,7 @@ class Softmin(Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """Input of any shape -> the same shape, each slice along dim summing to 1."""
         # the warning points at the caller of the layer, as PyTorch's
         return F.softmin(x, self.dim, _stacklevel=5)
 
@@ -77,6 +81,9 @@ class KLDivLoss(_PairLoss):
         self.log_target = log_target
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        """input log-probabilities and target (probabilities, or log-probabilities with log_target),
+        broadcast against each other -> a 0-d loss, or their broadcast shape with reduction='none'.
+        """
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
@@ -88,6 +95,8 @@ class CosineEmbeddingLoss(_PairLoss):
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target) -> Tensor:
+        """input1 and input2 (N, D) with target (N,) of 1 or -1, or (D,) with a 0-d target -> a 0-d
+        loss, or (N,) with reduction='none'."""
         return F.cosine_embedding_loss(
             input1, input2, target, self.margin, reduction=self.reduction
         )
@@ -101,6 +110,8 @@ class MarginRankingLoss(_PairLoss):
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target) -> Tensor:
+        """input1, input2 and target (1 or -1), with one number of dims, broadcast against each
+        other -> a 0-d loss, or their broadcast shape with reduction='none'."""
         return F.margin_ranking_loss(input1, input2, target, self.margin, reduction=self.reduction)
 
 
@@ -122,6 +133,8 @@ class TripletMarginLoss(_PairLoss):
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """anchor, positive and negative (N, D) or (D,), distances taken along the last dim -> a 0-d
+        loss, or (N,) with reduction='none'."""
         return F.triplet_margin_loss(
             anchor,
             positive,

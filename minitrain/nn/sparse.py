@@ -77,12 +77,16 @@ class Embedding(Module):
         return cls(rows, cols, padding_idx, _weight=table, _freeze=freeze)
 
     def reset_parameters(self) -> None:
+        """Re-draw weight from N(0, 1), in place, the padding_idx row set to zero."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             self.weight.data[self.padding_idx] = 0
             self.weight.bump_version()
 
     def forward(self, indices) -> Tensor:
+        """Integer indices (a Tensor or numpy array) of any shape `(*)` -> `(*, embedding_dim)`, the
+        rows of weight they pick. Negative indices count from the end (PyTorch refuses them); rows
+        picked at padding_idx get no gradient."""
         return embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:

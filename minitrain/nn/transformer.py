@@ -140,6 +140,9 @@ class TransformerEncoderLayer(_TransformerLayer):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
     ) -> Tensor:
+        """src (S, E), (S, N, E) or with batch_first (N, S, E) -> the same shape. src_mask (S, S) or
+        (N * nhead, S, S) and src_key_padding_mask (N, S) as MultiheadAttention's attn_mask and
+        key_padding_mask; is_causal is the hint that src_mask is the causal mask."""
         caller, attention = "TransformerEncoderLayer", self.self_attn
         batch, length = sequence_dims(
             caller, "src", src, attention.embed_dim, attention.batch_first, "d_model"
@@ -187,6 +190,10 @@ class TransformerDecoderLayer(_TransformerLayer):
         tgt_is_causal: bool = False,
         memory_is_causal: bool = False,
     ) -> Tensor:
+        """tgt (T, E), (T, N, E) or with batch_first (N, T, E), attending to memory (S, E), (S, N,
+        E) or (N, S, E) -> tgt's shape. tgt_mask (T, T), memory_mask (T, S) (or with N * nhead
+        leading), tgt_key_padding_mask (N, T), memory_key_padding_mask (N, S); tgt_is_causal and
+        memory_is_causal are hints that tgt_mask and memory_mask are causal."""
         self._check(
             tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask
         )
@@ -279,6 +286,9 @@ class TransformerEncoder(Module):
         src_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
     ) -> Tensor:
+        """src through every layer, then norm -> src's shape. mask and src_key_padding_mask as the
+        layer's src_mask and src_key_padding_mask; is_causal=None checks whether mask is the causal
+        mask."""
         length = _sequence_length(src, self.layers[0].self_attn.batch_first)
         is_causal = is_causal_mask(mask, is_causal, length)
         out = src
@@ -314,6 +324,8 @@ class TransformerDecoder(Module):
         tgt_is_causal: bool | None = None,
         memory_is_causal: bool = False,
     ) -> Tensor:
+        """tgt through every layer, each attending to memory, then norm -> tgt's shape. Masks as the
+        layer's; tgt_is_causal=None checks whether tgt_mask is the causal mask."""
         length = _sequence_length(tgt, self.layers[0].self_attn.batch_first)
         tgt_is_causal = is_causal_mask(tgt_mask, tgt_is_causal, length)
         out = tgt

@@ -12,6 +12,11 @@ from .. import backend
 from ..errors import ArgumentError, DeviceError, ShapeError
 from ..tensor import Tensor
 
+__all__ = [
+    "zero_grads", "clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
+    "vector_to_parameters",
+]  # fmt: skip
+
 
 def zero_grads(parameters, set_to_none: bool = True) -> None:
     """Clear the gradients of `parameters` (tensors): to None, which frees them, or to zeros in

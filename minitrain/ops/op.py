@@ -213,14 +213,24 @@ class Op(metaclass=_OpType):
 
     @staticmethod
     def forward(ctx, *arrays):
+        """The op on arrays (numpy or cupy, `ctx.xp`), one per name in `inputs` (a variadic op's
+        sequence spread out): returns the output array. Attributes are `ctx.<name>`; what
+        backward needs is kept with `ctx.save(...)`."""
         raise NotImplementedError
 
     @staticmethod
     def numba_applies(ctx, *arrays) -> bool:
+        """Whether `numba_forward` runs for these inputs instead of `forward`, asked once per
+        call, only for an op that has one, on the CPU. By default `backend.numba_takes`: numba
+        on, float32 or float64 arrays of one dtype, not empty."""
         return backend.numba_takes(*arrays)
 
     @staticmethod
     def backward(ctx, grad):
+        """The gradients of the inputs, on arrays, from `grad`, the output's: one per input (a
+        tuple, or the array alone for one input), None where `ctx.needs_grad[i]` is False. The
+        engine sums a `broadcast` op's gradients back to each input's shape and casts them to
+        its dtype."""
         raise NotImplementedError
 
     @classmethod
@@ -251,6 +261,8 @@ class Op(metaclass=_OpType):
 
     @classmethod
     def input_name(cls, index: int) -> str:
+        """The name of input `index` in messages: `inputs[index]`, or `name[index]` for a
+        variadic op."""
         return cls.inputs[0] + f"[{index}]" if cls.variadic else cls.inputs[index]
 
     @classmethod

@@ -15,6 +15,11 @@ from typing import Any
 from ..errors import ArgumentError, DTypeError
 from .optimizer import Optimizer, check_range
 
+__all__ = [
+    "LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
+    "CosineAnnealingLR",
+]  # fmt: skip
+
 
 def _positive_int(caller: str, name: str, value) -> int:
     """`value` as a Python int, numpy's included (counts are often computed with numpy)."""
