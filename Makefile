@@ -9,9 +9,9 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 # Only the folders that exist (ruff fails on a missing path).
-LINT_PATHS := $(wildcard minitrain tests benchmarks examples)
+LINT_PATHS := $(wildcard minitrain tests benchmarks examples docs/*.py)
 
-.PHONY: install test demo bench gpu-check lint clean notebooks dist wheel-check
+.PHONY: install test demo bench gpu-check lint clean notebooks dist wheel-check docs docs-serve docs-check
 
 install: $(STAMP)
 
@@ -54,8 +54,30 @@ lint: install
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 
+# The documentation site into site/ (mkdocs.yml); fails on any warning: a broken link, a page
+# left out, a public name without a docstring. Its tools are the docs extra, installed here.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install -e '.[docs]'
+	@touch $@
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# The built site in headless Chromium (Debian's chromium and chromium-driver, installed here as
+# root): pages, pictures, search and the console; screenshots into runs/docs-screenshots/.
+docs-check: docs
+	@if ! command -v chromedriver >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian packages chromium and chromium-driver"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
+	MINITRAIN_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/docs -p no:cacheprovider
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -not -path './.git/*' -exec rm -rf {} +
 

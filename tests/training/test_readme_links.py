@@ -1,5 +1,6 @@
-"""The README's and benchmarks/README.md's links and pictures point at files that exist, and the
-README's Learn section lists every notebook."""
+"""The README's links and pictures point at files that exist, and its Learn section lists every
+notebook. (The pages of docs/, benchmarks/README.md among them, are the documentation site's:
+`make docs` fails on a broken link there.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", ROOT / "benchmarks" / "README.md"]
+PAGES = [ROOT / "README.md"]
 NOTEBOOKS = ROOT / "examples" / "notebooks"
 IMAGE_LIMIT_BYTES = 100 * 1024  # pictures stay small, so cloning the repository stays quick
 

@@ -1,0 +1,125 @@
+"""Which public names of minitrain have no docstring, and which public modules no API page.
+
+The documentation build (docs/hooks.py) fails on either; `python docs/api_coverage.py` prints
+them. A public name is one a public module exports (its `__all__`, which every public module
+has) and, of a public class, each method and
+property without a leading underscore that it defines or inherits from minitrain's classes (a
+docstring inherited from the method it overrides counts, as `help()` shows it)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import sys
+from pathlib import Path
+
+API_PAGES = Path(__file__).resolve().parent / "api"
+
+# Every module a user imports from, each rendered on one of the pages in docs/api/.
+PUBLIC_MODULES = [
+    "minitrain",
+    "minitrain.creation",
+    "minitrain.functions",
+    "minitrain.autograd",
+    "minitrain.autograd.functional",
+    "minitrain.gradcheck",
+    "minitrain.ops",
+    "minitrain.nn",
+    "minitrain.nn.functional",
+    "minitrain.nn.init",
+    "minitrain.nn.utils",
+    "minitrain.nn.parallel",
+    "minitrain.optim",
+    "minitrain.optim.lr_scheduler",
+    "minitrain.data",
+    "minitrain.train",
+    "minitrain.io",
+    "minitrain.viz",
+    "minitrain.distributed",
+    "minitrain.cuda",
+    "minitrain.errors",
+]
+
+
+def public_names(module) -> list[str]:
+    """What `module` offers: its __all__."""
+    return list(module.__all__)
+
+
+def modules_without_all() -> list[str]:
+    """The public modules that do not say what they offer (`__all__`): the API pages render a
+    module's __all__, and without one they would render everything it imports too."""
+    return [
+        name for name in PUBLIC_MODULES if not hasattr(importlib.import_module(name), "__all__")
+    ]
+
+
+def _members(cls) -> dict[str, object]:
+    """The public methods and properties of `cls`, its own and those it inherits from
+    minitrain's classes (Tensor's in-place methods, a layer's from Module), as `cls` has them."""
+    members = {}
+    for klass in reversed(cls.__mro__):
+        if not klass.__module__.startswith("minitrain"):
+            continue
+        for name, value in vars(klass).items():
+            if name.startswith("_"):
+                continue
+            routine = isinstance(value, property | staticmethod | classmethod)
+            if routine or inspect.isfunction(value):
+                members[name] = value
+    return members
+
+
+def undocumented() -> list[str]:
+    """The public names without a docstring, each once (by its first public path)."""
+    missing, seen = [], set()
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        if not module.__doc__:
+            missing.append(module_name)
+        for name in public_names(module):
+            value = getattr(module, name)
+            if inspect.ismodule(value) or not callable(value) or id(value) in seen:
+                continue  # modules have their own entry; dtypes and constants need none
+            seen.add(id(value))
+            path = f"{module_name}.{name}"
+            if not inspect.getdoc(value) or (inspect.isclass(value) and value.__doc__ is None):
+                missing.append(path)
+            if not inspect.isclass(value) or not value.__module__.startswith("minitrain"):
+                continue
+            for member, raw in _members(value).items():
+                if id(raw) in seen:
+                    continue  # an inherited method, met on an earlier class
+                seen.add(id(raw))
+                if not inspect.getdoc(getattr(value, member)):
+                    missing.append(f"{path}.{member}")
+    return missing
+
+
+def modules_without_a_page() -> list[str]:
+    """The public modules that no page of docs/api/ renders (`::: module` on a line)."""
+    rendered = set()
+    for page in API_PAGES.glob("*.md"):
+        rendered |= set(re.findall(r"^::: ([\w.]+)", page.read_text(encoding="utf-8"), re.M))
+    return [name for name in PUBLIC_MODULES if name not in rendered]
+
+
+def problems() -> list[str]:
+    """Everything the documentation build refuses, one line each ([] where all is well)."""
+    lines = [f"{name}: a public module without __all__" for name in modules_without_all()]
+    lines += [
+        f"{name}: a public module without a page in docs/api/" for name in modules_without_a_page()
+    ]
+    if not lines:  # without __all__, what a module offers is not defined yet
+        lines += [f"{name}: a public name without a docstring" for name in undocumented()]
+    return lines
+
+
+if __name__ == "__main__":
+    found = problems()
+    print(
+        "\n".join(found)
+        or "every public module has __all__ and a page, every public name a docstring"
+    )
+    sys.exit(1 if found else 0)
