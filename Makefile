@@ -77,7 +77,7 @@ docs-check: docs
 	MINITRAIN_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/docs -p no:cacheprovider
 
 clean:
-	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist site .cache *.egg-info .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
 	find . -name .ipynb_checkpoints -type d -prune -not -path './.git/*' -exec rm -rf {} +
 

@@ -356,17 +356,17 @@ class InPlaceMethods:
         return _copy(self, type(self)(values), "normal_")
 
     def __iadd__(self, other):
-        """In-place `__iadd_`: its result written into this tensor, which is returned."""
+        """`x += other`: `add_(other)`, the result written into this tensor."""
         return self.add_(other)
 
     def __isub__(self, other):
-        """In-place `__isub_`: its result written into this tensor, which is returned."""
+        """`x -= other`: `sub_(other)`, the result written into this tensor."""
         return self.sub_(other)
 
     def __imul__(self, other):
-        """In-place `__imul_`: its result written into this tensor, which is returned."""
+        """`x *= other`: `mul_(other)`, the result written into this tensor."""
         return self.mul_(other)
 
     def __itruediv__(self, other):
-        """In-place `__itruediv_`: its result written into this tensor, which is returned."""
+        """`x /= other`: `div_(other)`, the result written into this tensor."""
         return self.div_(other)

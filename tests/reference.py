@@ -20,8 +20,9 @@ def _skip(self, *_args, **_kwargs):
 
 class Missing:
     # Stands for `torch.<path>` where PyTorch is not installed. Calling it, converting it,
-    # iterating it, reading its docstring or signature, or deriving a class from it skips the
-    # test: none of these may quietly give a placeholder's answer to a test that compares. It is
+    # iterating it, comparing it, `isinstance` against it, reading its docstring or signature,
+    # or deriving a class from it skips the test: none of these may quietly give a placeholder's
+    # answer to a test that compares. It is
     # falsy (`if torch:` reads "where PyTorch is installed"), and other dunders are missing
     # attributes, as the probes of copy, pickle and pytest's parameter ids expect.
 
@@ -34,7 +35,8 @@ class Missing:
         return Missing(f"{self._path}.{name}")
 
     __call__ = __iter__ = __len__ = __getitem__ = __index__ = __float__ = __int__ = _skip
-    __mro_entries__ = _skip
+    __eq__ = __ne__ = __array__ = __mro_entries__ = __instancecheck__ = __subclasscheck__ = _skip
+    __hash__ = object.__hash__  # a placeholder may still be a dict key or a set member
     __doc__ = property(_skip)
     __signature__ = property(_skip)
 

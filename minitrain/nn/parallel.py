@@ -24,7 +24,7 @@ DEFAULT_BUCKET_CAP_MB = 25
 FIRST_BUCKET_BYTES = 1 << 20
 
 
-class GradientBucket:
+class _GradientBucket:
     """Parameters whose gradients are all-reduced together, in one flat buffer: `offsets[i]`
     to `offsets[i + 1]` is parameter i's slice. `filled[i]`: its gradient is in the buffer."""
 
@@ -332,7 +332,7 @@ def _broadcast_from_rank0(tensors: list) -> None:
                 start += size
 
 
-def _assign_buckets(params: list, cap_bytes: int) -> list[GradientBucket]:
+def _assign_buckets(params: list, cap_bytes: int) -> list[_GradientBucket]:
     """Buckets of the parameters in reverse order (their gradients are final about in that
     order), one dtype each, closed once they reach their limit: 1 MiB for the first, then
     `cap_bytes`, as PyTorch's compute_bucket_assignment_by_size."""
@@ -344,11 +344,11 @@ def _assign_buckets(params: list, cap_bytes: int) -> list[GradientBucket]:
         members.append(param)
         size += param.data.nbytes
         if size >= limit:
-            buckets.append(GradientBucket(members, param.dtype))
+            buckets.append(_GradientBucket(members, param.dtype))
             open_buckets.pop(param.dtype, None)
         else:
             open_buckets[param.dtype] = (members, size, limit)
-    buckets += [GradientBucket(members, dtype) for dtype, (members, _, _) in open_buckets.items()]
+    buckets += [_GradientBucket(members, dtype) for dtype, (members, _, _) in open_buckets.items()]
     first = 0
     for bucket in buckets:
         bucket.first = first

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import functools
 import http.server
+import inspect
 import os
 import shutil
 import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
+
+from minitrain.nn import functional
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "site"
@@ -90,6 +94,10 @@ def _open(driver, url: str) -> None:
 
 
 _ALL_IMAGES_SETTLED = "return Array.from(document.images).every(image => image.complete)"
+# every request the page made (scripts, fonts, the search index) has had its answer, so that
+# an error it caused is in the console log by the time the log is read
+_ALL_RESOURCES_LOADED = """
+return performance.getEntriesByType("resource").every(entry => entry.responseEnd > 0)"""
 _BROKEN_IMAGES = """
 return Array.from(document.images)
     .filter(image => image.naturalWidth === 0)
@@ -99,6 +107,7 @@ return Array.from(document.images)
 def _assert_rendered(driver, name: str, min_images: int) -> None:
     """The page's pictures all loaded (at least `min_images`), its console has no error; a
     screenshot of it saved as `name`.png."""
+    _wait(driver, lambda d: d.execute_script(_ALL_RESOURCES_LOADED))
     driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
     images = driver.execute_script("return document.images.length")
     assert images >= min_images, f"{name}: {images} pictures, expected {min_images} or more"
@@ -122,9 +131,13 @@ def test_an_api_page_renders_the_docstrings(browser, site_url):
     assert "minitrain.nn.functional" in article
     headings = [h.get_attribute("id") for h in browser.find_elements("css selector", "h2, h3")]
     assert "minitrain.nn.functional.layer_norm" in headings
-    signature = browser.find_element("id", "minitrain.nn.functional.layer_norm")
-    docstring = signature.find_element("xpath", "following::div[@class='doc doc-contents '][1]")
-    assert "normalized_shape" in browser.page_source and docstring.text.strip()
+    heading = browser.find_element("id", "minitrain.nn.functional.layer_norm")
+    signature = heading.find_element("xpath", "following::div[contains(@class, 'doc-signature')]")
+    rendered = heading.find_element("xpath", "following::div[@class='doc doc-contents '][1]")
+    # the signature, then the docstring's own words, as the code has them
+    assert "normalized_shape" in signature.text
+    words = inspect.getdoc(functional.layer_norm).replace("`", "").split()
+    assert " ".join(words[:8]) in " ".join(rendered.text.split())
     _assert_rendered(browser, "api_nn_functional", min_images=0)
 
 
@@ -133,6 +146,9 @@ def test_a_notebook_page_renders_its_outputs_and_formulas(browser, site_url):
     # MathJax typesets the formulas on the page itself: wait until it has, then look
     _wait(browser, lambda d: d.find_elements("css selector", ".MathJax, .MathJax_Display"))
     assert browser.find_elements("css selector", ".jp-OutputArea-output img")
+    download = browser.find_element("css selector", "a[title='Download the notebook']")
+    with urllib.request.urlopen(download.get_attribute("href")) as response:  # noqa: S310
+        assert b'"nbformat"' in response.read()
     _assert_rendered(browser, "notebook_02", min_images=5)
 
 
