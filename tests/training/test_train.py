@@ -119,9 +119,9 @@ def test_progress_lines_when_not_a_terminal_and_silence_when_off(capsys):
 
 def test_progress_bar_in_a_notebook_kernel(capsys, monkeypatch):
     pytest.importorskip("tqdm")
-    import minitrain.train
+    from minitrain.train import progress
 
-    monkeypatch.setattr(minitrain.train, "_in_notebook", lambda: True)  # stderr is no tty here
+    monkeypatch.setattr(progress, "in_notebook", lambda: True)  # stderr is no tty here
     model = _model()
     optimizer = optim.SGD(model.parameters(), lr=0.1)
     fit(model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 1, progress=True)
