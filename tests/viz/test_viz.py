@@ -13,6 +13,7 @@ import minitrain as mt
 from minitrain import nn, viz
 from minitrain.autograd import Node
 from minitrain.errors import DTypeError, GraphError
+from minitrain.viz.describe import format_bytes
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot not installed")
 
@@ -83,7 +84,7 @@ def test_cnn_graph_has_every_kernel_parameter_and_saved_shape():
     assert "eps=1e-05" in source
     with mt.Tape() as tape:
         model, loss = cnn_loss(model)
-    caption = f"7 ops, {viz._format_bytes(tape.saved_bytes())} saved for backward"
+    caption = f"7 ops, {format_bytes(tape.saved_bytes())} saved for backward"
     assert caption in viz.draw_graph(loss).source
 
 
