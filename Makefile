@@ -55,7 +55,7 @@ lint: install
 	$(BIN)/ruff format --check $(LINT_PATHS)
 
 # The documentation site into site/ (mkdocs.yml); fails on any warning: a broken link, a page
-# left out, a public name without a docstring. Its tools are the docs extra, installed here.
+# left out, an incomplete API reference (docs/api_coverage.py). Its tools are the docs extra.
 DOCS_STAMP := $(VENV)/.docs-installed
 $(DOCS_STAMP): $(STAMP)
 	$(BIN)/pip install -e '.[docs]'

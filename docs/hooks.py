@@ -1,7 +1,8 @@
 """MkDocs hooks of the documentation site (mkdocs.yml names this file).
 
-- The build fails when a public module has no `__all__` or no API page, or a public name no
-  docstring (docs/api_coverage.py says which).
+- The build fails when a public module has no `__all__` or no API page, a public class or
+  function is left out of its module's `__all__`, or a public name has no docstring
+  (docs/api_coverage.py says which).
 - An API page's `::: module` renders the module's `__all__`.
 - The notebooks stay where they are run and tested (examples/notebooks/); they join the site's
   files here, stored outputs and all, before mkdocs-jupyter renders them.
