@@ -8,6 +8,9 @@ side by side BLAS is held to one thread (through threadpoolctl) for the whole pr
 the main thread does this: OpenBLAS 0.3.31 ignores a thread count set from another thread once
 the main thread has set one, so a count lowered from elsewhere might never come back. Called
 from any other thread, the chunks run one after another on it.
+
+MINITRAIN_SIDE_BY_SIDE=0 in the environment turns this off: chunks run one after another on the
+caller's thread, and BLAS keeps its thread count throughout.
 """
 
 from __future__ import annotations
@@ -40,7 +43,10 @@ def blas_threads() -> int:
 
 
 def side_by_side_threads() -> int:
-    """Threads side_by_side would run chunks on from here: BLAS's on the main thread, else 1."""
+    """Threads side_by_side would run chunks on from here: BLAS's on the main thread, else 1
+    (1 too where MINITRAIN_SIDE_BY_SIDE=0)."""
+    if os.environ.get("MINITRAIN_SIDE_BY_SIDE", "1").strip().lower() in ("0", "false", "no"):
+        return 1
     return blas_threads() if threading.current_thread() is threading.main_thread() else 1
 
 

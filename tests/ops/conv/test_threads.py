@@ -222,3 +222,19 @@ def test_threads_calling_a_kernel_first_at_once_compile_it_once(monkeypatch):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         assert list(pool.map(call, range(4))) == [1, 2, 3, 4]
     assert made == ["add_one"]
+
+
+@pytest.mark.parametrize("setting", ["0", "false", "No"])
+def test_minitrain_side_by_side_0_runs_shares_in_turn_and_leaves_blas_alone(
+    two_blas_threads, monkeypatch, setting
+):
+    monkeypatch.setenv("MINITRAIN_SIDE_BY_SIDE", setting)
+    assert threads.side_by_side_threads() == 1
+    seen = []
+
+    def work(t, share):
+        seen.append((t, share, threading.get_ident(), threads.blas_threads()))
+
+    threads.side_by_side(work, ["a", "b", "c"])
+    caller = threading.get_ident()
+    assert seen == [(t, s, caller, two_blas_threads) for t, s in enumerate("abc")]
