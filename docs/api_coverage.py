@@ -1,10 +1,11 @@
-"""Which public names of minitrain have no docstring, and which public modules no API page.
+"""Whether the API reference is complete: every public module has `__all__` and a page in
+docs/api/, every public class and function a module defines is in its `__all__`, and every public
+name has a docstring. The documentation build (docs/hooks.py) fails where one does not hold;
+`python docs/api_coverage.py` prints them.
 
-The documentation build (docs/hooks.py) fails on either; `python docs/api_coverage.py` prints
-them. A public name is one a public module exports (its `__all__`, which every public module
-has) and, of a public class, each method and
-property without a leading underscore that it defines or inherits from minitrain's classes (a
-docstring inherited from the method it overrides counts, as `help()` shows it)."""
+A public name is one a public module exports (its `__all__`) and, of a public class, each method
+and property without a leading underscore that it defines or inherits from minitrain's classes
+(a docstring inherited from the method it overrides counts, as `help()` shows it)."""
 
 from __future__ import annotations
 
@@ -40,11 +41,6 @@ PUBLIC_MODULES = [
     "minitrain.cuda",
     "minitrain.errors",
 ]
-
-
-def public_names(module) -> list[str]:
-    """What `module` offers: its __all__."""
-    return list(module.__all__)
 
 
 def left_out_of_all() -> list[str]:
@@ -97,7 +93,7 @@ def undocumented() -> list[str]:
         module = importlib.import_module(module_name)
         if not module.__doc__:
             missing.append(module_name)
-        for name in public_names(module):
+        for name in module.__all__:
             value = getattr(module, name)
             if inspect.ismodule(value) or not callable(value) or id(value) in seen:
                 continue  # modules have their own entry; dtypes and constants need none

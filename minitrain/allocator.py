@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import platform
+
+from .environment import switched_off
 
 THRESHOLD_BYTES = 256 * 1024 * 1024
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
@@ -33,8 +34,7 @@ def keep_freed_memory() -> bool:
     """Raise glibc's mmap and trim thresholds to THRESHOLD_BYTES; whether it took effect
     (False off glibc, where MINITRAIN_KEEP_FREED_MEMORY=0, or where mallopt refused)."""
     global kept
-    setting = os.environ.get("MINITRAIN_KEEP_FREED_MEMORY", "1").strip().lower()
-    if setting in ("0", "false", "no") or platform.libc_ver()[0] != "glibc":
+    if switched_off("MINITRAIN_KEEP_FREED_MEMORY") or platform.libc_ver()[0] != "glibc":
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

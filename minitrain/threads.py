@@ -23,6 +23,8 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 
+from .environment import switched_off
+
 
 @functools.cache
 def _controller():
@@ -45,7 +47,7 @@ def blas_threads() -> int:
 def side_by_side_threads() -> int:
     """Threads side_by_side would run chunks on from here: BLAS's on the main thread, else 1
     (1 too where MINITRAIN_SIDE_BY_SIDE=0)."""
-    if os.environ.get("MINITRAIN_SIDE_BY_SIDE", "1").strip().lower() in ("0", "false", "no"):
+    if switched_off("MINITRAIN_SIDE_BY_SIDE"):
         return 1
     return blas_threads() if threading.current_thread() is threading.main_thread() else 1
 

@@ -22,9 +22,9 @@ class Missing:
     # Stands for `torch.<path>` where PyTorch is not installed. Calling it, converting it,
     # iterating it, comparing it, `isinstance` against it, reading its docstring or signature,
     # or deriving a class from it skips the test: none of these may quietly give a placeholder's
-    # answer to a test that compares. It is
-    # falsy (`if torch:` reads "where PyTorch is installed"), and other dunders are missing
-    # attributes, as the probes of copy, pickle and pytest's parameter ids expect.
+    # answer to a test that compares. It is falsy (`if torch:` reads "where PyTorch is
+    # installed"), and other dunders are missing attributes, as the probes of copy, pickle and
+    # pytest's parameter ids expect.
 
     def __init__(self, path: str = "torch"):
         self._path = path

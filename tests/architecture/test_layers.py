@@ -18,6 +18,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "minitrain"
 LAYERS = {
     "foundation": (
         "minitrain.errors",
+        "minitrain.environment",
         "minitrain.allocator",
         "minitrain.backend",
         "minitrain.cuda",
