@@ -1186,7 +1186,7 @@ class Tensor(InPlaceMethods):
                 f"repeat: needs a size for each of the {self.ndim} dims of shape {self.shape}, "
                 f"got {sizes}"
             )
-        return ops.shape.tile_as("repeat", self, sizes)
+        return ops.shapes.shape.tile_as("repeat", self, sizes)
 
     def tile(self, *dims, **keywords):
         """Like repeat, but fewer sizes than dims repeat the last dims (PyTorch's tile);
@@ -1411,6 +1411,6 @@ class Tensor(InPlaceMethods):
 
 
 from . import ops  # noqa: E402  (ops need Tensor defined first)
-from .ops.checks import normalize_axis  # noqa: E402
-from .ops.elementwise import Add, Div, Mul, Neg, Sub  # noqa: E402
-from .ops.reduction import values_and_indices  # noqa: E402
+from .ops.core.checks import normalize_axis  # noqa: E402
+from .ops.pointwise.arithmetic import Add, Div, Mul, Neg, Sub  # noqa: E402
+from .ops.reductions.reduction import values_and_indices  # noqa: E402

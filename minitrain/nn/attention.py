@@ -9,8 +9,8 @@ import numpy as np
 
 from .. import backend, ops
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.op import array_of, as_tensor, shape_of
-from ..ops.random import check_probability
+from ..ops.core.op import array_of, as_tensor, shape_of
+from ..ops.random.dropout import check_probability
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init

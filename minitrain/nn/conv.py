@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.transposed_convolution import check_output_padding
-from ..ops.window import auto_pads, spatial_ints
+from ..ops.convolution.transposed import check_output_padding
+from ..ops.convolution.window import auto_pads, spatial_ints
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ops
-from ..ops.random import check_probability
+from ..ops.random.dropout import check_probability
 from ..tensor import Tensor
 from .module import Module
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backend, ops
 from ..errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
-from ..ops.resampling import fold_patches_as, max_unpool_as, unfold_patches_as
+from ..ops.resampling.interpolation import fold_patches_as, max_unpool_as, unfold_patches_as
 from ..tensor import Tensor
 from .torch_args import (
     TORCH_NAMES,
@@ -993,7 +993,7 @@ def pairwise_distance(
     return ops.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
-# The losses comparing pairs (see minitrain.ops.pair_loss).
+# The losses comparing pairs (see minitrain.ops.losses.pair_loss).
 
 
 def kl_div(

@@ -5,8 +5,8 @@ functional form. size_average and reduce, deprecated in PyTorch, are taken as No
 from __future__ import annotations
 
 from .. import ops
-from ..ops.loss_reduction import check_reduction
-from ..ops.op import as_tensor
+from ..ops.core.op import as_tensor
+from ..ops.losses.loss_reduction import check_reduction
 from ..tensor import Tensor
 from .module import Module
 from .torch_args import check_legacy_reduction

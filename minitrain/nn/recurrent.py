@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import creation, ops
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.op import as_tensor
+from ..ops.core.op import as_tensor
 from ..tensor import Tensor
 from . import init
 from .linear import layer_dtype

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.adaptive_pooling import adaptive_avg_pool_as
-from ..ops.convolution import conv_as
-from ..ops.op import shape_of
-from ..ops.pooling import avg_pool_as, max_pool_as, max_pool_forward
-from ..ops.shape import reshape
-from ..ops.transposed_convolution import conv_transpose_as
-from ..ops.window import pool_window, spatial_ints
+from ..ops.convolution.adaptive_pooling import adaptive_avg_pool_as
+from ..ops.convolution.pooling import avg_pool_as, max_pool_as, max_pool_forward
+from ..ops.convolution.standard import conv_as
+from ..ops.convolution.transposed import conv_transpose_as
+from ..ops.convolution.window import pool_window, spatial_ints
+from ..ops.core.op import shape_of
+from ..ops.shapes.shape import reshape
 from ..tensor import Tensor
 
 # What ONNX's window attributes (the ops' names) are called in PyTorch, for errors.

@@ -10,9 +10,9 @@ import numpy as np
 
 from .. import backend
 from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.checks import check_eps
-from ..ops.op import array_of, as_tensor, shape_of
-from ..ops.random import check_probability
+from ..ops.core.checks import check_eps
+from ..ops.core.op import array_of, as_tensor, shape_of
+from ..ops.random.dropout import check_probability
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from .attention import (

@@ -54,9 +54,11 @@ ALLOWED_UPWARD = {
         "wraps gradients in Tensors: PyTorch's Tensor and autograd are one cycle too"
     ),
     ("minitrain.tensor", "minitrain.ops"): _OPS_FOR_TENSOR,
-    ("minitrain.tensor", "minitrain.ops.elementwise"): _OPS_FOR_TENSOR + " (the operators' ops)",
-    ("minitrain.tensor", "minitrain.ops.reduction"): _OPS_FOR_TENSOR + " (max / min along a dim)",
-    ("minitrain.tensor", "minitrain.ops.checks"): _OPS_FOR_TENSOR + " (their axis checks)",
+    ("minitrain.tensor", "minitrain.ops.pointwise.arithmetic"): _OPS_FOR_TENSOR
+    + " (the operators' ops)",
+    ("minitrain.tensor", "minitrain.ops.reductions.reduction"): _OPS_FOR_TENSOR
+    + " (max / min along a dim)",
+    ("minitrain.tensor", "minitrain.ops.core.checks"): _OPS_FOR_TENSOR + " (their axis checks)",
 }
 
 

@@ -13,8 +13,8 @@ import minitrain as mt
 from minitrain import backend, nn, ops
 from minitrain.errors import DeviceError
 
-chunking = importlib.import_module("minitrain.ops.chunking")
-columns_module = importlib.import_module("minitrain.ops.columns")
+chunking = importlib.import_module("minitrain.ops.convolution.chunking")
+columns_module = importlib.import_module("minitrain.ops.convolution.columns")
 
 CPU = mt.device("cpu")
 
@@ -70,7 +70,7 @@ def test_a_conv_layer_steps_on_the_device_as_on_the_cpu(cuda_device, make, x_sha
 
 
 # (wide, split): the compact layout, the wide one, and the wide one with the taps of the
-# canonical dims before `split` taken by shifting (minitrain.ops.columns.Columns)
+# canonical dims before `split` taken by shifting (minitrain.ops.convolution.columns.Columns)
 LAYOUTS = [(False, 0), (True, 0), (True, 2), (True, 3)]
 
 

@@ -20,7 +20,7 @@ import minitrain as mt
 from minitrain import backend, nn, optim
 from minitrain.errors import ArgumentError, IndexOutOfRangeError
 
-chunking = importlib.import_module("minitrain.ops.chunking")
+chunking = importlib.import_module("minitrain.ops.convolution.chunking")
 
 
 def _on_stand_in() -> bool:

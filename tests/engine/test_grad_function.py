@@ -5,7 +5,7 @@ import pytest
 
 import minitrain
 from minitrain.errors import GraphError
-from minitrain.ops.op import Op
+from minitrain.ops.core.op import Op
 
 
 def leaf(values, dtype=np.float64):

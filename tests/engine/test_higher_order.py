@@ -12,7 +12,7 @@ import pytest
 
 import minitrain as mt
 from minitrain.errors import GraphError
-from minitrain.ops.op import Op
+from minitrain.ops.core.op import Op
 
 # torch warns that backward(create_graph=True) makes a reference cycle through .grad
 pytestmark = pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")

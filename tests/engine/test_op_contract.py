@@ -6,7 +6,7 @@ import pytest
 import minitrain
 from minitrain.errors import GraphError
 from minitrain.ops import Op
-from minitrain.ops.elementwise import Add
+from minitrain.ops.pointwise.arithmetic import Add
 
 
 def leaf(values, dtype=np.float64):

@@ -354,7 +354,7 @@ def test_numba_gate_kernels_agree_with_the_generic_ones(op, gates, scale, dtype,
 
 @pytest.mark.parametrize("op, gates", [(ops.lstm_cell, 4), (ops.gru_cell, 3)])
 def test_parallel_and_serial_gate_kernels_agree_exactly(monkeypatch, record_builds, op, gates):
-    from minitrain.ops import recurrent
+    from minitrain.ops.sequence import recurrent
 
     factory = "_lstm_kernels" if gates == 4 else "_gru_kernels"
     builds = record_builds(recurrent, factory)

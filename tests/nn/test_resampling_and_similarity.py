@@ -40,7 +40,7 @@ def _leaf(values, dtype=np.float64):
 # The composed functions' samples, through the checks test_ops.py and test_second_order.py run
 # on the registered ops' samples.
 def test_every_composed_function_has_samples():
-    families = ("resampling", "similarity", "pair_loss")
+    families = ("resampling", "losses.similarity", "losses.pair_loss")
     public = {
         name
         for family in families

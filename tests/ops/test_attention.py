@@ -11,7 +11,7 @@ import minitrain as mt
 from minitrain import backend, ops
 from minitrain.errors import ArgumentError, DimensionError, DTypeError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's spelling)
-from minitrain.ops import attention
+from minitrain.ops.sequence import attention
 
 
 @pytest.fixture(params=[False, True], ids=["generic", "numba"])

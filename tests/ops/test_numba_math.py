@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 
-from minitrain.ops import numba_math
+from minitrain.ops.core import numba_math
 
 # what the kernels that call exp compile with: the helpers must stay accurate under it
 KERNEL_FASTMATH = {"reassoc", "contract", "nsz"}

@@ -21,7 +21,7 @@ from minitrain.errors import (
 
 
 def test_every_rearranging_function_has_samples():
-    composed = set(ops.rearrange.__all__)
+    composed = set(ops.shapes.rearrange.__all__)
     assert composed == set(COMPOSED), sorted(composed ^ set(COMPOSED))
 
 

@@ -1,4 +1,4 @@
-"""Selection and scatter by index (minitrain/ops/scattering.py) against PyTorch: the composed
+"""Selection and scatter by index (minitrain/ops/shapes/scattering.py) against PyTorch: the composed
 selections (values, gradients, second derivatives, float32), the index-output functions, ties
 and zeros in scatter_reduce, repeated indices, integer dtypes, the in-place forms, and the
 errors (out-of-range indices, dtypes, shapes), raised before anything changes."""

@@ -11,7 +11,7 @@ from op_samples import COMPOSED, SAMPLES, minitrain_inputs, rng_for, torch_input
 import minitrain as mt
 from minitrain import ops
 from minitrain.errors import GraphError
-from minitrain.ops.op import Op
+from minitrain.ops.core.op import Op
 
 
 def _double_backward_op(op_name):

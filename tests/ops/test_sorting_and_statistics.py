@@ -381,7 +381,7 @@ def test_bad_arguments_raise_a_minitrain_error_naming_the_op(call, error, messag
 def test_topk_by_partition_picks_what_the_full_stable_order_does():
     # topk and kthvalue pick a small k by partition, not a full sort: the same indices, ties
     # first-first and NaN the largest, over many shapes, dims and dtypes
-    from minitrain.ops.sorting import first_in_order, stable_order, take_along
+    from minitrain.ops.reductions.sorting import first_in_order, stable_order, take_along
 
     rng = np.random.default_rng(1)
     for _ in range(300):

@@ -193,7 +193,7 @@ def test_integer_division_by_zero_is_refused_as_torch(name):
     "name, op", [("fmod", "Fmod"), ("remainder", "Remainder"), ("floor_divide", "RoundedDiv")]
 )
 def test_integer_division_by_zero_is_refused_before_the_op_runs(monkeypatch, name, op):
-    from minitrain.ops import binary_math, rounding
+    from minitrain.ops.pointwise import binary_math, rounding
 
     op_class = getattr(binary_math, op, None) or getattr(rounding, op)
     runs = []

@@ -14,9 +14,9 @@ import pytest
 from activation_cases import torch_value_and_grad, value_and_grad
 
 from minitrain import backend, ops
-from minitrain.ops import activation
+from minitrain.ops.activations import activation
 
-softmax_module = importlib.import_module("minitrain.ops.softmax_family")
+softmax_module = importlib.import_module("minitrain.ops.activations.softmax_family")
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from activation_cases import no_float_warnings
 
-from minitrain.ops.special import erfc
+from minitrain.ops.activations.special import erfc
 
 
 def test_numpy_erfc_is_accurate_to_a_few_ulp():

@@ -9,9 +9,9 @@ import pytest
 
 from minitrain import threads as threads_module
 
-chunking = importlib.import_module("minitrain.ops.chunking")
-convolution = importlib.import_module("minitrain.ops.convolution")
-transposed_convolution = importlib.import_module("minitrain.ops.transposed_convolution")
+chunking = importlib.import_module("minitrain.ops.convolution.chunking")
+convolution = importlib.import_module("minitrain.ops.convolution.standard")
+transposed_convolution = importlib.import_module("minitrain.ops.convolution.transposed")
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 
 from minitrain import backend, ops
 
-columns_module = importlib.import_module("minitrain.ops.columns")
-window_module = importlib.import_module("minitrain.ops.window")
+columns_module = importlib.import_module("minitrain.ops.convolution.columns")
+window_module = importlib.import_module("minitrain.ops.convolution.window")
 
 
 def _normal(rng, *shape, dtype=np.float64):

@@ -19,8 +19,8 @@ from minitrain import backend, ops
 from minitrain.errors import DTypeError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's name for it)
 
-convolution = importlib.import_module("minitrain.ops.convolution")
-chunking = importlib.import_module("minitrain.ops.chunking")
+convolution = importlib.import_module("minitrain.ops.convolution.standard")
+chunking = importlib.import_module("minitrain.ops.convolution.chunking")
 
 
 def _normal(rng, *shape, dtype=np.float64):

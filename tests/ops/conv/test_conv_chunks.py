@@ -12,9 +12,9 @@ import pytest
 import minitrain as mt
 from minitrain import backend, ops
 
-chunking = importlib.import_module("minitrain.ops.chunking")
-columns_module = importlib.import_module("minitrain.ops.columns")
-window_module = importlib.import_module("minitrain.ops.window")
+chunking = importlib.import_module("minitrain.ops.convolution.chunking")
+columns_module = importlib.import_module("minitrain.ops.convolution.columns")
+window_module = importlib.import_module("minitrain.ops.convolution.window")
 
 
 def _normal(rng, *shape, dtype=np.float64):

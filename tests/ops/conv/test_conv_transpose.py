@@ -16,10 +16,10 @@ from minitrain import backend, nn, ops
 from minitrain.errors import ArgumentError, DTypeError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's idiom)
 
-transpose_module = importlib.import_module("minitrain.ops.transposed_convolution")
-convolution = importlib.import_module("minitrain.ops.convolution")
-chunking = importlib.import_module("minitrain.ops.chunking")
-columns_module = importlib.import_module("minitrain.ops.columns")
+transpose_module = importlib.import_module("minitrain.ops.convolution.transposed")
+convolution = importlib.import_module("minitrain.ops.convolution.standard")
+chunking = importlib.import_module("minitrain.ops.convolution.chunking")
+columns_module = importlib.import_module("minitrain.ops.convolution.columns")
 
 
 def _normal(rng, *shape, dtype=np.float64):

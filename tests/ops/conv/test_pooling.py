@@ -17,8 +17,8 @@ from minitrain import backend, ops
 from minitrain.errors import DTypeError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's name for it)
 
-pooling = importlib.import_module("minitrain.ops.pooling")
-window_module = importlib.import_module("minitrain.ops.window")
+pooling = importlib.import_module("minitrain.ops.convolution.pooling")
+window_module = importlib.import_module("minitrain.ops.convolution.window")
 
 
 def _leaf(values, dtype=np.float64):

@@ -9,7 +9,7 @@ from loss_cases import Case, case_params, grads_of, minitrain_xent, random_upstr
 
 import minitrain as mt
 from minitrain import backend, ops
-from minitrain.ops import class_loss
+from minitrain.ops.losses import class_loss
 
 NUMBA_CASES = [
     Case("wide", (40, 37), weight=True, ignore_index=-100),

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from minitrain import backend
-from minitrain.ops import batch_normalization, layer_normalization
+from minitrain.ops.normalization import batch as batch_normalization
+from minitrain.ops.normalization import layer as layer_normalization
 
 # each module's factory of numba kernels
 KERNEL_FACTORIES = [

@@ -12,7 +12,7 @@ from normalization_cases import CASES, Case, assert_all_close, run
 import minitrain as mt
 from minitrain import backend, ops
 from minitrain.errors import GradcheckError
-from minitrain.ops import batch_normalization
+from minitrain.ops.normalization import batch as batch_normalization
 
 
 @pytest.mark.parametrize("affine", ["both", "weight", "none"])

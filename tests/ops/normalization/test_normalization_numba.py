@@ -14,7 +14,8 @@ from normalization_cases import CASES, assert_all_close, run
 
 import minitrain as mt
 from minitrain import backend, ops
-from minitrain.ops import batch_normalization, layer_normalization
+from minitrain.ops.normalization import batch as batch_normalization
+from minitrain.ops.normalization import layer as layer_normalization
 
 LAYOUTS = {
     "contiguous": lambda a: a,

@@ -1,0 +1,118 @@
+"""Adaptive average pooling: the op adaptive_avg_pool and its kernel adaptive_avg_pool_grad.
+
+PyTorch's adaptive_avg_pool over 1 to 3 spatial dims, as a product with one averaging matrix per
+spatial dim.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ... import backend
+from ...errors import ShapeError
+from ...tensor import Tensor
+from ..core.op import Op, shape_of
+from .pooling import check_pool_float
+from .window import check_pool_input, spatial_ints
+
+__all__ = ["adaptive_avg_pool", "adaptive_avg_pool_grad"]
+
+
+def _adaptive_matrices(xp, spatial, out, dtype) -> list:
+    """Per dim, the (out, L) averaging matrix of adaptive pooling: row i is 1 / size on input
+    positions floor(i * L / out) .. ceil((i + 1) * L / out) - 1 (PyTorch's windows)."""
+    matrices = []
+    for length, n in zip(spatial, out, strict=True):
+        i = np.arange(n)
+        start, stop = (i * length) // n, -(-(i + 1) * length // n)
+        j = np.arange(length)
+        inside = (j >= start[:, None]) & (j < stop[:, None])
+        matrices.append(xp.asarray((inside / (stop - start)[:, None]).astype(dtype)))
+    return matrices
+
+
+def _per_dim(xp, x, matrices, transpose: bool):
+    """x (N, C, *spatial) with each spatial dim contracted against its matrix (transposed for
+    the gradient): each tensordot appends the new dim last, so the order comes back."""
+    for matrix in matrices:
+        x = xp.tensordot(x, matrix, axes=([2], [0 if transpose else 1]))
+    return x
+
+
+def adaptive_avg_pool_grad(dY, x_shape):
+    """AdaptiveAveragePoolGrad: every input position gets dY[o] / size(o) from each window o
+    holding it, i.e. dY contracted with each dim's averaging matrix transposed. The output size
+    comes from dY (N, C, *out); dX has x_shape."""
+    x_shape = tuple(int(n) for n in x_shape)
+    dy_shape = shape_of(dY)
+    if len(dy_shape) != len(x_shape) or dy_shape[:2] != x_shape[:2]:
+        raise ShapeError(
+            f"adaptive_avg_pool_grad: dY {dy_shape} must be (N, C, *out) for x_shape {x_shape}"
+        )
+    xp = backend.array_module(dY)
+    spatial = x_shape[2:]
+    if all(n == 1 for n in dy_shape[2:]):  # global average pooling
+        return xp.broadcast_to(dY / math.prod(spatial), x_shape).copy()
+    matrices = _adaptive_matrices(xp, spatial, dy_shape[2:], dY.dtype)
+    return _per_dim(xp, dY, matrices, transpose=True)
+
+
+class AdaptiveAveragePool(Op):
+    """The mean over PyTorch's adaptive windows, as a product with one averaging matrix per
+    spatial dim (the windows are boxes, so the mean separates by dim); a plain mean for global
+    average pooling (every output size 1)."""
+
+    name = "adaptive_avg_pool"
+    inputs = ("x",)
+    attrs = ("output_size",)
+
+    @staticmethod
+    def forward(ctx, x):
+        if all(n == 1 for n in ctx.output_size):
+            return x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)
+        matrices = _adaptive_matrices(ctx.xp, x.shape[2:], ctx.output_size, x.dtype)
+        return _per_dim(ctx.xp, x, matrices, transpose=False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = sum over the windows o holding x of grad[o] / size(o)."""
+        return adaptive_avg_pool_grad(grad, ctx.shapes[0])
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """adaptive_avg_pool_grad in tensor ops, linear in grad: a broadcast of the mean's share
+        (global pooling), else grad times each dim's averaging matrix, a constant."""
+        x_shape = ctx.shapes[0]
+        spatial = x_shape[2:]
+        if all(n == 1 for n in ctx.output_size):
+            return (grad / math.prod(spatial)).broadcast_to(x_shape)
+        # as _per_dim: contract spatial dim 2 with its matrix, the new dim going last
+        cycle = (0, 1, *range(3, len(x_shape)), 2)
+        for matrix in _adaptive_matrices(ctx.xp, spatial, ctx.output_size, grad.dtype):
+            grad = grad.permute(cycle) @ matrix
+        return grad
+
+
+def adaptive_avg_pool(x, output_size: Sequence[int | None] | int) -> Tensor:
+    """The mean over adaptive windows of x (N, C, *spatial), 1 to 3 spatial dims: output
+    position i of a dim of length L averages input positions floor(i * L / out) to
+    ceil((i + 1) * L / out) - 1, as PyTorch's adaptive_avg_pool. output_size: an int or one per
+    spatial dim (None keeps the input's size); all 1 is global average pooling."""
+    return adaptive_avg_pool_as("adaptive_avg_pool", x, output_size)
+
+
+def adaptive_avg_pool_as(caller, x, output_size) -> Tensor:
+    """`adaptive_avg_pool` called as `caller`: its errors name caller."""
+    x_shape = shape_of(x)
+    check_pool_input(caller, x_shape)
+    spatial = x_shape[2:]
+    if isinstance(output_size, Sequence) and len(output_size) == len(spatial):
+        output_size = tuple(
+            n if o is None else o for o, n in zip(output_size, spatial, strict=True)
+        )
+    out = spatial_ints(output_size, len(spatial), "output_size", caller, 1)
+    check_pool_float(caller, x)
+    return AdaptiveAveragePool.apply(x, output_size=out)

@@ -1,0 +1,686 @@
+"""Op (one class per op, forward and backward side by side), Ctx, the registry of ops, and
+`Op.apply`, the one place where an op is checked, run and recorded and its output dtype decided."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+import numpy as np
+
+from ... import backend, versions
+from ...anomaly import check_forward
+from ...arguments import as_array
+from ...autograd import Node
+from ...errors import DTypeError, GraphError, ShapeError
+from ...grad_mode import recording
+from ...inplace import check_plain_view_input, note_plain_view
+from ...tensor import Tensor
+
+__all__ = ["Ctx", "Op", "input_place", "registry", "value_of"]
+
+_OPS: dict[str, type[Op]] = {}
+_FLOAT64 = np.dtype(np.float64)
+
+# PyTorch's dtype categories, lowest first, and the dtype a number of each kind stands for.
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_NUMBER_DTYPE = {
+    "b": np.dtype(np.bool_),
+    "u": np.dtype(np.int64),
+    "i": np.dtype(np.int64),
+    "f": np.dtype(np.float32),
+    "c": np.dtype(np.complex64),
+}
+
+
+# Names a ctx uses for itself; attributes and saved values may not take them.
+_CTX_FIELDS = frozenset(
+    {
+        "op",
+        "xp",
+        "needs_grad",
+        "records",
+        "shapes",
+        "dtypes",
+        "released",
+        "save",
+        "release",
+        "saved_values",
+        "ran_numba",
+        "out_written",
+        "trace",
+        "is_view",
+        "node",
+    }
+)
+
+
+class Ctx:
+    """What an op's forward leaves for its backward.
+
+    The op's attributes and the values its forward saves are plain attributes: forward reads
+    `ctx.axis` and calls `ctx.save(x=x)`; backward reads `ctx.axis` and `ctx.x`. Also:
+    `xp` (numpy or cupy), `needs_grad[i]` (does input i want a gradient), and, when recording,
+    `shapes[i]` / `dtypes[i]` of the inputs.
+    """
+
+    released = False  # set once backward has freed the saved values
+    ran_numba = False  # the forward ran the op's numba kernel (so may its backward)
+    out_written = None  # an in-place op's clock number: its saved output was written then
+    trace = None  # in anomaly mode: the line of user code that ran the op
+    is_view = False  # a `views` op whose output does share its input's memory, this time
+
+    def __init__(self, op, xp, needs_grad, records, attrs):
+        self.op = op
+        self.xp = xp
+        self.needs_grad = needs_grad
+        self.records = records
+        if attrs:
+            self.__dict__.update(attrs)
+
+    def save(self, **values) -> None:
+        """Keep values for backward: exactly the names the op declares in `saved`."""
+        if not self.records:
+            return
+        if values.keys() != self.op._saved_names:
+            raise GraphError(
+                f"{self.op.name}: forward saved {sorted(values)}, but the op declares "
+                f"saved={self.op.saved}"
+            )
+        self.__dict__.update(values)
+
+    def saved_values(self) -> dict:
+        """The saved values still held, by name."""
+        return {name: self.__dict__[name] for name in self.op.saved if name in self.__dict__}
+
+    def release(self) -> None:
+        """Drop the saved values (after backward, unless retain_graph)."""
+        for name in self.op.saved:
+            self.__dict__.pop(name, None)
+        self.released = bool(self.op.saved)
+
+    def __getattr__(self, name):
+        op = self.__dict__.get("op")
+        if op is not None and name in op.saved:
+            raise GraphError(
+                f"{op.grad_kernel}: saved value '{name}' is not available (it was freed after "
+                f"a backward, or the forward was not recorded)"
+            )
+        raise AttributeError(f"ctx of {getattr(op, 'name', '?')} has no attribute '{name}'")
+
+
+class _OpType(type):
+    def __repr__(cls):
+        name = cls.__dict__.get("name")
+        return f"<op {name}: {cls.grad_kernel}>" if name else super().__repr__()
+
+
+class Op(metaclass=_OpType):
+    """Base class of every op. A subclass declares, in its header:
+
+    - `name`: the registry key and the name of its functional form (`ops.mul`);
+    - `inputs`: names of the tensor inputs (`variadic = True`: one name, a sequence of tensors);
+    - `attrs`: names of the non-tensor arguments, readable as `ctx.<name>`;
+    - `saved`: names of what forward saves with `ctx.save(...)` for backward;
+    - `grad_kernel`: display name of its backward kernel (default: class name + 'Grad');
+    - `broadcast`: inputs broadcast against each other, and the engine sums their gradients back;
+    - `promoted`: a pair of input names (a binary elementwise op's operands), cast before
+      forward to one dtype, PyTorch's `result_type` of the two, so that forward and backward
+      compute in it; `ctx.dtypes` keeps the inputs' own, and each gradient comes back in it;
+    - `same_dtype`: the inputs must share one dtype (None inputs and numbers aside), as
+      PyTorch's matmul and linear require: they do not promote;
+    - `exact_dtype`: the output dtype is what forward chose (cast). Otherwise a float64 output
+      that numpy made from inputs none of which is float64 (ints divided, an int's exp, ...)
+      becomes float32, PyTorch's default float dtype;
+    - `views`: the output may be a view of the first input's memory (reshape, transpose, basic
+      indexing, broadcast_to), so it cannot change in place while in the graph;
+    - `saved_as`: saved values that hold an input under another name, {saved name: input name}
+      (the normalization kernels call the weight `scale`); a saved value named like an input
+      holds that input already.
+
+    Backward refuses to run on a saved value whose memory an in-place op wrote after the op
+    was recorded (minitrain/versions.py); a saved value named like an input (`saved = ("x",)`)
+    or `out` may be that input's array or the output, which in-place ops take care of.
+
+    and then `forward(ctx, *arrays) -> array` and `backward(ctx, grad) -> grads`, both on arrays,
+    one gradient per input (None where `ctx.needs_grad[i]` is False).
+
+    Optional `numba_forward` / `numba_backward`, with the same signatures, run instead where
+    `numba_applies(ctx, *arrays)` says the numba kernels take the forward's inputs and attributes
+    (by default `backend.numba_takes(*arrays)`: numba on, CPU float32 or float64 arrays of one
+    dtype, not empty). The choice is made once, in `apply`, and neither variant checks again: a
+    backward runs the numba kernel when its forward did and numba is still on (the generic
+    backward reads what a numba forward saved; a numba backward never reads a generic forward's).
+    Ops whose kernels are public array functions users call directly (conv_grad, im2col, the
+    pooling kernels) have no numba variants: each such kernel chooses for itself, per call.
+
+    `tensor_backward(ctx, grad) -> grads` is the same backward written in tensor ops, which
+    create_graph runs instead, recording it (`run_tensor_backward`): `grad` is a Tensor, and so
+    is every saved input and `out` in `ctx`, each in the graph (an input's own node, the output
+    this op made), so the gradient can be differentiated again; the other saved values (masks,
+    indices) come as arrays, constants to the second derivative, so a saved value computed from
+    the inputs (a mean, an inverse standard deviation) must be recomputed from them in tensor
+    ops. A backward that is plain arithmetic on `grad` and `ctx`, which arrays and tensors
+    share, serves as both: `tensor_backward = backward`. It is kept off the create_graph=False
+    path, whose array kernels it must match (the registry's tests check both against finite
+    differences). An op without one says why in `no_double_backward`, and create_graph
+    reaching it raises a GraphError naming it.
+    """
+
+    name: ClassVar[str] = ""
+    inputs: ClassVar[tuple[str, ...]] = ()
+    attrs: ClassVar[tuple[str, ...]] = ()
+    saved: ClassVar[tuple[str, ...]] = ()
+    grad_kernel: ClassVar[str] = ""
+    broadcast: ClassVar[bool] = False
+    promoted: ClassVar[tuple[str, ...]] = ()
+    variadic: ClassVar[bool] = False
+    exact_dtype: ClassVar[bool] = False
+    same_dtype: ClassVar[bool] = False
+    views: ClassVar[bool] = False
+    saved_as: ClassVar[dict[str, str]] = {}
+    numba_forward: ClassVar = None
+    numba_backward: ClassVar = None
+    tensor_backward: ClassVar = None
+    no_double_backward: ClassVar[str] = ""
+
+    def __init_subclass__(cls, register: bool = True, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "grad_kernel" not in cls.__dict__:
+            cls.grad_kernel = cls.__name__ + "Grad"
+        cls._saved_names = frozenset(cls.saved)
+        cls._attr_names = frozenset(cls.attrs)
+        cls._promoted_indices = tuple(
+            index for index, name in enumerate(cls.inputs) if name in cls.promoted
+        )  # () or the positions of the pair
+        # (saved name, input position) of the saved values that may be an input's own array
+        holds = {name: cls.saved_as.get(name, name) for name in cls.saved}  # name -> input
+        cls.saved_inputs = (
+            ()
+            if cls.variadic
+            else tuple(
+                (name, cls.inputs.index(holds[name]))
+                for name in cls.saved
+                if holds[name] in cls.inputs
+            )
+        )
+        cls.saves_output = "out" in cls.saved
+        if register:
+            _validate_header(cls)
+            if cls.name in _OPS:
+                raise GraphError(f"op '{cls.name}' is registered twice ({_OPS[cls.name]}, {cls})")
+            _OPS[cls.name] = cls
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        """The op on arrays (numpy or cupy, `ctx.xp`), one per name in `inputs` (a variadic op's
+        sequence spread out): returns the output array. Attributes are `ctx.<name>`; what
+        backward needs is kept with `ctx.save(...)`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def numba_applies(ctx, *arrays) -> bool:
+        """Whether `numba_forward` runs for these inputs instead of `forward`, asked once per
+        call, only for an op that has one, on the CPU. By default `backend.numba_takes`: numba
+        on, float32 or float64 arrays of one dtype, not empty."""
+        return backend.numba_takes(*arrays)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """The gradients of the inputs, on arrays, from `grad`, the output's: one per input (a
+        tuple, or the array alone for one input), None where `ctx.needs_grad[i]` is False. The
+        engine sums a `broadcast` op's gradients back to each input's shape and casts them to
+        its dtype."""
+        raise NotImplementedError
+
+    @classmethod
+    def run_tensor_backward(cls, node, grad, needs=None) -> tuple:
+        """The backward of `node`, a recorded application of this op, for `grad` (a Tensor), in
+        tensor ops and recorded: what create_graph runs. Gradients come back as Tensors.
+        `needs`, where given, replaces the forward's `needs_grad` (grad() narrows it)."""
+        if cls.tensor_backward is None:
+            reason = f" ({cls.no_double_backward})" if cls.no_double_backward else ""
+            raise GraphError(
+                f"{cls.grad_kernel}: the backward of {cls.name} has no form in tensor ops"
+                f"{reason}, so create_graph=True cannot differentiate through it; take this op "
+                f"out of what a higher derivative flows through, or give it a tensor_backward"
+            )
+        ctx = _tensor_ctx(node)
+        if needs is not None:
+            ctx.needs_grad = needs
+        grads = cls.tensor_backward(ctx, grad)
+        if type(grads) is not tuple:
+            grads = (grads,)
+        for index, g in enumerate(grads):
+            if g is not None and not isinstance(g, Tensor):
+                raise GraphError(
+                    f"{cls.grad_kernel}: tensor_backward returned a {type(g).__name__} for "
+                    f"input '{cls.input_name(index)}'; it must return Tensors (or None)"
+                )
+        return grads
+
+    @classmethod
+    def input_name(cls, index: int) -> str:
+        """The name of input `index` in messages: `inputs[index]`, or `name[index]` for a
+        variadic op."""
+        return cls.inputs[0] + f"[{index}]" if cls.variadic else cls.inputs[index]
+
+    @classmethod
+    def apply(cls, *inputs, **attrs):
+        """Run the op on tensors (or numbers and arrays), recording it when a gradient is needed.
+
+        The one place every op passes through, and where its output dtype is decided: check,
+        promote the `promoted` pair, run forward, and (when an input requires grad and recording
+        is on) validate the saved list and record a Node.
+        """
+        if len(attrs) != len(cls.attrs) or (attrs and attrs.keys() != cls._attr_names):
+            raise GraphError(
+                f"{cls.name}: expected attributes {sorted(cls.attrs)}, got {sorted(attrs)}"
+            )
+        if cls.variadic:
+            if len(inputs) != 1 or isinstance(inputs[0], Tensor):
+                raise DTypeError(f"{cls.name}: '{cls.inputs[0]}' must be a sequence of tensors")
+            inputs = tuple(inputs[0])
+            if not inputs:
+                raise ShapeError(f"{cls.name}: '{cls.inputs[0]}' is empty")
+        elif len(inputs) != len(cls.inputs):
+            raise DTypeError(f"{cls.name}: takes inputs {cls.inputs}, got {len(inputs)} values")
+
+        # One pass over the inputs collects what forward needs (arrays) and what recording
+        # needs (where each gradient goes, input shapes and dtypes): this is the hot path.
+        arrays, parents, needs_grad, shapes, dtypes = [], [], [], [], []
+        any_grad = numpy_number = False
+        rebound = versions.latest_rebind  # an in-place op moved a tensor to a new node then
+        for value in inputs:
+            if isinstance(value, Tensor):
+                array = value.data
+                if value._requires_grad:
+                    any_grad = True
+                    node = value.node
+                    if node is None:
+                        parents.append(value)
+                    else:
+                        parents.append(node)
+                        if node.seq < rebound and node.ctx.is_view and recording.enabled:
+                            node.check_view_current()
+                    needs_grad.append(True)
+                else:
+                    parents.append(None)
+                    needs_grad.append(False)
+                    if rebound >= 0 and recording.enabled:
+                        check_plain_view_input(value)
+            else:
+                array = _operand(value, cls, len(arrays))
+                if isinstance(array, np.generic):
+                    numpy_number = True
+                parents.append(None)
+                needs_grad.append(False)
+            arrays.append(array)
+            if hasattr(array, "dtype"):
+                shapes.append(array.shape)
+                dtypes.append(array.dtype)
+            else:
+                shapes.append(())
+                dtypes.append(None)
+        if cls.same_dtype and _mixed(dtypes):
+            check_one_dtype(cls.name, **{cls.input_name(i): a for i, a in enumerate(arrays)})
+        promoted = cls._promoted_indices
+        if promoted:
+            # numpy's own promotion is PyTorch's for arrays of one dtype and Python numbers; a
+            # numpy scalar (a number to PyTorch) or arrays of two dtypes need PyTorch's rule
+            first, second = dtypes[promoted[0]], dtypes[promoted[1]]
+            if numpy_number or (first is not second and first is not None and second is not None):
+                _promote(arrays, promoted)
+        xp = np if backend.cupy is None else backend.array_module(*arrays)
+        if xp is not np:
+            backend.check_same_device(cls.name, arrays)
+        records = any_grad and recording.enabled
+        needs_grad = tuple(needs_grad) if records else (False,) * len(arrays)
+        ctx = Ctx(cls, xp, needs_grad, records, attrs)
+
+        forward = cls.forward
+        if cls.numba_forward is not None and xp is np and cls.numba_applies(ctx, *arrays):
+            forward = cls.numba_forward
+            ctx.ran_numba = True
+        try:
+            out = forward(ctx, *arrays)
+        except ValueError:
+            if cls.broadcast:  # numpy's broadcasting error becomes ours, naming op and shapes
+                _check_broadcast(cls, arrays)
+            raise
+        if type(out) is not np.ndarray and not backend.is_array(out):
+            out = xp.asarray(out)  # a scalar (numpy's reductions); not to_device's GPU array
+        if out.dtype == _FLOAT64 and not cls.exact_dtype and not _any_float64(dtypes):
+            # numpy made float64 from ints or numbers; PyTorch's default float dtype is float32
+            out = out.astype(np.float32)
+        if recording.anomaly:
+            ctx.trace = check_forward(cls.name, arrays, out)
+        tensor = Tensor.wrap(out)
+        if cls.views and out.base is not None and isinstance(inputs[0], Tensor):
+            _note_view(ctx, tensor, inputs[0], arrays[0], records)
+        if not records:
+            return tensor
+
+        if cls.saved and not cls._saved_names <= ctx.__dict__.keys():
+            raise GraphError(f"{cls.name}: forward did not save {cls.saved} for its backward")
+        ctx.shapes = tuple(shapes)
+        ctx.dtypes = tuple(dtypes)
+        tensor.node = Node(cls, ctx, tuple(parents), tensor)
+        tensor._requires_grad = True
+        return tensor
+
+
+def _tensor_ctx(node) -> Ctx:
+    """A copy of `node`'s ctx for its tensor_backward: each saved input and `out` as a Tensor in
+    the graph, so that what the backward computes from them is differentiable again; `node`,
+    for `input_place` and `value_of`."""
+    ctx = object.__new__(Ctx)
+    ctx.__dict__.update(node.ctx.__dict__)
+    ctx.node = node
+    saved = ctx.__dict__
+    for name, index in node.op.saved_inputs:
+        value = saved.get(name)
+        if isinstance(value, np.generic):  # numpy's arithmetic on a 0-d array gives these
+            value = np.asarray(value)
+        if backend.is_array(value):  # not None, nor a number given for the input
+            saved[name] = _input_tensor(node, index, value)
+    if node.op.saves_output and saved.get("out") is not None:
+        saved["out"] = _in_graph(saved["out"], node)
+    return ctx
+
+
+def _in_graph(array, node) -> Tensor:
+    """A Tensor of `array` that `node` produced: gradients sent to it go to that node."""
+    tensor = Tensor.wrap(array)
+    tensor.node = node
+    tensor._requires_grad = True
+    return tensor
+
+
+def _input_tensor(node, index, array) -> Tensor:
+    """Input `index` of `node`, whose forward saw it as `array`, as a Tensor in the graph: the
+    leaf itself, an alias of the node that made it, or (where forward saw a cast of it, or a
+    leaf's data was rebound since) the saved array on a pass-through to its source; a constant
+    where the input needs no gradient."""
+    parent = node.parents[index]
+    if parent is None:
+        return Tensor.wrap(array)
+    if type(parent) is Node:
+        dtype = node.ctx.dtypes[index]
+        if array.dtype == dtype:
+            return _in_graph(array, parent)
+        return SavedInput.apply(_in_graph(array.astype(dtype), parent), array=array)
+    if parent.data is array:
+        return parent
+    return SavedInput.apply(parent, array=array)
+
+
+def input_place(ctx, index: int) -> Tensor | None:
+    """Input `index` of a tensor_backward's node as a place in the graph, without its values
+    (an op that saved no copy of the input has none to give): the leaf itself, or a
+    zero-memory Tensor on the node that made the input; None where it needs no gradient. For an
+    op that takes a value's derivative from saved values alone (`value_of`, RowInvStd)."""
+    parent = ctx.node.parents[index]
+    if parent is None or type(parent) is not Node:
+        return parent
+    xp = ctx.xp
+    return _in_graph(xp.broadcast_to(xp.zeros((), ctx.dtypes[index]), ctx.shapes[index]), parent)
+
+
+def value_of(ctx, index: int, value, rule) -> Tensor:
+    """`value`, an array forward computed from input `index` (softmax's probabilities, x minus
+    its mean) and saved, as a Tensor in the graph that moves with that input: its derivative is
+    `rule(grad, value)`, in arithmetic arrays and Tensors share, so that it serves the first
+    and every higher derivative. The input itself need not have been saved: a tensor_backward
+    gets its second derivative without the first-order path keeping more memory. A constant
+    where the input needs no gradient."""
+    place = input_place(ctx, index)
+    if place is None:
+        return Tensor.wrap(value)
+    return ValueOf.apply(place, value=value, rule=rule)
+
+
+class ValueOf(Op, register=False):
+    """`value_of`'s op: its output is the saved value, its input the place of the input the
+    value was computed from; backward is `rule(grad, out)`, on arrays or, for the next
+    derivative, on Tensors."""
+
+    name = "value_of"
+    inputs = ("source",)
+    attrs = ("value", "rule")
+    saved = ("out",)
+    exact_dtype = True
+
+    @staticmethod
+    def forward(ctx, source):
+        ctx.save(out=ctx.value)
+        return ctx.value
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dsource = rule(grad, out)."""
+        return ctx.rule(grad, ctx.out)
+
+    tensor_backward = backward
+
+
+class SavedInput(Op, register=False):
+    """An input as its op's forward saw it (a promoted cast of it, or its values before a
+    leaf's data was rebound), joined to the input's own graph: `_input_tensor`'s link. The
+    gradient passes through to the source, cast to its dtype."""
+
+    name = "saved_input"
+    inputs = ("source",)
+    attrs = ("array",)
+    exact_dtype = True
+
+    @staticmethod
+    def forward(ctx, source):
+        return ctx.array
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dsource = grad (the engine casts it to the source's dtype)."""
+        return grad
+
+    tensor_backward = backward
+
+
+def _note_view(ctx, view, source, array, records) -> None:
+    """Where a `views` op's output does view its input's memory (not every reshape or index
+    does), mark it: the in-place rules refuse writes through views of tensors in the graph, and
+    a view taken outside the graph is remembered with its source (minitrain/inplace.py)."""
+    if versions.owner(view.data) is versions.owner(array):
+        ctx.is_view = True
+        if not records:
+            note_plain_view(view, source)
+
+
+def _validate_header(cls) -> None:
+    subject = f"op class {cls.__name__}"
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", cls.name or ""):
+        raise GraphError(f"{subject}: `name` must be a lowercase identifier, got {cls.name!r}")
+    for field in ("inputs", "attrs", "saved"):
+        value = getattr(cls, field)
+        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+            raise GraphError(f"{subject}: `{field}` must be a tuple of names, got {value!r}")
+    if not cls.inputs or (cls.variadic and len(cls.inputs) != 1):
+        raise GraphError(f"{subject}: needs at least one input (exactly one name when variadic)")
+    if cls.promoted and (
+        not isinstance(cls.promoted, tuple)
+        or len(set(cls.promoted)) != 2
+        or not set(cls.promoted) <= set(cls.inputs)
+    ):
+        raise GraphError(f"{subject}: `promoted` must name two of its inputs, got {cls.promoted!r}")
+    if not (set(cls.saved_as) <= set(cls.saved) and set(cls.saved_as.values()) <= set(cls.inputs)):
+        raise GraphError(
+            f"{subject}: `saved_as` must map saved names to input names, got {cls.saved_as!r}"
+        )
+    clash = (set(cls.attrs) & set(cls.saved)) | ((set(cls.attrs) | set(cls.saved)) & _CTX_FIELDS)
+    if clash:
+        raise GraphError(f"{subject}: names {sorted(clash)} clash between attrs, saved and ctx")
+    if cls.forward is Op.forward or cls.backward is Op.backward:
+        raise GraphError(f"{subject}: define both forward and backward")
+
+
+def registry() -> dict[str, type[Op]]:
+    """Every registered op by name; each op class shows its backward kernel's display name."""
+    return dict(sorted(_OPS.items()))
+
+
+def result_type(values) -> np.dtype:
+    """The dtype PyTorch gives an elementwise op of `values` (`torch.result_type`): tensors,
+    arrays and numbers (Python's or numpy's alike).
+
+    Dtypes fall in categories, bool < integer < floating. Within its category, a tensor with
+    dimensions outranks a 0-d tensor, which outranks a number; a higher category always wins.
+    So float32 (3,) with a float64 0-d tensor gives float32, int32 (3,) with 2.5 gives float32
+    (a float number stands for float32, an int for int64), and int32 (3,) with a float64 0-d
+    tensor gives float64. Dtypes of one rank combine as `torch.promote_types`: within a
+    category, the wider (uint8 with int8 gives int16); across, the higher's (float16 with int64
+    gives float16, where numpy widens to float64)."""
+    dims = zero_dims = numbers = None
+    for value in values:
+        if isinstance(value, Tensor):
+            value = value.data
+        if value is None:
+            continue
+        if isinstance(value, (bool, int, float, complex, np.generic)):
+            numbers = _promote_types(numbers, _NUMBER_DTYPE[_number_kind(value)])
+        elif value.ndim:
+            dims = _promote_types(dims, value.dtype)
+        else:
+            zero_dims = _promote_types(zero_dims, value.dtype)
+    return _outranking(dims, _outranking(zero_dims, numbers))
+
+
+def _number_kind(number) -> str:
+    if isinstance(number, np.generic):
+        return number.dtype.kind
+    if isinstance(number, bool):
+        return "b"
+    return "i" if isinstance(number, int) else "f" if isinstance(number, float) else "c"
+
+
+def _promote_types(first, second):
+    """`torch.promote_types`; None stands for no dtype yet."""
+    if first is None or first == second:
+        return second
+    if second is None:
+        return first
+    first_category, second_category = _CATEGORY[first.kind], _CATEGORY[second.kind]
+    if first_category != second_category and min(first_category, second_category) <= 1:
+        # bool or an integer meets a higher category: that dtype, unwidened
+        return first if first_category > second_category else second
+    return np.promote_types(first, second)
+
+
+def _outranking(higher, lower):
+    """The dtype of a higher-ranked group of values combined with a lower-ranked one: the
+    higher's, unless the lower's category is higher."""
+    if higher is None:
+        return lower
+    if lower is None or _CATEGORY[higher.kind] >= _CATEGORY[lower.kind]:
+        return higher
+    return _promote_types(higher, lower)
+
+
+def _promote(arrays, indices) -> None:
+    """Bring the inputs at `indices` to their `result_type`, in place in the list `arrays`:
+    arrays and numpy scalars of another dtype are cast; Python numbers stay, as numpy fits them
+    to the arrays' dtype."""
+    values = [arrays[index] for index in indices]
+    if any(getattr(v, "dtype", np.dtype(float)).kind not in _CATEGORY for v in values):
+        return  # strings, objects, times: the op's own numpy code says what it makes of them
+    target = result_type(values)
+    for index in indices:
+        value = arrays[index]
+        if isinstance(value, np.generic):
+            arrays[index] = target.type(value)
+        elif hasattr(value, "dtype") and value.dtype != target:
+            arrays[index] = value.astype(target)
+
+
+def _operand(value, op, index):
+    """A non-tensor input as an array or a plain number (numbers keep numpy's weak promotion).
+    A numpy float operand of a promoted (binary elementwise) op is a Python float to PyTorch,
+    and becomes one here, so it takes the fast path of numbers; numpy's integers stay as they
+    are, for PyTorch's wrap-around where Python's int would overflow the array's dtype."""
+    if op._promoted_indices and isinstance(value, np.floating):
+        return float(value)
+    if (
+        value is None
+        or isinstance(value, (bool, int, float, np.generic))
+        or backend.is_array(value)
+    ):
+        return value
+    if isinstance(value, (list, tuple)):
+        return as_array(value)
+    raise DTypeError(
+        f"{op.name}: argument '{op.input_name(index)}' must be a Tensor, an array or a number, "
+        f"got {type(value).__name__}"
+    )
+
+
+def as_tensor(value) -> Tensor:
+    """value itself when a Tensor (its graph kept), else a new leaf Tensor holding it."""
+    return value if isinstance(value, Tensor) else Tensor(value)
+
+
+def array_of(value):
+    """The array behind an op's argument: a Tensor's data, an array as it is, None as None,
+    anything else (numbers, lists) through np.asarray: for checks before an op runs."""
+    if value is None or backend.is_array(value):
+        return value
+    return value.data if isinstance(value, Tensor) else np.asarray(value)
+
+
+def shape_of(value) -> tuple:
+    """The shape of a Tensor, an array, a number or a nested list: for checks before an op runs."""
+    return tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+
+
+def check_one_dtype(caller: str, **values) -> None:
+    """`values` (None entries skipped) must have one dtype, as PyTorch's matmul, linear and conv
+    require: they do not promote, so that a float64 input cannot silently turn a float32 model's
+    activations into float64."""
+    dtypes = {name: dtype_of(v) for name, v in values.items() if v is not None}
+    if len(set(dtypes.values())) > 1:
+        given = ", ".join(f"{name} {dtype}" for name, dtype in dtypes.items())
+        raise DTypeError(
+            f"{caller}: inputs must share one dtype, got {given} (cast one, e.g. with .float())"
+        )
+
+
+def _mixed(dtypes) -> bool:
+    """Whether the (non-None) dtypes are not all one: same_dtype's check, on the hot path."""
+    first = None
+    for dtype in dtypes:
+        if dtype is None or dtype is first:
+            continue
+        if first is None:
+            first = dtype
+        elif dtype != first:
+            return True
+    return False
+
+
+def dtype_of(value) -> np.dtype:
+    """The dtype the op will see: lists of Python floats become float32 (as_array)."""
+    return value.dtype if hasattr(value, "dtype") else as_array(value).dtype
+
+
+def _check_broadcast(op, arrays) -> None:
+    shapes = [a.shape for a in arrays if hasattr(a, "shape")]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        given = ", ".join(
+            f"{op.input_name(i)} {a.shape}" for i, a in enumerate(arrays) if hasattr(a, "shape")
+        )
+        raise ShapeError(f"{op.name}: shapes do not broadcast: {given}") from None
+
+
+def _any_float64(dtypes) -> bool:
+    # not `_FLOAT64 in dtypes`: numpy reads dtype None as float64, so dtype('float64') == None
+    return any(d is not None and d == _FLOAT64 for d in dtypes)

@@ -1,0 +1,671 @@
+"""The losses of class scores: cross_entropy (log-softmax and negative log-likelihood fused in
+one op, with its backward kernel softmax_cross_entropy_grad and its numba row kernels) and
+nll_loss.
+
+The class axis is axis 1, as in PyTorch: logits (N, C) or (N, C, d1, ..., dk) with class-index
+targets (N,) or (N, d1, ..., dk); a single sample (C,) takes a class-index target 0-d or (1,).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from ... import backend
+from ...errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
+from ...tensor import Tensor
+from ..core import numba_math
+from ..core.checks import check_floating
+from ..core.op import Op, array_of, value_of
+from ..shapes.shape import reshape
+from .loss_reduction import (
+    check_constant,
+    check_reduction,
+    loss_array,
+    mean_divisor,
+    position_scale,
+    reduce_losses,
+)
+
+__all__ = ["cross_entropy", "nll_loss", "softmax_cross_entropy_grad"]
+
+# Logits (rows * classes) from which the fused numba kernels run their parallel build; below it
+# the serial one, as a parallel region waits for a core longer than the serial loop takes (see
+# numba_math.loop).
+_PARALLEL_WORK = 1 << 20
+
+
+def _check_class_target(caller: str, input, target, weight) -> None:
+    """target: integers shaped like input without its class axis 1; weight: one per class."""
+    if target.dtype.kind not in "iu":
+        raise DTypeError(
+            f"{caller}: class-index targets must be integers, got dtype {target.dtype}"
+        )
+    expected = input.shape[:1] + input.shape[2:]
+    if target.shape != expected:
+        raise ShapeError(
+            f"{caller}: target {target.shape} does not fit input {input.shape}: class-index "
+            f"targets have the input's shape without its class axis 1, {expected}"
+        )
+    _check_weight(caller, weight, input.shape[1])
+
+
+def _check_weight(caller: str, weight, classes: int) -> None:
+    """weight: None, or floating point with one value per class."""
+    if weight is None:
+        return
+    check_floating(caller, weight=weight)
+    if weight.shape != (classes,):
+        raise ShapeError(
+            f"{caller}: weight {weight.shape} must hold one value per class, ({classes},)"
+        )
+
+
+def _check_class_range(caller: str, target, classes: int, ignore_index: int) -> None:
+    """Every target is a class in [0, classes) or ignore_index: an error, never a wrong read.
+    On a GPU the check is deferred to the next read of a GPU value (backend.defer_check: read
+    now, it would wait for the GPU on every step); meanwhile CuPy's indexing wraps around."""
+    bad = (target != ignore_index) & ((target < 0) | (target >= classes))
+    any_bad = bad.any()
+    if type(target) is not np.ndarray and backend.defer_check(
+        any_bad,
+        IndexOutOfRangeError,
+        f"{caller}: a target is out of range for {classes} classes (valid: 0 to {classes - 1}, "
+        f"or ignore_index={ignore_index}); found on the GPU after the op ran",
+    ):
+        return
+    if any_bad:
+        value = int(target[bad].ravel()[0])
+        raise IndexOutOfRangeError(
+            f"{caller}: target {value} is out of range for {classes} classes (valid: 0 to "
+            f"{classes - 1}, or ignore_index={ignore_index})"
+        )
+
+
+def _class_weights(xp, target, weight, ignore_index: int, dtype):
+    """(valid, safe, target_weights): valid marks the positions not ignored; safe is target
+    with ignored positions set to class 0 (a harmless index); target_weights is weight[target]
+    (1 without weight) and 0 where ignored."""
+    valid = target != ignore_index
+    safe = xp.where(valid, target, 0)
+    if weight is None:
+        return valid, safe, valid.astype(dtype)
+    return valid, safe, xp.where(valid, weight.astype(dtype, copy=False)[safe], 0)
+
+
+def _class_axis(weight, ndim: int):
+    """weight (C,) shaped (1, C, 1, ..., 1) to broadcast along the class axis of an ndim input."""
+    return weight.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _along_classes(xp, values):
+    """Per-position values (the target's shape, or 0-d) with a class axis 1 of size 1."""
+    return xp.expand_dims(values, 1) if values.ndim else values
+
+
+def _class_total(caller: str, target_weights):
+    """The 'mean' divisor of class-index losses: the summed weights of the non-ignored targets."""
+    what = "no targets (all ignored, or their weights summing to 0)"
+    return mean_divisor(caller, target_weights.sum(), what)
+
+
+def _one_sample(caller: str, input, target, probabilities: bool):  # noqa: A002
+    """One sample's input (C,) and its target as a batch of one, as PyTorch takes them: input
+    (1, C) with class indices (1,), given 0-d or (1,), or with class probabilities (1, C), given
+    (C,) (where `probabilities`). Shape errors name the shapes the caller gave."""
+    (classes,), t = loss_array(input).shape, loss_array(target)
+    if not classes:
+        raise ShapeError(f"{caller}: input (0,) holds no classes")
+    if probabilities and t.dtype.kind == "f":
+        if t.shape == (classes,):
+            return reshape(input, (1, classes)), reshape(target, (1, classes))
+        expected = f"probability targets ({classes},)"
+    else:
+        if t.shape in ((), (1,)):
+            return reshape(input, (1, classes)), reshape(target, (1,))
+        expected = "class-index targets () or (1,)"
+    raise ShapeError(
+        f"{caller}: target {t.shape} does not fit input ({classes},): a single sample takes "
+        f"{expected}"
+    )
+
+
+def _smoothed(probabilities, eps: float, classes: int):
+    """Class probabilities with label smoothing eps: (1 - eps) of them plus eps / C of every
+    class (as they are for eps = 0)."""
+    return probabilities if not eps else probabilities * (1 - eps) + eps / classes
+
+
+def _class_distribution(xp, target, weight, ignore_index: int, eps: float, shape, dtype):
+    """(q, target_weights) for class indices: each position's target distribution
+    q = w * ((1 - eps) * onehot(target) + eps / C), 0 where ignored, shaped like the logits
+    (N, C, d1, ...), and w[target] (0 where ignored) for the 'mean' divisor. Arrays: the
+    tensor backwards' constants."""
+    classes = shape[1]
+    valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, dtype)
+    q = xp.zeros(shape, dtype)
+    onehot = xp.expand_dims((1 - eps) * target_weights, 1)
+    xp.put_along_axis(q, xp.expand_dims(safe, 1), onehot, axis=1)
+    if eps:
+        w = xp.ones(classes, dtype) if weight is None else weight.astype(dtype)
+        q += (eps / classes) * _class_axis(w, len(shape)) * xp.expand_dims(valid, 1)
+    return q, target_weights
+
+
+def _scale_along_classes(scale, shape):
+    """A Tensor of per-position scales (the target's shape, or 0-d) with a class axis 1 of size
+    1, to broadcast against logits of `shape`: _along_classes for the tensor backwards."""
+    return reshape(scale, shape[:1] + (1,) + shape[2:]) if scale.ndim else scale
+
+
+def softmax_cross_entropy_grad(
+    dY,
+    probs,
+    target,
+    weight=None,
+    *,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+):
+    """SoftmaxCrossEntropyGrad: the gradient of cross_entropy with respect to its logits.
+
+    probs: the softmax of the logits over axis 1, (N, C, d1, ...), as cross_entropy's forward
+    saves it. target: class indices (N, d1, ...) or class probabilities (shaped like probs).
+    dY: the loss's gradient (the target's shape for 'none' with class indices, probs' shape
+    without axis 1 for 'none' with probabilities, () otherwise). weight: (C,) or None.
+
+    Each position's target distribution, smoothed by eps = label_smoothing and weighted per class,
+
+        q = w * ((1 - eps) * onehot(target) + eps / C)      (target in place of onehot for
+                                                             probabilities; q = 0 where ignored)
+
+    gives the loss -sum_c q_c log(probs_c), whose gradient in the logits is
+
+        dX = s * (sum_c(q_c) * probs - q)
+
+    with s = dY for 'none' and 'sum', and dY / D for 'mean': D = the sum of w[target] over the
+    non-ignored positions (class indices) or the number of positions (probabilities). Without
+    weight or smoothing that is the familiar s * (probs - onehot(target)).
+    """
+    xp = backend.array_module(dY, probs)
+    classes = probs.shape[1]
+    eps = label_smoothing
+    if target.dtype.kind == "f":
+        divisor = probs.size // classes if probs.size else 1
+        scale = _along_classes(xp, xp.asarray(position_scale(dY, reduction, divisor)))
+        q = _smoothed(target.astype(probs.dtype, copy=False), eps, classes)
+        if weight is not None:
+            q = q * _class_axis(weight.astype(probs.dtype, copy=False), probs.ndim)
+        return scale * (q.sum(axis=1, keepdims=True) * probs - q)
+
+    _check_class_range("softmax_cross_entropy_grad", target, classes, ignore_index)
+    valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, probs.dtype)
+    divisor = _class_total("cross_entropy", target_weights) if reduction == "mean" else None
+    scale = position_scale(dY, reduction, divisor)
+    weight_sum = classes if weight is None else weight.sum(dtype=probs.dtype)
+    onehot = scale * (1 - eps) * target_weights  # s * (1 - eps) * w[target], 0 where ignored
+    smoothing = scale * (eps / classes) * valid.astype(probs.dtype)  # s * eps / C, likewise
+    # sum_c q_c = (1 - eps) w[target] + (eps / C) sum(w)
+    dx = probs * xp.expand_dims(onehot + smoothing * weight_sum, 1)
+    if eps:
+        w = xp.ones(classes, probs.dtype) if weight is None else weight.astype(probs.dtype)
+        dx -= xp.expand_dims(smoothing, 1) * _class_axis(w, probs.ndim)
+    index = xp.expand_dims(safe, 1)
+    picked = xp.take_along_axis(dx, index, axis=1)
+    xp.put_along_axis(dx, index, picked - xp.expand_dims(onehot, 1), axis=1)
+    return dx
+
+
+def _check_xent_inputs(logits, target, weight, ignore_index: int) -> str:
+    """Check cross_entropy's inputs; returns 'classes' or 'probabilities' (the target's kind)."""
+    caller = "cross_entropy"
+    check_floating(caller, logits=logits)
+    if logits.ndim < 2 or logits.shape[1] == 0:
+        raise ShapeError(f"{caller}: logits {logits.shape} need a class axis 1 with classes in it")
+    if target.dtype.kind == "f":
+        if target.shape != logits.shape:
+            raise ShapeError(
+                f"{caller}: probability target {target.shape} must have the logits' shape "
+                f"{logits.shape}"
+            )
+        if ignore_index != -100:
+            raise ArgumentError(f"{caller}: ignore_index is not supported for probability targets")
+        _check_weight(caller, weight, logits.shape[1])
+        return "probabilities"
+    if target.dtype.kind not in "iu":
+        raise DTypeError(
+            f"{caller}: target must hold class indices (integers) or class probabilities "
+            f"(floating point), got dtype {target.dtype}"
+        )
+    _check_class_target(caller, logits, target, weight)
+    _check_class_range(caller, target, logits.shape[1], ignore_index)
+    return "classes"
+
+
+def _xent_finish(ctx, losses, probs, log_probs, target, weight):
+    """Save what backward needs and reduce the per-position losses."""
+    ctx.save(
+        probs=probs,
+        log_probs=log_probs if ctx.needs_grad[1] else None,
+        target=target,
+        weight=weight,
+    )
+    if ctx.reduction != "mean":
+        return reduce_losses(losses, ctx.reduction)
+    if target.dtype.kind == "f":
+        divisor = mean_divisor("cross_entropy", losses.size, "an empty batch")
+    else:
+        dtype = losses.dtype
+        _, _, target_weights = _class_weights(ctx.xp, target, weight, ctx.ignore_index, dtype)
+        divisor = _class_total("cross_entropy", target_weights)
+    return reduce_losses(losses, "mean", divisor)
+
+
+def _xent_target_grad(ctx, grad):
+    """d loss / d target for probability targets: -s * (1 - eps) * w * log_probs."""
+    xp, log_probs = ctx.xp, ctx.log_probs
+    divisor = log_probs.size // log_probs.shape[1] if log_probs.size else 1
+    scale = _along_classes(xp, xp.asarray(position_scale(grad, ctx.reduction, divisor)))
+    dt = (-(1 - ctx.label_smoothing) * scale) * log_probs
+    if ctx.weight is not None:
+        dt = dt * _class_axis(ctx.weight.astype(log_probs.dtype, copy=False), log_probs.ndim)
+    return dt
+
+
+def _xent_class_forward(xp, logits, target, weight, ignore_index: int, eps: float):
+    """The generic forward with class indices: (losses per position, probs)."""
+    classes = logits.shape[1]
+    shifted = logits - logits.max(axis=1, keepdims=True)  # <= 0: exp cannot overflow
+    probs = xp.exp(shifted)
+    totals = probs.sum(axis=1, keepdims=True)
+    probs /= totals
+    log_totals = xp.log(totals)
+    valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, logits.dtype)
+    # -log p[target] = log(sum(exp(shifted))) - shifted[target]
+    picked = xp.take_along_axis(shifted, xp.expand_dims(safe, 1), axis=1)
+    nll = xp.where(valid, (log_totals - picked).squeeze(1), 0)
+    losses = (1 - eps) * target_weights * nll
+    if eps:
+        w = xp.ones(classes, logits.dtype) if weight is None else weight.astype(logits.dtype)
+        # -sum_c w_c log p_c = sum_c w_c (log_total - shifted_c): terms >= 0, no cancellation
+        spread = (_class_axis(w, logits.ndim) * (log_totals - shifted)).sum(axis=1)
+        losses += (eps / classes) * xp.where(valid, spread, 0)
+    return losses, probs
+
+
+def _xent_probability_forward(xp, logits, target, weight, eps: float):
+    """The generic forward with class probabilities: (losses per position, probs, log_probs)."""
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exps = xp.exp(shifted)
+    totals = exps.sum(axis=1, keepdims=True)
+    log_probs = shifted - xp.log(totals)
+    q = _smoothed(target.astype(logits.dtype, copy=False), eps, logits.shape[1])
+    if weight is not None:
+        q = q * _class_axis(weight.astype(logits.dtype, copy=False), logits.ndim)
+    return -(q * log_probs).sum(axis=1), exps / totals, log_probs
+
+
+def _softmax_rule(grad, probs):
+    """The derivative of softmax over the classes (axis 1), from its output: arrays or Tensors."""
+    return probs * (grad - (probs * grad).sum(axis=1, keepdims=True))
+
+
+def _log_softmax_rule(grad, log_probs):
+    """The derivative of log-softmax over the classes, from its output: arrays or Tensors."""
+    if isinstance(log_probs, Tensor):
+        probs = log_probs.exp()
+    else:
+        probs = backend.array_module(log_probs).exp(log_probs)
+    return grad - probs * grad.sum(axis=1, keepdims=True)
+
+
+class SoftmaxCrossEntropy(Op):
+    """Cross entropy of softmax(logits) against class indices or class probabilities, fused: the
+    forward computes the stable softmax of each row (max subtracted) and the loss from it, and
+    saves the probabilities; the backward is softmax_cross_entropy_grad, probs minus the target
+    distribution, scaled. With probability targets the gradient also reaches the target:
+    d loss / d target = -s * (1 - eps) * w * log_probs, so log_probs is saved when it needs one.
+    The logits are saved too, for create_graph, which differentiates probs and log_probs as
+    functions of them: a reference, but one that keeps them until backward where nothing else
+    would (logits straight from a linear layer), and that an in-place write to them refuses.
+    """
+
+    name = "cross_entropy"
+    inputs = ("logits", "target", "weight")
+    attrs = ("reduction", "ignore_index", "label_smoothing")
+    saved = ("probs", "log_probs", "target", "weight")
+
+    @staticmethod
+    def forward(ctx, logits, target, weight):
+        xp, eps = ctx.xp, ctx.label_smoothing
+        log_probs = None
+        if _check_xent_inputs(logits, target, weight, ctx.ignore_index) == "probabilities":
+            losses, probs, log_probs = _xent_probability_forward(xp, logits, target, weight, eps)
+        else:
+            losses, probs = _xent_class_forward(xp, logits, target, weight, ctx.ignore_index, eps)
+        return _xent_finish(ctx, losses, probs, log_probs, target, weight)
+
+    @staticmethod
+    def numba_applies(ctx, logits, target, weight) -> bool:
+        """The numba row kernels take class indices (of any integer dtype) with float32 or
+        float64 logits, and a weight of any dtype (cast to the logits'); probability targets
+        run the generic kernels."""
+        return (
+            backend.numba_enabled()
+            and logits.dtype in backend.NUMBA_DTYPES
+            and target.dtype.kind in "iu"
+        )
+
+    @staticmethod
+    def numba_forward(ctx, logits, target, weight):
+        """forward with class indices, each row's softmax and loss in one numba pass."""
+        _check_xent_inputs(logits, target, weight, ctx.ignore_index)
+        rows = _to_rows(logits)
+        probs = np.empty_like(rows)
+        losses = np.empty(rows.shape[0], logits.dtype)
+        _softmax_cross_entropy_kernels(rows.size >= _PARALLEL_WORK).forward(
+            rows,
+            np.ascontiguousarray(target.reshape(-1), dtype=np.int64),
+            _class_weight_vector(weight, rows.shape[1], logits.dtype),
+            ctx.ignore_index,
+            ctx.label_smoothing,
+            probs,
+            losses,
+        )
+        probs = _from_rows(probs, logits.shape)
+        return _xent_finish(ctx, losses.reshape(target.shape), probs, None, target, weight)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dlogits = s * (sum_c(q) * probs - q), dtarget = -s * (1 - eps) * w * log_probs.
+
+        probs and log_probs: the softmax and log-softmax of logits over axis 1; q: each
+        position's target distribution, smoothed by eps and weighted by w (0 where ignored);
+        s = grad, or grad / D for 'mean' (see softmax_cross_entropy_grad). dtarget exists for
+        probability targets only."""
+        dx = dt = None
+        if ctx.needs_grad[0]:
+            dx = softmax_cross_entropy_grad(
+                grad,
+                ctx.probs,
+                ctx.target,
+                ctx.weight,
+                reduction=ctx.reduction,
+                ignore_index=ctx.ignore_index,
+                label_smoothing=ctx.label_smoothing,
+            )
+        if ctx.needs_grad[1]:
+            dt = _xent_target_grad(ctx, grad)
+        return dx, dt, None
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops: probs and log_probs, as saved, in the graph as functions of
+        the logits (`value_of`: their derivatives are softmax's and log-softmax's, from the
+        saved values, so the logits need not be kept), q a Tensor of the target for
+        probabilities and a constant array for class indices (weight and the 'mean' divisor are
+        constants).
+
+        So d(dlogits)/dlogits is s * sum_c(q_c) times softmax's Jacobian; with probabilities
+        d(dlogits_k)/dtarget_j = s * (1 - eps) * (w_j probs_k - w_k [j = k]), and dtarget is
+        -s * (1 - eps) * w * log_probs, which is linear in grad and flat in the target."""
+        eps = ctx.label_smoothing
+        shape, dtype = ctx.probs.shape, ctx.probs.dtype
+        classes = shape[1]
+        weight = None if ctx.weight is None else array_of(ctx.weight).astype(dtype, copy=False)
+        target = ctx.target
+        if target.dtype.kind == "f":
+            divisor = math.prod(shape) // classes if math.prod(shape) else 1
+            if target.dtype != dtype:
+                target = target.astype(dtype)
+            q = target * (1 - eps) + eps / classes if eps else target
+            if weight is not None:
+                q = q * _class_axis(weight, len(shape))
+        else:
+            q, target_weights = _class_distribution(
+                ctx.xp, array_of(target), weight, ctx.ignore_index, eps, shape, dtype
+            )
+            divisor = None
+            if ctx.reduction == "mean":
+                divisor = _class_total("cross_entropy", target_weights)
+        scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)
+        dx = dt = None
+        if ctx.needs_grad[0]:
+            probs = value_of(ctx, 0, ctx.probs.reshape(shape), _softmax_rule)
+            dx = scale * (probs * q.sum(axis=1, keepdims=True) - q)
+        if ctx.needs_grad[1]:
+            log_probs = value_of(ctx, 0, ctx.log_probs.reshape(shape), _log_softmax_rule)
+            dt = (-(1 - eps) * scale) * log_probs
+            if weight is not None:
+                dt = dt * _class_axis(weight, len(shape))
+        return dx, dt, None
+
+    @staticmethod
+    def numba_backward(ctx, grad):
+        """backward after numba_forward: each row's logits gradient in one numba pass."""
+        probs, target = ctx.probs, ctx.target
+        rows = _to_rows(probs)  # no copy when the numba forward made probs
+        divisor = None
+        if ctx.reduction == "mean":
+            _, _, target_weights = _class_weights(
+                np, target, ctx.weight, ctx.ignore_index, probs.dtype
+            )
+            divisor = _class_total("cross_entropy", target_weights)
+        scale = np.broadcast_to(position_scale(grad, ctx.reduction, divisor), target.shape)
+        dx = np.empty_like(rows)
+        _softmax_cross_entropy_kernels(rows.size >= _PARALLEL_WORK).grad(
+            rows,
+            np.ascontiguousarray(target.reshape(-1), dtype=np.int64),
+            _class_weight_vector(ctx.weight, rows.shape[1], probs.dtype),
+            ctx.ignore_index,
+            ctx.label_smoothing,
+            np.ascontiguousarray(scale, dtype=probs.dtype).reshape(-1),
+            dx,
+        )
+        return _from_rows(dx, probs.shape), None, None
+
+
+def _class_weight_vector(weight, classes: int, dtype):
+    """The numba kernels' weight: (C,) in the logits' dtype, ones without a weight."""
+    return np.ones(classes, dtype) if weight is None else weight.astype(dtype)
+
+
+def _to_rows(array):
+    """(N, C, d1, ...) as C-contiguous (N * d1 * ..., C) rows, the class axis last."""
+    return np.ascontiguousarray(np.moveaxis(array, 1, -1)).reshape(-1, array.shape[1])
+
+
+def _from_rows(rows, shape):
+    """The inverse of _to_rows: a view, or for (N, C) the rows themselves (an array that owns
+    its memory can become x.grad without a copy)."""
+    if len(shape) == 2:
+        return rows
+    return np.moveaxis(rows.reshape(shape[:1] + shape[2:] + shape[1:2]), -1, 1)
+
+
+@functools.cache
+def _softmax_cross_entropy_kernels(parallel: bool) -> SimpleNamespace:
+    """The numba kernels of cross_entropy with class indices, defined on first use (importing
+    minitrain must not import numba), in a parallel build (rows in parallel) and a serial one.
+    Both take C-contiguous (rows, classes) float32 or float64 arrays, keep their arithmetic in
+    that dtype, and compute each row as the generic kernels do."""
+    numba_math.register()
+    loop = numba_math.loop(parallel)
+
+    # fastmath: "reassoc" lets LLVM split the row sum into vector lanes, "contract" fuse
+    # multiply-adds; NaN and inf keep their meaning. Log-probabilities come from
+    # numba_math.log_probability, which "reassoc" cannot regroup into a less accurate form.
+    @backend.jit(parallel=parallel, fastmath={"reassoc", "contract", "nsz"})
+    def forward_rows(logits, target, weight, ignore_index, eps, probs, losses):
+        rows, classes = logits.shape
+        for i in loop(rows):
+            x, p = logits[i], probs[i]
+            top = numba_math.row_max(x)
+            total = logits.dtype.type(0)
+            for c in range(classes):
+                e = numba_math.exp_nonpositive(x[c] - top)  # of a value <= 0 (nan stays nan)
+                p[c] = e
+                total += e
+            inverse = logits.dtype.type(1) / total
+            for c in range(classes):
+                p[c] *= inverse
+            t = target[i]
+            if t == ignore_index:
+                losses[i] = 0
+                continue
+            log_total = math.log(total)
+            loss = -(1.0 - eps) * weight[t] * numba_math.log_probability(x[t], top, log_total)
+            if eps != 0.0:
+                spread = 0.0
+                for c in range(classes):
+                    spread -= weight[c] * numba_math.log_probability(x[c], top, log_total)
+                loss += eps / classes * spread
+            losses[i] = loss
+
+    @backend.jit(parallel=parallel, fastmath={"contract"})
+    def grad_rows(probs, target, weight, ignore_index, eps, scale, dx):
+        rows, classes = probs.shape
+        real = probs.dtype.type
+        weight_sum = 0.0
+        for c in range(classes):
+            weight_sum += weight[c]
+        for i in loop(rows):
+            p, g = probs[i], dx[i]
+            t = target[i]
+            if t == ignore_index:
+                g[:] = 0
+                continue
+            onehot = real(scale[i] * (1.0 - eps) * weight[t])
+            smoothing = real(scale[i] * eps / classes)
+            row_scale = real(onehot + smoothing * weight_sum)
+            if eps == 0.0:
+                for c in range(classes):
+                    g[c] = row_scale * p[c]
+            else:
+                for c in range(classes):
+                    g[c] = row_scale * p[c] - smoothing * weight[c]
+            g[t] -= onehot
+
+    return SimpleNamespace(forward=forward_rows, grad=grad_rows)
+
+
+def cross_entropy(
+    logits,
+    target,
+    weight=None,
+    *,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+):
+    """Cross entropy between softmax(logits) over axis 1 and the target, as PyTorch's
+    F.cross_entropy, in one fused op (display name SoftmaxCrossEntropyGrad).
+
+    logits: (N, C), (N, C, d1, ..., dk) or a single sample (C,). target: class indices of any
+    integer dtype, shaped like logits without axis 1 (0-d or (1,) for a single sample), or class
+    probabilities shaped like logits (these may require grad). weight: (C,) per-class weights, a
+    constant. Positions whose target is `ignore_index` have loss 0 and no gradient (class
+    indices only). `label_smoothing` eps in [0, 1] mixes eps / C of every class into the target.
+    reduction 'mean' divides by the summed weights of the non-ignored targets (class indices) or
+    by the number of positions (probabilities); where that is 0 it raises (PyTorch: nan).
+    """
+    caller = "cross_entropy"
+    check_reduction(caller, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ArgumentError(f"{caller}: label_smoothing must be in [0, 1], got {label_smoothing}")
+    check_constant(caller, weight=weight)
+    if not isinstance(target, Tensor) and not backend.is_array(target):
+        target = np.asarray(target)
+    single = loss_array(logits).ndim == 1  # one sample (C,): PyTorch's unbatched form
+    if single:
+        logits, target = _one_sample(caller, logits, target, probabilities=True)
+    out = SoftmaxCrossEntropy.apply(
+        logits,
+        target,
+        weight,
+        reduction=reduction,
+        ignore_index=int(ignore_index),
+        label_smoothing=float(label_smoothing),
+    )
+    return reshape(out, ()) if single and reduction == "none" else out
+
+
+class NLLLoss(Op):
+    """Negative log-likelihood of class indices: -w[target] * log_probs[target] per position, 0
+    where target == ignore_index. Its gradient is -s * w[target] at the target class and 0 at the
+    others (s: the upstream gradient, over D for 'mean')."""
+
+    name = "nll_loss"
+    inputs = ("log_probs", "target", "weight")
+    attrs = ("reduction", "ignore_index")
+    saved = ("target", "weight")
+    grad_kernel = "NLLLossGrad"
+
+    @staticmethod
+    def forward(ctx, log_probs, target, weight):
+        xp, caller = ctx.xp, "nll_loss"
+        check_floating(caller, log_probs=log_probs)
+        if log_probs.ndim < 2:
+            raise ShapeError(f"{caller}: log_probs {log_probs.shape} need a class axis 1")
+        _check_class_target(caller, log_probs, target, weight)
+        _check_class_range(caller, target, log_probs.shape[1], ctx.ignore_index)
+        valid, safe, target_weights = _class_weights(
+            xp, target, weight, ctx.ignore_index, log_probs.dtype
+        )
+        picked = xp.take_along_axis(log_probs, xp.expand_dims(safe, 1), axis=1).squeeze(1)
+        losses = -target_weights * xp.where(valid, picked, 0)
+        ctx.save(target=target, weight=weight)
+        if ctx.reduction == "mean":
+            return reduce_losses(losses, "mean", _class_total(caller, target_weights))
+        return reduce_losses(losses, ctx.reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dlog_probs = -s * w[target] at the target class, 0 at the others and where ignored.
+
+        s = grad, or grad / D for 'mean' (D: the summed w[target] of the non-ignored targets)."""
+        xp, target = ctx.xp, ctx.target
+        shape, dtype = ctx.shapes[0], ctx.dtypes[0]
+        _, safe, target_weights = _class_weights(xp, target, ctx.weight, ctx.ignore_index, dtype)
+        divisor = _class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
+        scale = position_scale(grad, ctx.reduction, divisor)
+        dx = xp.zeros(shape, dtype)
+        index = xp.expand_dims(safe, 1)
+        xp.put_along_axis(dx, index, xp.expand_dims(-scale * target_weights, 1), axis=1)
+        return dx, None, None
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward in tensor ops: -s times the constant w[target] * onehot(target), linear in
+        grad (the second derivative in log_probs is 0)."""
+        shape, dtype = ctx.shapes[0], ctx.dtypes[0]
+        weight = array_of(ctx.weight)
+        q, target_weights = _class_distribution(
+            ctx.xp, array_of(ctx.target), weight, ctx.ignore_index, 0.0, shape, dtype
+        )
+        divisor = _class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
+        scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)
+        return -scale * q, None, None
+
+
+def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean"):
+    """Negative log-likelihood loss, as PyTorch's F.nll_loss: log_probs (N, C), (N, C, d1, ...)
+    or (C,); target class indices shaped like log_probs without axis 1 (0-d or (1,) for (C,));
+    weight (C,) a constant. 'mean' divides by the summed weights of the non-ignored targets
+    (raises where that is 0). Its own op (NLLLossGrad): a gather forward, a scatter backward."""
+    caller = "nll_loss"
+    check_reduction(caller, reduction)
+    check_constant(caller, weight=weight)
+    if not isinstance(target, Tensor) and not backend.is_array(target):
+        target = np.asarray(target)
+    single = loss_array(log_probs).ndim == 1
+    if single:
+        log_probs, target = _one_sample(caller, log_probs, target, probabilities=False)
+    out = NLLLoss.apply(
+        log_probs, target, weight, reduction=reduction, ignore_index=int(ignore_index)
+    )
+    return reshape(out, ()) if single and reduction == "none" else out

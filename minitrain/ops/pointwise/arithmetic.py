@@ -1,0 +1,666 @@
+"""Elementwise arithmetic and math: add, sub, mul, div, neg, pow, exp, log, sqrt, abs, sin,
+cos, maximum, minimum, clip; casts and device moves; and the comparisons, which have no
+gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import backend
+from ...arguments import as_dtype
+from ...errors import ArgumentError, DTypeError, ShapeError
+from ...grad_mode import is_grad_enabled
+from ...tensor import Tensor
+from ..core.checks import NOT_BOOL, is_integral, require_kind
+from ..core.op import Op, array_of
+
+__all__ = [
+    "abs",
+    "add",
+    "cast",
+    "cast_first",
+    "clip",
+    "cos",
+    "div",
+    "equal",
+    "exp",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "log",
+    "maximum",
+    "minimum",
+    "mul",
+    "neg",
+    "not_equal",
+    "pow",
+    "sin",
+    "sqrt",
+    "sub",
+    "to_device",
+]
+
+
+def _floating_or_float32(x):
+    """x itself if floating; integers and bools as float32, PyTorch's default float dtype (numpy
+    would pick float16 for bool and int8, float64 for int64)."""
+    return x if x.dtype.kind == "f" else x.astype(np.float32)
+
+
+def widened(x):
+    """x in float32 if float16, else as it is: float16 sums, squares and scalings overflow or
+    lose their low digits early, and PyTorch computes them in float32 too."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
+class Add(Op):
+    name = "add"
+    inputs = ("a", "b")
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a + b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = grad, db = grad (each summed back over broadcast dims)."""
+        return grad, grad
+
+    tensor_backward = backward
+
+
+def add(a, b, *, alpha=1):
+    """a + alpha * b, broadcasting (PyTorch's add: alpha scales b first)."""
+    return Add.apply(a, _scaled("add", a, b, alpha))
+
+
+def _scaled(caller: str, a, b, alpha):
+    """b * alpha for add and sub; b itself for alpha 1. An integer a and b take an integer
+    alpha only, as in PyTorch (a float alpha would make a float result of integers)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{caller}: alpha must be a number, got {type(alpha).__name__}")
+    if isinstance(alpha, (float, np.floating)):
+        if {getattr(v, "dtype", np.asarray(v).dtype).kind for v in (a, b)} <= set("biu"):
+            raise DTypeError(
+                f"{caller}: alpha must be an integer for integer inputs, got {alpha!r} (as in "
+                f"PyTorch)"
+            )
+    if alpha == 1:
+        return b
+    if isinstance(b, (int, float, np.integer, np.floating)):  # a number stays a number
+        return b * alpha
+    return Mul.apply(b, alpha)
+
+
+class Sub(Op):
+    name = "sub"
+    inputs = ("a", "b")
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return a - b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = grad, db = -grad (each summed back over broadcast dims)."""
+        return grad, -grad if ctx.needs_grad[1] else None
+
+    tensor_backward = backward
+
+
+def sub(a, b, *, alpha=1):
+    """a - alpha * b, broadcasting (PyTorch's sub)."""
+    return Sub.apply(a, _scaled("sub", a, b, alpha))
+
+
+class Mul(Op):
+    name = "mul"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        # each gradient reads the other operand: keep only what a needed gradient reads
+        ctx.save(a=a if ctx.needs_grad[1] else None, b=b if ctx.needs_grad[0] else None)
+        return a * b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = grad * b, db = grad * a (each summed back over broadcast dims)."""
+        return (
+            grad * ctx.b if ctx.needs_grad[0] else None,
+            grad * ctx.a if ctx.needs_grad[1] else None,
+        )
+
+    tensor_backward = backward
+
+
+def mul(a, b):
+    """a * b, broadcasting."""
+    return Mul.apply(a, b)
+
+
+class Div(Op):
+    name = "div"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a if ctx.needs_grad[1] else None, b=b)  # only db reads a
+        return a / b
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = grad / b, db = -grad * a / b^2 (each summed back over broadcast dims)."""
+        grad_a = grad / ctx.b
+        # d(a/b)/db = -a/b^2 = -(grad/b) * a/b
+        return (
+            grad_a if ctx.needs_grad[0] else None,
+            -grad_a * ctx.a / ctx.b if ctx.needs_grad[1] else None,
+        )
+
+    tensor_backward = backward
+
+
+def div(a, b, *, rounding_mode=None):
+    """a / b, broadcasting; with `rounding_mode` 'trunc' or 'floor', the quotient rounded
+    (PyTorch's div: integers then divide exactly, and the gradient is zero)."""
+    if rounding_mode is None:
+        return Div.apply(a, b)
+    from .rounding import rounded_div  # rounding builds on this module
+
+    return rounded_div(a, b, rounding_mode)
+
+
+class Neg(Op):
+    """-x; a bool x is refused, as PyTorch refuses it (here, not in `neg`: the `-` operator
+    calls this op directly; and by catching the array module's refusal, free where x is not
+    bool)."""
+
+    name = "neg"
+    inputs = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        try:
+            return -x
+        except TypeError:
+            require_kind("neg", x, "iuf", NOT_BOOL, "int")
+            raise
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = -grad."""
+        return -grad
+
+    tensor_backward = backward
+
+
+def neg(x):
+    """-x."""
+    return Neg.apply(x)
+
+
+class Pow(Op):
+    """a ** b for a tensor or number base and exponent."""
+
+    name = "pow"
+    inputs = ("a", "b")
+    saved = ("a", "b", "out")
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        try:
+            out = ctx.xp.power(a, b)
+        except ValueError:  # numpy's refusal of integers to negative integer powers
+            out = _integer_power(ctx.xp, a, b)
+        ctx.save(a=a, b=b, out=out if ctx.needs_grad[1] else None)  # only db reads it
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = grad * b * a^(b - 1), db = grad * a^b * log(a), each summed over broadcast dims.
+
+        da is taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan), db as 0 where a == 0
+        and b >= 0 (the one-sided limit)."""
+        xp, a, b = ctx.xp, ctx.a, ctx.b
+        grad_a = grad_b = None
+        # where() picks the defined value after both branches ran: silence the discarded ones
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_grad[0]:
+                # b * a^(b-1), taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan)
+                grad_a = grad * xp.where(b == 0, 0, b * xp.power(a, b - 1))
+            if ctx.needs_grad[1]:
+                # a^b * log(a), taken as 0 where a == 0 and b >= 0 (the one-sided limit)
+                grad_b = grad * xp.where((a == 0) & (b >= 0), 0, ctx.out * xp.log(a))
+        return grad_a, grad_b
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """backward's rule in tensor ops; where's masks read the values, constants."""
+        from .masking import where  # masking builds on this module
+
+        xp, a, b = ctx.xp, ctx.a, ctx.b
+        a_values, b_values = array_of(a), array_of(b)
+        grad_a = grad_b = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_grad[0]:
+                grad_a = grad * where(xp.asarray(b_values == 0), 0.0, b * pow(a, b - 1))
+            if ctx.needs_grad[1]:
+                at_zero = xp.asarray((a_values == 0) & (b_values >= 0))
+                log_a = log(a) if isinstance(a, Tensor) else xp.log(a)  # a number base
+                grad_b = grad * where(at_zero, 0.0, ctx.out * log_a)
+        return grad_a, grad_b
+
+
+def _integer_power(xp, a, b):
+    """Integers to integer powers, some negative, as PyTorch computes them: 1 and -1 to a
+    negative power are 1 and -1 ** |b|, every other base 0 (0 included)."""
+    b = xp.asarray(b)
+    out = xp.power(a, xp.maximum(b, 0))
+    odd = (b % 2) != 0
+    negative = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(b < 0, negative, out).astype(out.dtype)
+
+
+def pow(a, b):  # noqa: A001 (the op's name)
+    """a ** b; either may be a tensor or a number. An integer to a negative integer power is
+    refused, as in PyTorch (its value is not an integer)."""
+    base = a.data if isinstance(a, Tensor) else a
+    # as PyTorch: a negative number exponent is refused for an integer base (a tensor of
+    # exponents holding negatives gives 0 there, numpy's and PyTorch's integer power)
+    if isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b < 0 and is_integral(base):
+        raise ArgumentError(
+            f"pow: integers to negative integer powers are not allowed (base of dtype "
+            f"{getattr(base, 'dtype', type(base).__name__)}, exponent {int(b)}); cast the base "
+            f"to a floating dtype first"
+        )
+    return Pow.apply(a, b)
+
+
+class Exp(Op):
+    name = "exp"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.exp(_floating_or_float32(x))
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * out, from the forward output out = exp(x)."""
+        return grad * ctx.out
+
+    tensor_backward = backward
+
+
+def exp(x):
+    """e ** x; integers and bools as float32."""
+    return Exp.apply(x)
+
+
+class Log(Op):
+    name = "log"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.log(_floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / x."""
+        return grad / ctx.x
+
+    tensor_backward = backward
+
+
+def log(x):
+    """The natural logarithm of x; integers and bools as float32."""
+    return Log.apply(x)
+
+
+class Sqrt(Op):
+    name = "sqrt"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.sqrt(_floating_or_float32(x))
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / (2 * out), from the forward output out = sqrt(x)."""
+        return grad / (2 * ctx.out)
+
+    tensor_backward = backward
+
+
+def sqrt(x):
+    """The square root of x; integers and bools as float32."""
+    return Sqrt.apply(x)
+
+
+class Abs(Op):
+    name = "abs"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * sign(x) (0 at x == 0)."""
+        return grad * ctx.xp.sign(ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        """dx = grad * sign(x): sign is flat, a constant to the second derivative."""
+        return grad * ctx.xp.sign(ctx.x.data)
+
+
+def abs(x):  # noqa: A001
+    """|x|; the gradient at 0 is 0. Bool x is refused, as in PyTorch."""
+    require_kind("abs", x, "iuf", NOT_BOOL, "int")
+    return Abs.apply(x)
+
+
+class Sin(Op):
+    name = "sin"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.sin(_floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * cos(x)."""
+        return grad * ctx.xp.cos(ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return grad * cos(ctx.x)
+
+
+def sin(x):
+    """The sine of x (radians); integers and bools as float32."""
+    return Sin.apply(x)
+
+
+class Cos(Op):
+    name = "cos"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.cos(_floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = -grad * sin(x)."""
+        return -grad * ctx.xp.sin(ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return -grad * sin(ctx.x)
+
+
+def cos(x):
+    """The cosine of x (radians); integers and bools as float32."""
+    return Cos.apply(x)
+
+
+def _pick_grads(xp, grad, a, b, a_wins):
+    """Gradients of maximum/minimum for a and b (arrays or numbers): to the winner, split
+    evenly on ties (a subgradient). The shares are constants: grad may be a Tensor (the
+    tensor_backward)."""
+    share_a = xp.where(a_wins, 1.0, xp.where(a == b, 0.5, 0.0)).astype(grad.dtype)
+    return grad * share_a, grad * (1 - share_a)
+
+
+class Maximum(Op):
+    name = "maximum"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return ctx.xp.maximum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = grad where a > b, db = grad where a < b, else 0; a tie gives each grad / 2.
+
+        Each gradient is summed back over broadcast dims."""
+        return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a > ctx.b)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        a, b = array_of(ctx.a), array_of(ctx.b)
+        return _pick_grads(ctx.xp, grad, a, b, a > b)
+
+
+def maximum(a, b):
+    """Elementwise max; tied elements share the gradient equally."""
+    return Maximum.apply(a, b)
+
+
+class Minimum(Op):
+    name = "minimum"
+    inputs = ("a", "b")
+    saved = ("a", "b")
+    broadcast = True
+    promoted = ("a", "b")
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save(a=a, b=b)
+        return ctx.xp.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """da = grad where a < b, db = grad where a > b, else 0; a tie gives each grad / 2.
+
+        Each gradient is summed back over broadcast dims."""
+        return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a < ctx.b)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        a, b = array_of(ctx.a), array_of(ctx.b)
+        return _pick_grads(ctx.xp, grad, a, b, a < b)
+
+
+def minimum(a, b):
+    """Elementwise min; tied elements share the gradient equally."""
+    return Minimum.apply(a, b)
+
+
+class Clip(Op):
+    """x limited to [min, max] (either may be None); the gradient passes where min <= x <= max."""
+
+    name = "clip"
+    inputs = ("x",)
+    attrs = ("min", "max")
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.clip(x, ctx.min, ctx.max)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad where min <= x <= max, else 0 (a None bound does not limit)."""
+        return grad * _inside(ctx, ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return grad * _inside(ctx, ctx.x.data)  # a constant mask
+
+
+def _inside(ctx, x):
+    """Where min <= x <= max: where clip passes its gradient."""
+    inside = True
+    if ctx.min is not None:
+        inside = inside & (x >= ctx.min)
+    if ctx.max is not None:
+        inside = inside & (x <= ctx.max)
+    return inside
+
+
+def _bound(value, name: str):
+    """A clip bound as a Python number or None; a numpy scalar is its number."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is not None and not isinstance(value, (int, float)):
+        raise DTypeError(
+            f"clip: {name} must be a number or None, got {type(value).__name__} (for a tensor "
+            f"bound, use maximum / minimum)"
+        )
+    return value
+
+
+def clip(x, min=None, max=None):  # noqa: A002
+    """x limited to [min, max]. Numpy scalar bounds count as Python numbers, as in PyTorch: an
+    np.float64 bound leaves a float16 x float16. At least one bound must be given, as in
+    PyTorch."""
+    if min is None and max is None:
+        raise ArgumentError("clip: at least one of min and max must not be None")
+    return Clip.apply(x, min=_bound(min, "min"), max=_bound(max, "max"))
+
+
+class Cast(Op):
+    """x converted to another dtype; the gradient is converted back."""
+
+    name = "cast"
+    inputs = ("x",)
+    attrs = ("dtype",)
+    exact_dtype = True
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.astype(ctx.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad cast back to x's dtype."""
+        return grad.astype(ctx.dtypes[0])
+
+    tensor_backward = backward
+
+
+def cast(x, dtype):
+    """x as another dtype: recorded to a floating dtype (the gradient comes back in x's),
+    outside the graph to an integer or bool one, which has no gradient, as in PyTorch."""
+    dtype = as_dtype(dtype, "cast")
+    if dtype.kind != "f" and isinstance(x, Tensor):
+        x = x.detach()
+    return Cast.apply(x, dtype=dtype)
+
+
+def cast_first(x, dtype, caller: str, int64: bool = False):
+    """x cast to a reduction's or softmax's `dtype=` argument, if given (recorded: the gradient
+    flows back), as PyTorch casts before the op. Only to a floating dtype, or to int64 where
+    `int64` is set (sum, prod and cumsum keep it; their results of other integer dtypes come
+    out int64, where PyTorch keeps the dtype asked for). As in PyTorch, int64 is refused for an
+    x that requires grad while gradients are recorded: it has none."""
+    if dtype is None:
+        return x
+    dtype = as_dtype(dtype, caller)
+    if dtype.kind != "f" and not (int64 and dtype == np.int64):
+        raise DTypeError(
+            f"{caller}: dtype must be a floating dtype (np.float32, np.float64, ...)"
+            f"{' or int64' if int64 else ''}, got {dtype}"
+        )
+    if dtype.kind != "f" and x.requires_grad and is_grad_enabled():
+        raise DTypeError(
+            f"{caller}: dtype {dtype} has no gradient, and the input requires grad (as in "
+            f"PyTorch); pass input.detach(), or compute under minitrain.no_grad()"
+        )
+    return x.to(dtype=dtype)
+
+
+class ToDevice(Op):
+    """x copied to another device; the gradient is copied back."""
+
+    name = "to_device"
+    inputs = ("x",)
+    attrs = ("device",)
+    saved = ("source",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(source=backend.device_of(x))
+        out = backend.to_device(x, ctx.device)
+        return out.copy() if out is x else out  # an op's output never aliases its input
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad copied back to x's device."""
+        return backend.to_device(grad, ctx.source)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return to_device(grad, ctx.source)
+
+
+def to_device(x, device):
+    """x on another device (recorded: the gradient comes back to x's device)."""
+    return ToDevice.apply(x, device=backend.device(device))
+
+
+def _comparison(ufunc_name):
+    def compare(a, b):
+        x, y = (v.data if isinstance(v, Tensor) else v for v in (a, b))
+        xp = backend.array_module(x, y)
+        if xp is not np:
+            backend.check_same_device(ufunc_name, (x, y))
+        try:
+            return Tensor(getattr(xp, ufunc_name)(x, y))
+        except ValueError:
+            raise ShapeError(
+                f"{ufunc_name}: shapes do not broadcast: {np.shape(x)} and {np.shape(y)}"
+            ) from None
+
+    compare.__name__ = ufunc_name
+    compare.__doc__ = f"Elementwise {ufunc_name} as a boolean tensor (no gradient)."
+    return compare
+
+
+equal = _comparison("equal")
+not_equal = _comparison("not_equal")
+less = _comparison("less")
+less_equal = _comparison("less_equal")
+greater = _comparison("greater")
+greater_equal = _comparison("greater_equal")

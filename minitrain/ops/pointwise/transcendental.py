@@ -1,0 +1,525 @@
+"""Transcendental functions of one tensor: log2, log10, exp2, expm1, log1p, erf, erfc, tan,
+asin, acos, atan, sinh, cosh, asinh, acosh, atanh.
+
+Op by op, each with its backward beside it (PyTorch's formulas) and the same rule in tensor ops
+for create_graph. Integer and bool inputs compute in float32, PyTorch's default float dtype;
+float16 stays float16. Outside a function's domain (log2 of a negative, asin of 2) the value is
+nan, as in PyTorch, and numpy's warning says so."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ... import backend
+from ..activations.special import erfc as erfc_float64
+from ..core import numba_math
+from ..core.op import Op
+from .arithmetic import exp, sqrt
+
+__all__ = [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp2",
+    "expm1",
+    "log10",
+    "log1p",
+    "log2",
+    "sinh",
+    "tan",
+]
+
+LN2 = math.log(2.0)
+LN10 = math.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)  # d/dx erf(x) = TWO_OVER_SQRT_PI * exp(-x^2)
+
+
+def floating_or_float32(x):
+    """x itself if floating (or a Python number); integer and bool arrays as float32, PyTorch's
+    default float dtype (numpy would pick float16 for bool and int8, float64 for int64)."""
+    dtype = getattr(x, "dtype", None)
+    return x if dtype is None or dtype.kind == "f" else x.astype(np.float32)
+
+
+class Log2(Op):
+    name = "log2"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.log2(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / (x * ln 2)."""
+        return grad / (ctx.x * LN2)
+
+    tensor_backward = backward
+
+
+def log2(x):
+    """The base-2 logarithm of x; integers and bools as float32."""
+    return Log2.apply(x)
+
+
+class Log10(Op):
+    name = "log10"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.log10(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / (x * ln 10)."""
+        return grad / (ctx.x * LN10)
+
+    tensor_backward = backward
+
+
+def log10(x):
+    """The base-10 logarithm of x; integers and bools as float32."""
+    return Log10.apply(x)
+
+
+class Exp2(Op):
+    name = "exp2"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.exp2(floating_or_float32(x))
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * out * ln 2, from the forward output out = 2^x."""
+        return grad * ctx.out * LN2
+
+    tensor_backward = backward
+
+
+def exp2(x):
+    """2 ** x; integers and bools as float32."""
+    return Exp2.apply(x)
+
+
+class Expm1(Op):
+    name = "expm1"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.expm1(floating_or_float32(x))
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * (out + 1), from the forward output out = exp(x) - 1."""
+        return grad * (ctx.out + 1)
+
+    tensor_backward = backward
+
+
+def expm1(x):
+    """exp(x) - 1, exact for small x; integers and bools as float32."""
+    return Expm1.apply(x)
+
+
+class Log1p(Op):
+    name = "log1p"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.log1p(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / (1 + x)."""
+        return grad / (ctx.x + 1)
+
+    tensor_backward = backward
+
+
+def log1p(x):
+    """log(1 + x), exact for small x; integers and bools as float32."""
+    return Log1p.apply(x)
+
+
+# erf near 0 by its Maclaurin series, erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1)),
+# the coefficients of x^(2n+1) highest n first (Horner in x^2). For |x| < 0.5 the 13 terms leave
+# a remainder below 1e-17 relative; beyond, 1 - erfc(|x|) is exact to float64 rounding, since
+# erfc(|x|) < 0.48 there (near 0, 1 - erfc would lose a small erf's relative accuracy).
+_ERF_SERIES = tuple(
+    TWO_OVER_SQRT_PI * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(12, -1, -1)
+)
+_ERF_SERIES_BOUND = 0.5
+
+
+def _erf_float64(x):
+    """erf(x) of a float64 numpy array."""
+    near = np.abs(x) < _ERF_SERIES_BOUND  # NaN falls to the erfc branch and stays NaN
+    out = np.empty_like(x)
+    x_near = x[near]
+    z = x_near * x_near
+    series = np.full_like(z, _ERF_SERIES[0])
+    for coefficient in _ERF_SERIES[1:]:
+        series *= z
+        series += coefficient
+    out[near] = x_near * series
+    x_far = x[~near]
+    out[~near] = np.sign(x_far) * (1.0 - erfc_float64(np.abs(x_far)))
+    return out
+
+
+_FLOAT64_KERNELS = {"erf": _erf_float64, "erfc": erfc_float64}
+
+
+_PARALLEL_WORK = 1 << 16  # elements from which erf's numba loop runs on several threads
+
+
+@functools.cache
+def _numba_special(name: str, parallel: bool):
+    """erf or erfc elementwise as a numba kernel over flat arrays (math.erf / math.erfc, in
+    float64 whatever the dtype), in a parallel and a serial build."""
+    loop = numba_math.loop(parallel)
+    if name == "erf":
+
+        @backend.jit(parallel=parallel, fastmath=False)
+        def kernel(x, out):
+            for i in loop(x.size):
+                out[i] = math.erf(x[i])
+
+    else:
+
+        @backend.jit(parallel=parallel, fastmath=False)
+        def kernel(x, out):
+            for i in loop(x.size):
+                out[i] = math.erfc(x[i])
+
+    return kernel
+
+
+def _special(xp, name: str, x):
+    """erf or erfc (`name`) of x in its floating dtype: on numpy computed in float64 (numpy has
+    neither), by a numba kernel where numba takes x (the float64 series is its reference), on
+    CuPy by cupyx.scipy.special."""
+    x = floating_or_float32(x)
+    if xp is not np:  # CuPy's computes float16 in float32 or float64 (by version)
+        return getattr(backend.special(xp), name)(x).astype(x.dtype, copy=False)
+    if backend.numba_takes(x):
+        flat = np.ascontiguousarray(x).reshape(-1)
+        out = np.empty_like(flat)
+        _numba_special(name, flat.size >= _PARALLEL_WORK)(flat, out)
+        return out.reshape(x.shape)
+    return _FLOAT64_KERNELS[name](np.asarray(x, np.float64)).astype(x.dtype, copy=False)
+
+
+class Erf(Op):
+    name = "erf"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return _special(ctx.xp, "erf", x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * 2 / sqrt(pi) * exp(-x^2)."""
+        x = ctx.x
+        return grad * (TWO_OVER_SQRT_PI * ctx.xp.exp(-(x * x)))
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        return grad * (TWO_OVER_SQRT_PI * exp(-(x * x)))
+
+
+def erf(x):
+    """The error function, 2 / sqrt(pi) * integral of exp(-t^2) from 0 to x; integers and bools
+    as float32."""
+    return Erf.apply(x)
+
+
+class Erfc(Op):
+    name = "erfc"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return _special(ctx.xp, "erfc", x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = -grad * 2 / sqrt(pi) * exp(-x^2)."""
+        x = ctx.x
+        return grad * (-TWO_OVER_SQRT_PI * ctx.xp.exp(-(x * x)))
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        return grad * (-TWO_OVER_SQRT_PI * exp(-(x * x)))
+
+
+def erfc(x):
+    """1 - erf(x), exact in the right tail where 1 - erf cancels; integers and bools as
+    float32."""
+    return Erfc.apply(x)
+
+
+class Tan(Op):
+    name = "tan"
+    inputs = ("x",)
+    saved = ("out",)
+
+    @staticmethod
+    def forward(ctx, x):
+        out = ctx.xp.tan(floating_or_float32(x))
+        ctx.save(out=out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * (1 + out^2), from the forward output out = tan(x)."""
+        out = ctx.out
+        return grad * (1 + out * out)
+
+    tensor_backward = backward
+
+
+def tan(x):
+    """The tangent of x (radians); integers and bools as float32."""
+    return Tan.apply(x)
+
+
+class Asin(Op):
+    name = "asin"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.arcsin(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / sqrt(1 - x^2) (inf at |x| = 1, nan beyond)."""
+        x = ctx.x
+        return grad / ctx.xp.sqrt(1 - x * x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        return grad / sqrt(1 - x * x)
+
+
+def asin(x):
+    """The arcsine of x, in [-pi/2, pi/2] (nan outside [-1, 1]); integers and bools as
+    float32."""
+    return Asin.apply(x)
+
+
+class Acos(Op):
+    name = "acos"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.arccos(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = -grad / sqrt(1 - x^2) (-inf at |x| = 1, nan beyond)."""
+        x = ctx.x
+        return -grad / ctx.xp.sqrt(1 - x * x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        return -grad / sqrt(1 - x * x)
+
+
+def acos(x):
+    """The arccosine of x, in [0, pi] (nan outside [-1, 1]); integers and bools as float32."""
+    return Acos.apply(x)
+
+
+class Atan(Op):
+    name = "atan"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.arctan(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / (1 + x^2)."""
+        x = ctx.x
+        return grad / (1 + x * x)
+
+    tensor_backward = backward
+
+
+def atan(x):
+    """The arctangent of x, in (-pi/2, pi/2); integers and bools as float32."""
+    return Atan.apply(x)
+
+
+class Sinh(Op):
+    name = "sinh"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.sinh(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * cosh(x)."""
+        return grad * ctx.xp.cosh(ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return grad * cosh(ctx.x)
+
+
+def sinh(x):
+    """The hyperbolic sine of x; integers and bools as float32."""
+    return Sinh.apply(x)
+
+
+class Cosh(Op):
+    name = "cosh"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.cosh(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad * sinh(x)."""
+        return grad * ctx.xp.sinh(ctx.x)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        return grad * sinh(ctx.x)
+
+
+def cosh(x):
+    """The hyperbolic cosine of x; integers and bools as float32."""
+    return Cosh.apply(x)
+
+
+class Asinh(Op):
+    name = "asinh"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.arcsinh(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / sqrt(x^2 + 1)."""
+        x = ctx.x
+        return grad / ctx.xp.sqrt(x * x + 1)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        return grad / sqrt(x * x + 1)
+
+
+def asinh(x):
+    """The inverse hyperbolic sine of x; integers and bools as float32."""
+    return Asinh.apply(x)
+
+
+class Acosh(Op):
+    name = "acosh"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.arccosh(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / sqrt(x^2 - 1) (inf at x = 1, nan below)."""
+        x = ctx.x
+        return grad / ctx.xp.sqrt(x * x - 1)
+
+    @staticmethod
+    def tensor_backward(ctx, grad):
+        x = ctx.x
+        return grad / sqrt(x * x - 1)
+
+
+def acosh(x):
+    """The inverse hyperbolic cosine of x, >= 0 (nan below 1); integers and bools as float32."""
+    return Acosh.apply(x)
+
+
+class Atanh(Op):
+    name = "atanh"
+    inputs = ("x",)
+    saved = ("x",)
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save(x=x)
+        return ctx.xp.arctanh(floating_or_float32(x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dx = grad / (1 - x^2) (inf at |x| = 1)."""
+        x = ctx.x
+        return grad / (1 - x * x)
+
+    tensor_backward = backward
+
+
+def atanh(x):
+    """The inverse hyperbolic tangent of x (+-inf at +-1, nan beyond); integers and bools as
+    float32."""
+    return Atanh.apply(x)
