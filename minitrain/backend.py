@@ -140,12 +140,30 @@ def check_same_device(caller: str, arrays) -> None:
         raise DeviceError(f"{caller}: inputs are on different devices: {sorted(devices)}")
 
 
+# Array types besides numpy's and CuPy's that kernels written against xp take, with the function
+# giving a value's module: minitrain's Tensor, whose module records each call as an op
+# (ops/core/graph_math.py), so that one backward rule serves first derivatives on arrays and
+# higher ones on Tensors. Set once, at import, by the layer that defines the type.
+_array_types: tuple[type, ...] = ()
+_module_of_type = None
+
+
+def register_array_type(kind: type, module_of) -> None:
+    """Make `array_module` give `module_of(value)` for values of `kind` (one such type)."""
+    global _array_types, _module_of_type
+    _array_types, _module_of_type = (kind,), module_of
+
+
 def array_module(*arrays):
-    """numpy, or cupy if any argument is a CuPy array (the others must be too, or scalars)."""
-    if cupy is None:
-        return np
-    if any(isinstance(a, cupy.ndarray) for a in arrays):
-        return cupy
+    """The array module the arguments compute with: cupy if any is a CuPy array (the others must
+    be too, or scalars), minitrain's graph math if any is a Tensor, else numpy."""
+    for value in arrays:
+        if type(value) is np.ndarray:
+            continue
+        if isinstance(value, _array_types):
+            return _module_of_type(value)
+        if cupy is not None and isinstance(value, cupy.ndarray):
+            return cupy
     return np
 
 

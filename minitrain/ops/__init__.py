@@ -23,3 +23,6 @@ __all__ = [
     for name, value in list(globals().items())
     if not name.startswith("_") and not isinstance(value, _ModuleType)
 ]
+
+# last, once every family exists: kernels handed Tensors compute with recorded ops
+from .core import graph_math as _graph_math  # noqa: E402, F401

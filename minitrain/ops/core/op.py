@@ -17,7 +17,7 @@ from ...grad_mode import recording
 from ...inplace import check_plain_view_input, note_plain_view
 from ...tensor import Tensor
 
-__all__ = ["Ctx", "Op", "input_place", "registry", "value_of"]
+__all__ = ["Ctx", "Op", "device_module", "input_place", "registry", "value_of"]
 
 _OPS: dict[str, type[Op]] = {}
 _FLOAT64 = np.dtype(np.float64)
@@ -154,17 +154,19 @@ class Op(metaclass=_OpType):
     Ops whose kernels are public array functions users call directly (conv_grad, im2col, the
     pooling kernels) have no numba variants: each such kernel chooses for itself, per call.
 
-    `tensor_backward(ctx, grad) -> grads` is the same backward written in tensor ops, which
-    create_graph runs instead, recording it (`run_tensor_backward`): `grad` is a Tensor, and so
-    is every saved input and `out` in `ctx`, each in the graph (an input's own node, the output
-    this op made), so the gradient can be differentiated again; the other saved values (masks,
-    indices) come as arrays, constants to the second derivative, so a saved value computed from
-    the inputs (a mean, an inverse standard deviation) must be recomputed from them in tensor
-    ops. A backward that is plain arithmetic on `grad` and `ctx`, which arrays and tensors
-    share, serves as both: `tensor_backward = backward`. It is kept off the create_graph=False
-    path, whose array kernels it must match (the registry's tests check both against finite
-    differences). An op without one says why in `no_double_backward`, and create_graph
-    reaching it raises a GraphError naming it.
+    The same `backward` serves create_graph, which runs it recorded (`run_tensor_backward`):
+    `grad` is then a Tensor, and so is every saved input and `out` in `ctx`, each in the graph
+    (an input's own node, the output this op made), and `ctx.xp` is the graph math
+    (ops/core/graph_math.py), numpy's names over recorded ops; so a rule written with `ctx.xp`
+    (or the `backend.array_module` of its arguments) and operators is differentiable again.
+    The other saved values (masks, indices) stay arrays, constants to the second derivative, so
+    a saved value computed from the inputs (a mean, an inverse standard deviation) must be put
+    back in the graph (`value_of`) or recomputed from them. An op whose backward is a fused
+    kernel no recorded op reproduces (in-place buffers, numba) gives `tensor_backward(ctx,
+    grad)`, the formula in tensor ops, kept only where a benchmark shows the fused kernel pays:
+    `fused_backward` names that `make bench` row (checked when the class is defined). An op
+    with no second derivative says why in `no_double_backward`, and create_graph reaching it
+    raises a GraphError naming it.
     """
 
     name: ClassVar[str] = ""
@@ -181,7 +183,8 @@ class Op(metaclass=_OpType):
     saved_as: ClassVar[dict[str, str]] = {}
     numba_forward: ClassVar = None
     numba_backward: ClassVar = None
-    tensor_backward: ClassVar = None
+    tensor_backward: ClassVar = None  # only where `backward` is a fused kernel (see above)
+    fused_backward: ClassVar[str] = ""  # then: the `make bench` row that keeps the fused one
     no_double_backward: ClassVar[str] = ""
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
@@ -237,25 +240,30 @@ class Op(metaclass=_OpType):
     def run_tensor_backward(cls, node, grad, needs=None) -> tuple:
         """The backward of `node`, a recorded application of this op, for `grad` (a Tensor), in
         tensor ops and recorded: what create_graph runs. Gradients come back as Tensors.
-        `needs`, where given, replaces the forward's `needs_grad` (grad() narrows it)."""
-        if cls.tensor_backward is None:
-            reason = f" ({cls.no_double_backward})" if cls.no_double_backward else ""
+        `needs`, where given, replaces the forward's `needs_grad` (grad() narrows it).
+
+        The rule is the op's `backward` itself, handed Tensors and, as `ctx.xp`, the graph
+        math of their device (ops/core/graph_math.py), so every array function it calls records
+        the op of the same meaning; an op whose backward is a fused kernel no recorded op
+        reproduces has a `tensor_backward` instead, and one with neither, `no_double_backward`."""
+        if cls.no_double_backward:
             raise GraphError(
-                f"{cls.grad_kernel}: the backward of {cls.name} has no form in tensor ops"
-                f"{reason}, so create_graph=True cannot differentiate through it; take this op "
-                f"out of what a higher derivative flows through, or give it a tensor_backward"
+                f"{cls.grad_kernel}: the backward of {cls.name} has no form in tensor ops "
+                f"({cls.no_double_backward}), so create_graph=True cannot differentiate through "
+                f"it; take this op out of what a higher derivative flows through"
             )
-        ctx = _tensor_ctx(node)
+        ctx = _tensor_ctx(node, grad)
         if needs is not None:
             ctx.needs_grad = needs
-        grads = cls.tensor_backward(ctx, grad)
+        grads = (cls.tensor_backward or cls.backward)(ctx, grad)
         if type(grads) is not tuple:
             grads = (grads,)
         for index, g in enumerate(grads):
             if g is not None and not isinstance(g, Tensor):
                 raise GraphError(
-                    f"{cls.grad_kernel}: tensor_backward returned a {type(g).__name__} for "
-                    f"input '{cls.input_name(index)}'; it must return Tensors (or None)"
+                    f"{cls.grad_kernel}: the backward of {cls.name} under create_graph returned "
+                    f"a {type(g).__name__} for input '{cls.input_name(index)}'; it must return "
+                    f"Tensors (or None): it computed with something other than ctx.xp"
                 )
         return grads
 
@@ -370,13 +378,14 @@ class Op(metaclass=_OpType):
         return tensor
 
 
-def _tensor_ctx(node) -> Ctx:
-    """A copy of `node`'s ctx for its tensor_backward: each saved input and `out` as a Tensor in
-    the graph, so that what the backward computes from them is differentiable again; `node`,
-    for `input_place` and `value_of`."""
+def _tensor_ctx(node, grad) -> Ctx:
+    """A copy of `node`'s ctx for its backward under create_graph: each saved input and `out`
+    as a Tensor in the graph, so that what the backward computes from them is differentiable
+    again; `xp`, the graph math of `grad`'s device; `node`, for `input_place` and `value_of`."""
     ctx = object.__new__(Ctx)
     ctx.__dict__.update(node.ctx.__dict__)
     ctx.node = node
+    ctx.xp = backend.array_module(grad)  # a Tensor's module: graph math (ops/core/graph_math.py)
     saved = ctx.__dict__
     for name, index in node.op.saved_inputs:
         value = saved.get(name)
@@ -413,6 +422,13 @@ def _input_tensor(node, index, array) -> Tensor:
     if parent.data is array:
         return parent
     return SavedInput.apply(parent, array=array)
+
+
+def device_module(ctx):
+    """numpy or cupy: the array module of the device an op ran on, in its backward whether
+    first-order (`ctx.xp` itself) or under create_graph (where `ctx.xp` is the graph math over
+    it): for the constants a backward builds from saved indices and masks."""
+    return getattr(ctx.xp, "xp", ctx.xp)
 
 
 def input_place(ctx, index: int) -> Tensor | None:
@@ -461,8 +477,6 @@ class ValueOf(Op, register=False):
         """dsource = rule(grad, out)."""
         return ctx.rule(grad, ctx.out)
 
-    tensor_backward = backward
-
 
 class SavedInput(Op, register=False):
     """An input as its op's forward saw it (a promoted cast of it, or its values before a
@@ -482,8 +496,6 @@ class SavedInput(Op, register=False):
     def backward(ctx, grad):
         """dsource = grad (the engine casts it to the source's dtype)."""
         return grad
-
-    tensor_backward = backward
 
 
 def _note_view(ctx, view, source, array, records) -> None:

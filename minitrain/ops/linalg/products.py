@@ -134,8 +134,6 @@ class Linear(Op):
         grad_b = grad_2d.sum(axis=0) if ctx.needs_grad[2] else None
         return grad_x, grad_w, grad_b
 
-    tensor_backward = backward
-
 
 def linear(x, weight, bias=None):
     """x @ weight.T + bias: x (..., in_features), weight (out_features, in_features),

@@ -19,7 +19,7 @@ from ...errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeErro
 from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import check_floating
-from ..core.op import Op, array_of, value_of
+from ..core.op import Op, array_of, device_module, value_of
 from ..shapes.shape import reshape
 from .loss_reduction import (
     check_constant,
@@ -427,7 +427,13 @@ class SoftmaxCrossEntropy(Op):
                 q = q * _class_axis(weight, len(shape))
         else:
             q, target_weights = _class_distribution(
-                ctx.xp, array_of(target), weight, ctx.ignore_index, eps, shape, dtype
+                device_module(ctx),
+                array_of(target),
+                weight,
+                ctx.ignore_index,
+                eps,
+                shape,
+                dtype,
             )
             divisor = None
             if ctx.reduction == "mean":
@@ -645,7 +651,13 @@ class NLLLoss(Op):
         shape, dtype = ctx.shapes[0], ctx.dtypes[0]
         weight = array_of(ctx.weight)
         q, target_weights = _class_distribution(
-            ctx.xp, array_of(ctx.target), weight, ctx.ignore_index, 0.0, shape, dtype
+            device_module(ctx),
+            array_of(ctx.target),
+            weight,
+            ctx.ignore_index,
+            0.0,
+            shape,
+            dtype,
         )
         divisor = _class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
         scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)

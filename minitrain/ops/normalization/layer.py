@@ -483,7 +483,6 @@ class RowInvStd(Op, register=False):
         return -(grad * ctx.out * ctx.out * ctx.x_hat) / ctx.count, None
 
     # arithmetic on grad, out and x_hat, Tensors under create_graph: differentiable again
-    tensor_backward = backward
 
 
 def _inv_std_of_x(ctx, x_hat) -> Tensor:

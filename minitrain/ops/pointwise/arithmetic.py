@@ -69,8 +69,6 @@ class Add(Op):
         """da = grad, db = grad (each summed back over broadcast dims)."""
         return grad, grad
 
-    tensor_backward = backward
-
 
 def add(a, b, *, alpha=1):
     """a + alpha * b, broadcasting (PyTorch's add: alpha scales b first)."""
@@ -110,8 +108,6 @@ class Sub(Op):
         """da = grad, db = -grad (each summed back over broadcast dims)."""
         return grad, -grad if ctx.needs_grad[1] else None
 
-    tensor_backward = backward
-
 
 def sub(a, b, *, alpha=1):
     """a - alpha * b, broadcasting (PyTorch's sub)."""
@@ -138,8 +134,6 @@ class Mul(Op):
             grad * ctx.b if ctx.needs_grad[0] else None,
             grad * ctx.a if ctx.needs_grad[1] else None,
         )
-
-    tensor_backward = backward
 
 
 def mul(a, b):
@@ -168,8 +162,6 @@ class Div(Op):
             grad_a if ctx.needs_grad[0] else None,
             -grad_a * ctx.a / ctx.b if ctx.needs_grad[1] else None,
         )
-
-    tensor_backward = backward
 
 
 def div(a, b, *, rounding_mode=None):
@@ -202,8 +194,6 @@ class Neg(Op):
     def backward(ctx, grad):
         """dx = -grad."""
         return -grad
-
-    tensor_backward = backward
 
 
 def neg(x):
@@ -306,8 +296,6 @@ class Exp(Op):
         """dx = grad * out, from the forward output out = exp(x)."""
         return grad * ctx.out
 
-    tensor_backward = backward
-
 
 def exp(x):
     """e ** x; integers and bools as float32."""
@@ -328,8 +316,6 @@ class Log(Op):
     def backward(ctx, grad):
         """dx = grad / x."""
         return grad / ctx.x
-
-    tensor_backward = backward
 
 
 def log(x):
@@ -352,8 +338,6 @@ class Sqrt(Op):
     def backward(ctx, grad):
         """dx = grad / (2 * out), from the forward output out = sqrt(x)."""
         return grad / (2 * ctx.out)
-
-    tensor_backward = backward
 
 
 def sqrt(x):
@@ -576,8 +560,6 @@ class Cast(Op):
     def backward(ctx, grad):
         """dx = grad cast back to x's dtype."""
         return grad.astype(ctx.dtypes[0])
-
-    tensor_backward = backward
 
 
 def cast(x, dtype):

@@ -75,8 +75,6 @@ class Atan2(Op):
             -grad * a / r2 if ctx.needs_grad[1] else None,
         )
 
-    tensor_backward = backward
-
 
 def atan2(input, other):  # noqa: A002 (PyTorch's name)
     """The angle of the point (other, input), elementwise, in [-pi, pi]; integers and bools as
@@ -107,8 +105,6 @@ class Hypot(Op):
             grad * ctx.input / ctx.out if ctx.needs_grad[0] else None,
             grad * ctx.other / ctx.out if ctx.needs_grad[1] else None,
         )
-
-    tensor_backward = backward
 
 
 def hypot(input, other):  # noqa: A002
@@ -243,8 +239,6 @@ class Lerp(Op):
             grad * (ctx.end - ctx.input) if ctx.needs_grad[2] else None,
         )
 
-    tensor_backward = backward
-
 
 def lerp(input, end, weight):  # noqa: A002
     """input + weight * (end - input), elementwise, all three broadcast; weight a tensor or a
@@ -294,8 +288,6 @@ class Fmod(Op):
             -grad * ctx.quotient if ctx.needs_grad[1] else None,
         )
 
-    tensor_backward = backward
-
 
 def fmod(input, other):  # noqa: A002
     """The remainder of input / other with input's sign (C's fmod), elementwise; integers stay
@@ -329,8 +321,6 @@ class Remainder(Op):
             grad if ctx.needs_grad[0] else None,
             -grad * ctx.quotient if ctx.needs_grad[1] else None,
         )
-
-    tensor_backward = backward
 
 
 def remainder(input, other):  # noqa: A002

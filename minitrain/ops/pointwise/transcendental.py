@@ -65,8 +65,6 @@ class Log2(Op):
         """dx = grad / (x * ln 2)."""
         return grad / (ctx.x * LN2)
 
-    tensor_backward = backward
-
 
 def log2(x):
     """The base-2 logarithm of x; integers and bools as float32."""
@@ -87,8 +85,6 @@ class Log10(Op):
     def backward(ctx, grad):
         """dx = grad / (x * ln 10)."""
         return grad / (ctx.x * LN10)
-
-    tensor_backward = backward
 
 
 def log10(x):
@@ -112,8 +108,6 @@ class Exp2(Op):
         """dx = grad * out * ln 2, from the forward output out = 2^x."""
         return grad * ctx.out * LN2
 
-    tensor_backward = backward
-
 
 def exp2(x):
     """2 ** x; integers and bools as float32."""
@@ -136,8 +130,6 @@ class Expm1(Op):
         """dx = grad * (out + 1), from the forward output out = exp(x) - 1."""
         return grad * (ctx.out + 1)
 
-    tensor_backward = backward
-
 
 def expm1(x):
     """exp(x) - 1, exact for small x; integers and bools as float32."""
@@ -158,8 +150,6 @@ class Log1p(Op):
     def backward(ctx, grad):
         """dx = grad / (1 + x)."""
         return grad / (ctx.x + 1)
-
-    tensor_backward = backward
 
 
 def log1p(x):
@@ -309,8 +299,6 @@ class Tan(Op):
         out = ctx.out
         return grad * (1 + out * out)
 
-    tensor_backward = backward
-
 
 def tan(x):
     """The tangent of x (radians); integers and bools as float32."""
@@ -387,8 +375,6 @@ class Atan(Op):
         """dx = grad / (1 + x^2)."""
         x = ctx.x
         return grad / (1 + x * x)
-
-    tensor_backward = backward
 
 
 def atan(x):
@@ -515,8 +501,6 @@ class Atanh(Op):
         """dx = grad / (1 - x^2) (inf at |x| = 1)."""
         x = ctx.x
         return grad / (1 - x * x)
-
-    tensor_backward = backward
 
 
 def atanh(x):

@@ -42,7 +42,6 @@ class Dropout(Op):
         return (dropout_grad(grad, ctx.mask),)
 
     # grad * mask, with the mask a constant array: the same arithmetic on a Tensor grad
-    tensor_backward = backward
 
 
 def check_probability(p, caller: str, name: str = "p") -> float:

@@ -55,8 +55,6 @@ class Median(Op):
         median without a dim): a subgradient whose shares sum to one."""
         return grad * ctx.share
 
-    tensor_backward = backward
-
 
 def median(input, dim: int | None = None, keepdim: bool = False):  # noqa: A002
     """The lower median: the ((n - 1) // 2)-th smallest of n values, NaN where a NaN is among

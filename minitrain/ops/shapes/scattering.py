@@ -15,7 +15,7 @@ from ...arguments import nested_array
 from ...errors import ArgumentError, DTypeError, GraphError, IndexOutOfRangeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
-from ..core.op import Op, array_of, dtype_of, shape_of
+from ..core.op import Op, array_of, device_module, dtype_of, shape_of
 from ..pointwise.masking import masked_fill, where
 from .indexing import along, gather, getitem, setitem
 from .shape import broadcast_to, reshape
@@ -351,7 +351,8 @@ def _scales(ctx, dtype) -> tuple:
     src's mask of those equal is applied after reading at index. Unlike PyTorch, x's own value
     is not counted among the ties where include_self=False leaves it out (PyTorch counts it,
     giving a src that alone reaches the result half its gradient)."""
-    xp, index, reduce, shape = ctx.xp, ctx.index, ctx.reduce, ctx.shapes[0]
+    index, reduce, shape = ctx.index, ctx.reduce, ctx.shapes[0]
+    xp = device_module(ctx)  # these are constants
     left_out = None if ctx.include_self else _touched(xp, shape, index)
     x, out = array_of(getattr(ctx, "x", None)), array_of(getattr(ctx, "out", None))
     if reduce == "sum":
@@ -405,14 +406,15 @@ def _prod_tensor_backward(ctx, grad):
     PyTorch's too (which it refuses, as this does, where two zeros of src reach one element)."""
     index, include_self = ctx.index, ctx.include_self
     x, src, out = ctx.x, ctx.src, ctx.out
+    xp = device_module(ctx)  # the masks are constants
     dx = dsrc = None
     if ctx.needs_grad[0]:
         masked_x = masked_fill(x, x.data == 0, 1)
         dx = grad * _prod(masked_x, src, index, include_self) / masked_x
         if not include_self:
-            dx = masked_fill(dx, _touched(ctx.xp, x.shape, index), 0)
+            dx = masked_fill(dx, _touched(xp, x.shape, index), 0)
     if ctx.needs_grad[1]:
-        zero, zeros_there = _src_zeros(ctx.xp, x.shape, index, src.data)
+        zero, zeros_there = _src_zeros(xp, x.shape, index, src.data)
         if (zeros_there > 1).any():
             raise GraphError(
                 "ScatterReduceGrad: scatter_reduce(reduce='prod') has no second derivative for "

@@ -48,8 +48,6 @@ class Reshape(Op):
         """dx = grad reshaped to x's shape."""
         return grad.reshape(ctx.shapes[0])
 
-    tensor_backward = backward
-
 
 def reshape(x, shape):
     """x with a new shape of the same size; one dim may be -1."""
@@ -91,8 +89,6 @@ class Flatten(Op):
     def backward(ctx, grad):
         """dx = grad reshaped to x's shape."""
         return grad.reshape(ctx.shapes[0])
-
-    tensor_backward = backward
 
 
 def flatten(x, start_dim: int = 0, end_dim: int = -1):
@@ -193,8 +189,6 @@ class BroadcastTo(Op):
         """dx = grad summed over the broadcast dims, back to x's shape."""
         return unbroadcast(grad, ctx.shapes[0])
 
-    tensor_backward = backward
-
 
 def broadcast_to(x, shape):
     """x repeated along new leading dims and dims of size 1 to reach `shape`."""
@@ -281,8 +275,6 @@ class Stack(Op):
         lead = (slice(None),) * ctx.axis
         return tuple(grad[lead + (i,)] for i in range(len(ctx.shapes)))
 
-    tensor_backward = backward
-
 
 def stack(tensors, dim: int = 0, *, axis: int | None = None):
     """Tensors of one shape joined along a new dim (`dim` or `axis`), in their PyTorch
@@ -316,8 +308,6 @@ class Pad(Op):
     def backward(ctx, grad):
         """dx = grad with the padding cut off: grad[before:before + n] along each dim of size n."""
         return grad[_interior(ctx.pad_width, ctx.shapes[0])]
-
-    tensor_backward = backward
 
 
 def _interior(pad_width, shape) -> tuple:
@@ -495,8 +485,6 @@ class Contiguous(Op):
     def backward(ctx, grad):
         """dx = grad."""
         return grad
-
-    tensor_backward = backward
 
 
 def contiguous(x):
