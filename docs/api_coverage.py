@@ -24,7 +24,7 @@ PUBLIC_MODULES = [
     "minitrain.functions",
     "minitrain.autograd",
     "minitrain.autograd.functional",
-    "minitrain.gradcheck",
+    "minitrain.autograd.gradcheck",
     "minitrain.ops",
     "minitrain.nn",
     "minitrain.nn.functional",

@@ -3,6 +3,8 @@
 # allocator first: it sets malloc's thresholds before minitrain makes any array
 from . import allocator, cuda, data, distributed, functions, nn, ops, optim, train, viz
 from .autograd import Tape, grad
+from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.gradcheck import gradcheck, gradgradcheck
 from .backend import Device, device, manual_seed
 from .creation import (
     arange,
@@ -30,8 +32,6 @@ from .creation import (
     zeros_like,
 )
 from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .gradcheck import gradcheck, gradgradcheck
 from .io import load, save
 from .ops import concat, matmul, maximum, minimum, stack, where
 from .tensor import Tensor

@@ -12,8 +12,8 @@ import threading
 
 import numpy as np
 
+from .autograd.grad_mode import recording
 from .errors import ArgumentError, DeviceError, DTypeError
-from .grad_mode import recording
 
 cupy = None  # the cupy module once a CUDA device has been asked for, else None
 cupyx = None  # CuPy's extras (scatter_add, scipy.special), imported with it

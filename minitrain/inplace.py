@@ -12,9 +12,9 @@ x's version. PyTorch's rules hold:
   `original_self`), but any other saved reference to it is checked at backward.
 
 Every tensor has a version (`x._version`): the count of in-place writes its memory has seen,
-shared by every tensor viewing that memory (minitrain/versions.py). `Node.run_backward` raises a
-GraphError naming the kernel, the saved value and both versions where a value the op saved was
-written after the op was recorded.
+shared by every tensor viewing that memory (minitrain/autograd/versions.py).
+`Node.run_backward` raises a GraphError naming the kernel, the saved value and both versions
+where a value the op saved was written after the op was recorded.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import weakref
 
 import numpy as np
 
-from . import backend, versions
+from . import backend
+from .autograd import versions
+from .autograd.grad_mode import is_grad_enabled
 from .errors import DTypeError, GraphError, ShapeError
-from .grad_mode import is_grad_enabled
 
 # Nodes whose output tensor has since become another node's output by an in-place op: a view
 # taken from them before that is stale (autograd.Node.check_view_current).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import backend, versions
+from . import backend
 from .arguments import (
     as_array,
     device_and_dtype,
@@ -17,7 +17,7 @@ from .arguments import (
     keepdim_arg,
     shape_args,
 )
-from .autograd import RemovableHandle
+from .autograd import RemovableHandle, versions
 from .autograd import backward as autograd_backward
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 from .inplace import InPlaceMethods, write_in_place

@@ -4,15 +4,6 @@ hessian, hvp, vhp), which is built from ops and so imported by the package once 
 
 The grad modes are re-exported here as PyTorch has them: `minitrain.autograd.no_grad`, ..."""
 
-from ..grad_mode import (
-    detect_anomaly,
-    enable_grad,
-    is_anomaly_enabled,
-    is_grad_enabled,
-    no_grad,
-    set_detect_anomaly,
-    set_grad_enabled,
-)
 from .engine import (
     BackwardScope,
     Node,
@@ -26,6 +17,15 @@ from .engine import (
     replay_backward,
     root_grads,
     unbroadcast,
+)
+from .grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
 )
 
 __all__ = [

@@ -19,12 +19,13 @@ import weakref
 
 import numpy as np
 
-from .. import backend, versions
-from ..anomaly import check_backward
+from .. import backend
 from ..errors import DTypeError, GraphError, ShapeError
-from ..grad_mode import enable_grad, recording
 from ..inplace import superseded
+from . import versions
+from .anomaly import check_backward
 from .deferred import DeferredSum, materialized
+from .grad_mode import enable_grad, recording
 
 _tape_count_lock = threading.Lock()
 # Leaves with gradient-ready hooks: id(leaf) -> (weak reference to the leaf, its hooks). A walk

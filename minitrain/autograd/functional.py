@@ -37,10 +37,10 @@ from collections.abc import Callable
 
 from ..creation import zeros_like
 from ..errors import ArgumentError, DTypeError, GraphError, ShapeError
-from ..grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..ops import reshape, stack
 from ..tensor import Tensor
 from .engine import grad
+from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 

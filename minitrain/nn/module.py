@@ -12,8 +12,8 @@ import numpy as np
 from .. import backend
 from ..arguments import device_and_dtype
 from ..autograd import RemovableHandle
+from ..autograd.grad_mode import no_grad, recording
 from ..errors import DTypeError, MinitrainError
-from ..grad_mode import no_grad, recording
 from ..tensor import Tensor
 from .utils import zero_grads
 

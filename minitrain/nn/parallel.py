@@ -11,8 +11,8 @@ import numpy as np
 
 from .. import distributed
 from ..autograd.engine import queue_callback, register_gradient_ready_hook
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..errors import ArgumentError, DeviceError, DistributedError, DTypeError
-from ..grad_mode import is_grad_enabled, no_grad
 from ..tensor import Tensor
 from .module import Module
 

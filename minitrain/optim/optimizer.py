@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from .. import backend
+from ..autograd.grad_mode import enable_grad
 from ..errors import ArgumentError, DeviceError, DTypeError, ShapeError
-from ..grad_mode import enable_grad
 from ..nn.utils import zero_grads
 from ..tensor import Tensor
 

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sized
 
 from .. import backend
+from ..autograd.grad_mode import no_grad
 from ..errors import ArgumentError, DeviceError, DTypeError, MinitrainError
-from ..grad_mode import no_grad
 from ..tensor import Tensor
 from .callbacks import Callback, StopTraining
 from .checkpoint import Checkpointer, checkpoint_path, trains_on_gpu

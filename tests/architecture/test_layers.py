@@ -23,8 +23,9 @@ LAYERS = {
         "minitrain.backend",
         "minitrain.cuda",
         "minitrain.threads",
-        "minitrain.versions",
-        "minitrain.grad_mode",
+        # in autograd/ with the engine, but below Tensor, which reads its mode and versions
+        "minitrain.autograd.versions",
+        "minitrain.autograd.grad_mode",
     ),
     "tensor": (
         "minitrain.tensor",
@@ -33,7 +34,7 @@ LAYERS = {
         "minitrain.creation",
         "minitrain.distributed",
     ),
-    "autograd": ("minitrain.autograd", "minitrain.anomaly", "minitrain.gradcheck"),
+    "autograd": ("minitrain.autograd",),
     # autograd.functional (vjp, jacobian, hessian, ...) is built from ops: it sits in their layer
     "ops": ("minitrain.ops", "minitrain.functions", "minitrain.autograd.functional"),
     "nn": ("minitrain.nn",),

@@ -8,12 +8,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from ... import backend, versions
-from ...anomaly import check_forward
+from ... import backend
 from ...arguments import as_array
-from ...autograd import Node
+from ...autograd import Node, versions
+from ...autograd.anomaly import check_forward
+from ...autograd.grad_mode import recording
 from ...errors import DTypeError, GraphError, ShapeError
-from ...grad_mode import recording
 from ...inplace import check_plain_view_input, note_plain_view
 from ...tensor import Tensor
 
@@ -139,8 +139,9 @@ class Op(metaclass=_OpType):
       holds that input already.
 
     Backward refuses to run on a saved value whose memory an in-place op wrote after the op
-    was recorded (minitrain/versions.py); a saved value named like an input (`saved = ("x",)`)
-    or `out` may be that input's array or the output, which in-place ops take care of.
+    was recorded (minitrain/autograd/versions.py); a saved value named like an input
+    (`saved = ("x",)`) or `out` may be that input's array or the output, which in-place ops
+    take care of.
 
     and then `forward(ctx, *arrays) -> array` and `backward(ctx, grad) -> grads`, both on arrays,
     one gradient per input (None where `ctx.needs_grad[i]` is False).

@@ -8,8 +8,8 @@ import numpy as np
 
 from ... import backend
 from ...arguments import as_dtype
+from ...autograd.grad_mode import is_grad_enabled
 from ...errors import ArgumentError, DTypeError, ShapeError
-from ...grad_mode import is_grad_enabled
 from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, is_integral, require_kind
 from ..core.op import Op, array_of

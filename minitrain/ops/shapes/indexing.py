@@ -8,8 +8,8 @@ import numpy as np
 from ... import backend
 from ...arguments import nested_array
 from ...autograd.deferred import SliceSum
+from ...autograd.grad_mode import is_grad_enabled
 from ...errors import DTypeError, ShapeError
-from ...grad_mode import is_grad_enabled
 from ...inplace import write_in_place
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis

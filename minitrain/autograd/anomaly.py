@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 
-from .errors import GraphError
+from ..errors import GraphError
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # minitrain/
 
 
 def user_line() -> str:

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from .autograd import grad
-from .errors import ArgumentError, DTypeError, GradcheckError
+from ..errors import ArgumentError, DTypeError, GradcheckError
+from ..tensor import Tensor
+from . import grad
 from .grad_mode import enable_grad, no_grad
-from .tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck"]
 

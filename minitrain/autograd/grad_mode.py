@@ -8,7 +8,7 @@ import functools
 import inspect
 import threading
 
-from .errors import DTypeError
+from ..errors import DTypeError
 
 
 class RecordingState(threading.local):
@@ -137,7 +137,8 @@ class detect_anomaly(_GradMode):  # noqa: N801
     """Anomaly mode inside this block (or decorated function), as PyTorch's: every op's forward
     output and every gradient its backward sends are checked for nan and inf, and the first one
     raises a GraphError naming the op, the phase, statistics of what it read, and the line of
-    user code that ran it (minitrain/anomaly.py). Slow; off by default and free when off."""
+    user code that ran it (minitrain/autograd/anomaly.py). Slow; off by default and free when
+    off."""
 
     mode = "anomaly"
     enabled = True
