@@ -1,23 +1,15 @@
-"""minitrain.autograd: the engine (engine.py: Node, the backward walk, grad, the Tape) and, as
+"""minitrain.autograd: the engine (node.py: Node; walk.py: the backward walk; hooks.py; api.py:
+backward and grad; tape.py: the Tape; deferred.py: sums kept in pieces) and, as
 `minitrain.autograd.functional`, PyTorch's functional higher-order API (vjp, jvp, jacobian,
 hessian, hvp, vhp), which is built from ops and so imported by the package once ops exist.
 
 The grad modes are re-exported here as PyTorch has them: `minitrain.autograd.no_grad`, ..."""
 
-from .engine import (
-    BackwardScope,
-    Node,
-    RemovableHandle,
-    Tape,
-    backward,
-    distinct_bytes,
-    grad,
-    graph_nodes,
-    propagate,
-    replay_backward,
-    root_grads,
-    unbroadcast,
-)
+from .api import backward, grad, root_grads
+from .hooks import RemovableHandle
+from .node import BackwardScope, Node, unbroadcast
+from .tape import Tape, distinct_bytes
+from .walk import graph_nodes, propagate, replay_backward
 from .grad_mode import (
     detect_anomaly,
     enable_grad,

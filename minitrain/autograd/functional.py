@@ -39,7 +39,7 @@ from ..creation import zeros_like
 from ..errors import ArgumentError, DTypeError, GraphError, ShapeError
 from ..ops import reshape, stack
 from ..tensor import Tensor
-from .engine import grad
+from .api import grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]

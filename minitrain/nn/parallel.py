@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 
 from .. import distributed
-from ..autograd.engine import queue_callback, register_gradient_ready_hook
+from ..autograd.hooks import queue_callback, register_gradient_ready_hook
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..errors import ArgumentError, DeviceError, DistributedError, DTypeError
 from ..tensor import Tensor

@@ -11,7 +11,7 @@ import pytest
 
 import minitrain as mt
 from minitrain import distributed, nn
-from minitrain.autograd import engine
+from minitrain.autograd import hooks
 from minitrain.errors import ArgumentError, DistributedError, DTypeError
 from minitrain.nn.parallel import DistributedDataParallel
 
@@ -142,10 +142,10 @@ def test_dropping_the_wrapper_takes_its_hooks_off(world):
     module = mlp()
     model = DistributedDataParallel(module)
     watched = {id(p) for p in module.parameters()}
-    assert watched <= engine._ready_hooks.keys()
+    assert watched <= hooks._ready_hooks.keys()
     del model
     gc.collect()
-    assert not watched & engine._ready_hooks.keys()
+    assert not watched & hooks._ready_hooks.keys()
 
 
 def test_distributed_data_parallel_is_reachable_as_in_pytorch():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import minitrain as mt
-from minitrain.autograd.engine import queue_callback, register_gradient_ready_hook
+from minitrain.autograd.hooks import queue_callback, register_gradient_ready_hook
 from minitrain.errors import DTypeError, GraphError
 
 

@@ -1,0 +1,201 @@
+"""Node, one recorded op: what the backward walk visits, how it runs an op's backward and fits
+the gradients it sends to each input; BackwardScope, the scope of what a create_graph backward
+records."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import weakref
+
+from .. import backend
+from ..errors import GraphError
+from ..inplace import superseded
+from . import versions
+from .deferred import materialized
+from .grad_mode import recording
+
+__all__ = ["BackwardScope", "Node", "OpenTapes", "unbroadcast"]
+
+
+class OpenTapes:
+    """How many Tapes are open, in all threads (tape.py counts them): recording a Node looks
+    for this thread's tapes only while one is."""
+
+    count = 0
+    lock = threading.Lock()
+
+
+class Node:
+    """One recorded op: the unit the backward walk visits.
+
+    `parents[i]` is where input i's gradient goes: the Node that produced it, the leaf Tensor
+    itself, or None when input i needs no gradient. `output` is a weak reference to the tensor
+    the op produced (the graph does not keep outputs alive; a Tape does). `scope` is the
+    innermost scope open when the op was recorded (`recording.scope`: the Module whose forward
+    ran it, None outside any), so a drawing can group a layer's ops.
+    """
+
+    __slots__ = (
+        "op",
+        "ctx",
+        "parents",
+        "seq",
+        "output",
+        "scope",
+        "hooks",
+        "retains_grad",
+        "__weakref__",
+    )
+
+    def __init__(self, op, ctx, parents, output):
+        self.op = op
+        self.ctx = ctx
+        self.parents = parents
+        self.seq = next(versions.clock)
+        self.output = weakref.ref(output)
+        self.scope = recording.scope
+        self.hooks = None  # hooks registered on the (non-leaf) tensor this node produced
+        self.retains_grad = False  # set by output.retain_grad()
+        if OpenTapes.count:  # any thread: only then look at this thread's tapes
+            for tape in recording.tapes:
+                tape.nodes.append(self)
+                tape.outputs.append(output)
+
+    @property
+    def name(self) -> str:
+        """The display name of this node's backward kernel (MulGrad, ConvGrad, ...)."""
+        return self.op.grad_kernel
+
+    def saved_arrays(self) -> dict:
+        """The arrays this node still holds for its backward, by name (empty once released)."""
+        return self.ctx.saved_values()
+
+    def run_backward(self, grad, create_graph: bool = False, needs=None, lazy=False) -> tuple:
+        """The op's backward for `grad`, the gradient of this node's output: one array (or None)
+        per input, as the op returns them (`fit_input_grad` brings each to its input). Runs the
+        numba kernel where the forward ran one and numba is still on; frees nothing. `needs`
+        narrows `ctx.needs_grad` for this call (grad() asks only for what leads to its inputs).
+
+        With `create_graph`, `grad` is a Tensor and the op's backward runs in tensor ops,
+        recorded (`Op.run_tensor_backward`): the gradients come back as Tensors with graphs.
+        With `lazy`, an op's DeferredSum gradients come back as they are (the walk sums them;
+        deferred.py); otherwise as arrays."""
+        ctx, op = self.ctx, self.op
+        if ctx.released:
+            raise self.freed_error()
+        if versions.latest_write > self.seq:  # an in-place write since this op ran
+            self._check_saved_unwritten()
+        if create_graph:
+            outer, recording.scope = recording.scope, BackwardScope(self)
+            try:
+                grads = op.run_tensor_backward(self, grad, needs)
+            finally:
+                recording.scope = outer
+        elif needs is not None:  # on a copy of the ctx: another thread may walk this node too
+            narrowed = copy.copy(ctx)
+            narrowed.needs_grad = needs
+            if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
+                grads = op.numba_backward(narrowed, grad)
+            else:
+                grads = op.backward(narrowed, grad)
+        elif ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
+            grads = op.numba_backward(ctx, grad)
+        else:
+            grads = op.backward(ctx, grad)
+        if type(grads) is not tuple:
+            grads = (grads,)
+        if not lazy and not create_graph:
+            grads = tuple(materialized(g) for g in grads)
+        if len(grads) != len(self.parents):
+            raise GraphError(
+                f"{self.name}: backward returned {len(grads)} gradients for "
+                f"{len(self.parents)} inputs"
+            )
+        return grads
+
+    def _check_saved_unwritten(self) -> None:
+        """Refuse a saved value whose memory an in-place op wrote after this op was recorded
+        (an in-place op's own saved output: after its write)."""
+        ctx = self.ctx
+        saved = ctx.__dict__
+        for name in self.op.saved:
+            value = saved.get(name)
+            if value is None or not hasattr(value, "base"):
+                continue
+            since = ctx.out_written if name == "out" and ctx.out_written is not None else self.seq
+            written = versions.written_since(value, since)
+            if written is not None:
+                raise GraphError(
+                    f"{self.name}: '{name}', a value {self.op.name} saved for its backward, was "
+                    f"modified by an in-place operation: saved at version {written[0]}, now at "
+                    f"version {written[1]}. Clone it before changing it, or change it after "
+                    f"backward"
+                )
+
+    def check_view_current(self) -> None:
+        """Refuse to use the output of this view node where an in-place op has made its base
+        another node's output since the view was taken: the view's values changed with the
+        base, but its gradient would go to the base's old node."""
+        origin = self.parents[0]
+        while type(origin) is Node and origin.ctx.is_view:
+            origin = origin.parents[0]
+        if type(origin) is Node and origin in superseded:
+            raise GraphError(
+                f"{self.op.name}: this view was taken from the output of {origin.op.name} "
+                f"before that tensor changed in place; take the view after the change, or "
+                f"change a clone"
+            )
+
+    def freed_error(self) -> GraphError:
+        """The error of a backward through this node after its saved values were freed."""
+        return GraphError(
+            f"{self.name}: trying to backward through the graph a second time; its saved "
+            f"values were freed after the first backward. Pass retain_graph=True to the "
+            f"first backward (or grad) call if you need to walk the graph again."
+        )
+
+    def fit_input_grad(self, index: int, grad):
+        """Input `index`'s gradient brought to that input's shape (summed over the dims a
+        broadcasting op stretched) and dtype: the engine's share of every backward rule. An
+        array, or a Tensor under create_graph (the same methods then record the sum and cast)."""
+        shape, dtype = self.ctx.shapes[index], self.ctx.dtypes[index]
+        grad = materialized(grad)
+        if grad.shape != shape:
+            if not self.op.broadcast:
+                raise GraphError(
+                    f"{self.name}: backward returned a gradient of shape {grad.shape} for input "
+                    f"'{self.op.input_name(index)}' of shape {shape}"
+                )
+            grad = unbroadcast(grad, shape)
+        if grad.dtype != dtype:
+            grad = grad.astype(dtype)
+        return grad
+
+    def __repr__(self):
+        return f"<{self.name} #{self.seq}>"
+
+
+class BackwardScope:
+    """The scope (`Node.scope`) of the ops a create_graph backward records, so that a drawing
+    can tell them from the forward's: the name and sequence number of the node whose backward
+    recorded them (not the node: the gradient's graph must not keep it and its saved values
+    alive), None for the engine's own sums, unbroadcasts and casts of gradients."""
+
+    __slots__ = ("name", "seq")
+
+    def __init__(self, node=None):
+        self.name = None if node is None else node.name
+        self.seq = None if node is None else node.seq
+
+
+def unbroadcast(grad, shape: tuple):
+    """Sum a gradient over the dims broadcasting added or stretched, back down to `shape`."""
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1
+    )
+    reduced = grad.sum(axis=axes, keepdims=True) if axes else grad
+    return reduced.reshape(shape)
