@@ -12,15 +12,14 @@ import numpy as np
 
 from . import ops
 from .errors import ArgumentError, DTypeError
+from .ops.core.variants import declared
 from .tensor import Tensor
 
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "neg",
     "negative", "meshgrid",
     "nonzero", "argwhere", "masked_select", "masked_scatter", "index_select", "take_along_dim",
-    "scatter", "scatter_add", "scatter_reduce", "index_add",
-    "roll", "diagonal", "diag", "diag_embed", "unflatten", "repeat_interleave", "movedim",
-    "moveaxis", "narrow", "swapaxes", "swapdims", "rot90", "einsum",
+    "scatter", "scatter_add", "scatter_reduce", "index_add", "einsum",
     "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
     "cumprod", "cummax", "cummin", "logcumsumexp", "std_mean", "var_mean", "aminmax",
     "count_nonzero", "median", "quantile", "sort", "argsort", "topk", "kthvalue",
@@ -369,18 +368,6 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 # rearranging (ops/rearrange.py, ops/contraction.py)
-roll = _of_tensor(Tensor.roll)
-diagonal = _of_tensor(Tensor.diagonal)
-diag = _of_tensor(Tensor.diag)
-diag_embed = _of_tensor(Tensor.diag_embed)
-unflatten = _of_tensor(Tensor.unflatten)
-repeat_interleave = _of_tensor(Tensor.repeat_interleave)
-movedim = _of_tensor(Tensor.movedim)
-moveaxis = _of_tensor(Tensor.moveaxis)
-narrow = _of_tensor(Tensor.narrow)
-swapaxes = _of_tensor(Tensor.swapaxes)
-swapdims = _of_tensor(Tensor.swapdims)
-rot90 = _of_tensor(Tensor.rot90)
 
 
 def einsum(*args):
@@ -423,3 +410,32 @@ def pixel_unshuffle(input, downscale_factor):  # noqa: A002
 clone = _of_tensor(Tensor.clone)
 detach = _of_tensor(Tensor.detach)
 numel = _of_tensor(Tensor.numel)
+
+
+def _of_declared(function, name: str):
+    """A function an op declares as a top-level variant (ops/core/variants.py), as
+    `minitrain.<name>`: its tensor argument checked, as PyTorch's are."""
+
+    @functools.wraps(function)
+    def top_level(input, *args, **kwargs):  # noqa: A002
+        _check_tensor(input, name)
+        return function(input, *args, **kwargs)
+
+    top_level.__name__ = top_level.__qualname__ = name
+    return top_level
+
+
+def _bind_declared_functions() -> None:
+    """The top-level functions the ops declare, bound here under each of their names."""
+    names = globals()
+    for variant in declared():
+        for name in variant.functions:
+            if name in names:
+                raise ArgumentError(
+                    f"minitrain.{name} is both defined in functions.py and declared"
+                )
+            names[name] = _of_declared(variant.function, name)
+            __all__.append(name)
+
+
+_bind_declared_functions()

@@ -19,6 +19,7 @@ where a value the op saved was written after the op was recorded.
 
 from __future__ import annotations
 
+import inspect
 import weakref
 
 import numpy as np
@@ -117,6 +118,25 @@ def write_in_place(target, compute, caller: str):
     if node is not None:
         _become_output(node, result, target, written)
     return target
+
+
+def in_place_twin(function, name: str):
+    """The method `name` (`hypot_`) writing `function(self, ...)` into self, for an op that
+    declares the "inplace" variant (ops/core/variants.py); its signature is function's, the
+    tensor as self."""
+
+    def method(self, *args, **kwargs):
+        return write_in_place(self, lambda: function(self, *args, **kwargs), name)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"In-place `{function.__name__}`: its result written into this tensor, which is returned."
+    )
+    tensor, *rest = inspect.signature(function).parameters.values()
+    method.__signature__ = inspect.signature(function).replace(
+        parameters=[tensor.replace(name="self"), *rest]
+    )
+    return method
 
 
 def _keep_old_values(node, target) -> None:

@@ -20,7 +20,7 @@ from .arguments import (
 from .autograd import RemovableHandle, versions
 from .autograd import backward as autograd_backward
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
-from .inplace import InPlaceMethods, write_in_place
+from .inplace import InPlaceMethods, in_place_twin, write_in_place
 
 _new_object = object.__new__
 
@@ -1216,72 +1216,7 @@ class Tensor(InPlaceMethods):
         """Elements picked along dim by an integer index of self's rank (PyTorch's gather)."""
         return ops.gather(self, dim, index)
 
-    # Rearranging (ops/rearrange.py).
-
-    def roll(self, shifts, dims=None):
-        """The elements moved `shifts` places along `dims` (an int or a tuple, one shift per
-        dim), those pushed past the end coming back at the start; with `dims` None, along the
-        flattened tensor (one shift), the shape kept."""
-        return ops.roll(self, shifts, dims)
-
-    def unfold(self, dimension: int, size: int, step: int):
-        """The windows of `size` elements, `step` apart, along `dimension`, in a new last dim."""
-        return ops.unfold(self, dimension, size, step)
-
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
-        """The diagonal `offset` (above the main one where positive) of the matrices in
-        dims `dim1` and `dim2`: those dims are removed and a last dim holds the diagonal. A copy,
-        where PyTorch's is a view."""
-        return ops.diagonal(self, offset, dim1, dim2)
-
-    def diag(self, diagonal: int = 0):
-        """A 1-D tensor as a square matrix with it on its diagonal `diagonal` (zeros
-        elsewhere); a 2-D tensor's diagonal `diagonal` as a 1-D tensor. Other ranks are refused."""
-        return ops.diag(self, diagonal)
-
-    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1):
-        """Matrices with the tensor's last dim on their diagonal `offset`, zeros
-        elsewhere, in new dims `dim1` and `dim2` of the result: the inverse of `diagonal`."""
-        return ops.diag_embed(self, offset, dim1, dim2)
-
-    def unflatten(self, dim: int, sizes):
-        """Dim `dim` split into dims of `sizes` (one may be -1, inferred), whose product
-        must be that dim's size: the inverse of `flatten`."""
-        return ops.unflatten(self, dim, sizes)
-
-    def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
-        """Each element repeated `repeats` times in place along `dim` (the
-        flattened tensor where `dim` is None).
-
-        `repeats` is an int, or an integer tensor of one count per element of that dim. Without
-        `repeats`, the tensor holds the counts, and the result is `0, 1, ...`, each repeated its
-        count. `output_size`, if given, must be the result's length along `dim`."""
-        return ops.repeat_interleave(self, repeats, dim, output_size=output_size)
-
-    def movedim(self, source, destination):
-        """Dims `source` (an int or a tuple) moved to the places `destination`, the others
-        keeping their order; `moveaxis` is the same method (numpy's name)."""
-        return ops.movedim(self, source, destination)
-
-    moveaxis = movedim
-
-    def narrow(self, dim: int, start, length: int):
-        """The `length` elements from `start` along `dim` (a view); `start` may be negative,
-        counting from the end, or a 0-d integer tensor."""
-        return ops.narrow(self, dim, start, length)
-
-    def swapaxes(self, axis0: int, axis1: int):
-        """Dims `axis0` and `axis1` swapped: `transpose`, numpy's name."""
-        return ops.swapaxes(self, axis0, axis1)
-
-    def swapdims(self, dim0: int, dim1: int):
-        """Dims `dim0` and `dim1` swapped: `transpose`, another of PyTorch's names."""
-        return ops.swapdims(self, dim0, dim1)
-
-    def rot90(self, k: int = 1, dims=(0, 1)):
-        """Rotated `k` quarter turns in the plane of the two `dims`, from the first dim
-        towards the second; `k` may be negative. Needs at least 2 dims."""
-        return ops.rot90(self, k, dims)
+    # Rearranging: ops/shapes/rearrange.py declares its methods (ops/core/variants.py).
 
     # Selection and scatter by index (ops/scattering.py), and their in-place forms.
 
@@ -1412,5 +1347,22 @@ class Tensor(InPlaceMethods):
 
 from . import ops  # noqa: E402  (ops need Tensor defined first)
 from .ops.core.checks import normalize_axis  # noqa: E402
+from .ops.core.variants import declared  # noqa: E402
 from .ops.pointwise.arithmetic import Add, Div, Mul, Neg, Sub  # noqa: E402
 from .ops.reductions.reduction import values_and_indices  # noqa: E402
+
+
+def _bind_declared_methods() -> None:
+    """The methods and in-place twins the ops declare (ops/core/variants.py), bound here: the
+    method is the op's function itself, the tensor as self."""
+    for variant in declared():
+        for name in (*variant.methods, variant.inplace):
+            if name and name in Tensor.__dict__:
+                raise GraphError(f"Tensor.{name} is both defined in tensor.py and declared")
+        for name in variant.methods:
+            setattr(Tensor, name, variant.function)
+        if variant.inplace:
+            setattr(Tensor, variant.inplace, in_place_twin(variant.function, variant.inplace))
+
+
+_bind_declared_methods()

@@ -60,6 +60,8 @@ ALLOWED_UPWARD = {
     ("minitrain.tensor", "minitrain.ops.reductions.reduction"): _OPS_FOR_TENSOR
     + " (max / min along a dim)",
     ("minitrain.tensor", "minitrain.ops.core.checks"): _OPS_FOR_TENSOR + " (their axis checks)",
+    ("minitrain.tensor", "minitrain.ops.core.variants"): _OPS_FOR_TENSOR
+    + " (the methods ops declare, bound on Tensor)",
 }
 
 

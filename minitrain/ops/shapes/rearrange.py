@@ -14,6 +14,7 @@ from ...errors import ArgumentError, DimensionError, DTypeError, IndexOutOfRange
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import shape_of
+from ..core.variants import variants
 from .indexing import GetItem, GetItemGrad
 from .shape import BroadcastTo, Flip, Permute, Reshape, Transpose
 
@@ -70,25 +71,26 @@ def _along(axis: int, index) -> tuple:
     return (slice(None),) * axis + (index,)
 
 
-def roll(x, shifts, dims=None):
-    """x's elements moved `shifts` places along `dims` (an int or a tuple, one shift per dim),
-    those pushed past the end coming back at the start; with dims None, along x flattened, its
+@variants("function", "method")
+def roll(input, shifts, dims=None):  # noqa: A002
+    """`input`'s elements moved `shifts` places along `dims` (an int or a tuple, one shift per dim),
+    those pushed past the end coming back at the start; with dims None, along `input` flattened, its
     shape kept. Each dim is a getitem by a permutation: the backward writes the gradient back
     (every element is read once, so nothing sums)."""
-    shape = shape_of(x)
+    shape = shape_of(input)
     shifts = _ints("roll", "shifts", shifts)
     if dims is None:
         if len(shifts) != 1:
             raise ArgumentError(
                 f"roll: with dims=None x is rolled flat, by one shift; got shifts {shifts}"
             )
-        flat = Reshape.apply(x, shape=(math.prod(shape),))
+        flat = Reshape.apply(input, shape=(math.prod(shape),))
         return Reshape.apply(_rolled(flat, shifts, (0,), (flat.shape[0],)), shape=shape)
     dims = _ints("roll", "dims", dims)
     if not shifts or len(shifts) != len(dims):
         raise ArgumentError(f"roll: needs one shift per dim, got shifts {shifts} and dims {dims}")
     axes = tuple(_dim("roll", d, len(shape)) for d in dims)
-    return _rolled(x, shifts, axes, shape)
+    return _rolled(input, shifts, axes, shape)
 
 
 def _rolled(x, shifts, axes, shape):
@@ -100,12 +102,13 @@ def _rolled(x, shifts, axes, shape):
     return x
 
 
-def unfold(x, dimension: int, size: int, step: int):
+@variants("method")
+def unfold(input, dimension: int, size: int, step: int):  # noqa: A002
     """The windows of `size` elements `step` apart along `dimension` (PyTorch's Tensor.unfold):
     that dim becomes the number of windows, (n - size) // step + 1, and a new last dim of `size`
-    holds each window. A copy, where PyTorch's is a view of x. Backward writes each window's
+    holds each window. A copy, where PyTorch's is a view of `input`. Backward writes each window's
     gradient back, adding where windows overlap (step < size)."""
-    shape = shape_of(x)
+    shape = shape_of(input)
     size, step = _int("unfold", "size", size), _int("unfold", "step", step)
     if step <= 0:
         raise ArgumentError(f"unfold: step must be positive, got {step}")
@@ -113,16 +116,16 @@ def unfold(x, dimension: int, size: int, step: int):
         raise ArgumentError(f"unfold: size must be non-negative, got {size}")
     if not shape:  # as PyTorch: a 0-d x is one element, its windows a 1-D result of `size`
         normalize_one_axis(dimension, 0, "unfold")
-        return Reshape.apply(unfold(Reshape.apply(x, shape=(1,)), 0, size, step), shape=(size,))
+        return Reshape.apply(unfold(Reshape.apply(input, shape=(1,)), 0, size, step), shape=(size,))
     axis = _dim("unfold", dimension, len(shape))
     if size > shape[axis]:
         raise ShapeError(
             f"unfold: size {size} is larger than dim {axis} of shape {shape} ({shape[axis]})"
         )
-    xp = _xp(x)
+    xp = _xp(input)
     count = (shape[axis] - size) // step + 1
     windows = (xp.arange(count) * step)[:, None] + xp.arange(size)  # (count, size) positions
-    picked = GetItem.apply(x, index=_along(axis, windows), accumulate=step < size)
+    picked = GetItem.apply(input, index=_along(axis, windows), accumulate=step < size)
     last = len(shape)  # the window dim, axis + 1, goes last
     if axis + 1 == last:
         return picked
@@ -145,11 +148,12 @@ def _two_dims(caller: str, dim1, dim2, ndim: int) -> tuple[int, int]:
     return first, second
 
 
-def diagonal(x, offset: int = 0, dim1: int = 0, dim2: int = 1):
+@variants("function", "method")
+def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A002
     """The diagonal `offset` (above the main one when positive) of the matrices in dims dim1 and
-    dim2 of x: those dims are removed and a last dim holds the diagonal (PyTorch's diagonal, a
+    dim2 of `input`: those dims are removed and a last dim holds the diagonal (PyTorch's diagonal, a
     copy where PyTorch's is a view). Backward writes the gradient on the diagonal of zeros."""
-    return _diagonal(x, offset, dim1, dim2)
+    return _diagonal(input, offset, dim1, dim2)
 
 
 def _diagonal(x, offset, dim1, dim2):
@@ -165,17 +169,20 @@ def _diagonal(x, offset, dim1, dim2):
     return GetItem.apply(x, index=(Ellipsis, rows, cols), accumulate=False)
 
 
-def diag_embed(x, offset: int = 0, dim1: int = -2, dim2: int = -1):
-    """Matrices with x's last dim on their diagonal `offset`, zeros elsewhere, in the new dims
-    dim1 and dim2 of the result (x's other dims keep their order): the inverse of diagonal, as
+@variants("function", "method")
+def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: A002
+    """Matrices with `input`'s last dim on their diagonal `offset`, zeros elsewhere, in the new dims
+    dim1 and dim2 of the result (`input`'s other dims keep their order): the inverse of diagonal, as
     PyTorch's diag_embed. Its backward reads the diagonal back."""
-    shape = shape_of(x)
+    shape = shape_of(input)
     offset = _int("diag_embed", "offset", offset)
     ndim = len(shape) + 1
     first, second = _two_dims("diag_embed", dim1, dim2, ndim)
     side = shape[-1] + abs(offset)
-    rows, cols = _diagonal_positions(_xp(x), side, side, offset)
-    embedded = GetItemGrad.apply(x, shape=shape[:-1] + (side, side), index=(Ellipsis, rows, cols))
+    rows, cols = _diagonal_positions(_xp(input), side, side, offset)
+    embedded = GetItemGrad.apply(
+        input, shape=shape[:-1] + (side, side), index=(Ellipsis, rows, cols)
+    )
     batch = iter(range(ndim - 2))
     order = tuple(
         ndim - 2 if d == first else ndim - 1 if d == second else next(batch) for d in range(ndim)
@@ -185,21 +192,23 @@ def diag_embed(x, offset: int = 0, dim1: int = -2, dim2: int = -1):
     return Permute.apply(embedded, dims=order)
 
 
-def diag(x, diagonal: int = 0):
-    """A 1-D x as a square matrix with x on its diagonal `diagonal`; a 2-D x's diagonal
-    `diagonal` as a 1-D tensor (PyTorch's diag)."""
-    shape = shape_of(x)
+@variants("function", "method")
+def diag(input, diagonal: int = 0):  # noqa: A002
+    """A 1-D `input` as a square matrix with `input` on its diagonal `diagonal`; a 2-D `input`'s
+    diagonal `diagonal` as a 1-D tensor (PyTorch's diag)."""
+    shape = shape_of(input)
     if len(shape) == 1:
-        return diag_embed(x, diagonal)
+        return diag_embed(input, diagonal)
     if len(shape) == 2:
-        return _diagonal(x, diagonal, 0, 1)
+        return _diagonal(input, diagonal, 0, 1)
     raise ShapeError(f"diag: takes a 1-D or 2-D tensor, got shape {shape}")
 
 
-def unflatten(x, dim: int, sizes):
-    """x with dim `dim` split into dims of `sizes` (one may be -1, inferred), whose product must
-    be that dim's size: the inverse of flatten (PyTorch's unflatten)."""
-    shape = shape_of(x)
+@variants("function", "method")
+def unflatten(input, dim: int, sizes):  # noqa: A002
+    """`input` with dim `dim` split into dims of `sizes` (one may be -1, inferred), whose product
+    must be that dim's size: the inverse of flatten (PyTorch's unflatten)."""
+    shape = shape_of(input)
     axis = _dim("unflatten", dim, len(shape))
     sizes = _ints("unflatten", "sizes", sizes)
     size = shape[axis]
@@ -217,9 +226,10 @@ def unflatten(x, dim: int, sizes):
             f"unflatten: sizes {sizes} do not multiply up to {size}, the size of dim {axis} of "
             f"shape {shape}"
         )
-    return Reshape.apply(x, shape=shape[:axis] + sizes + shape[axis + 1 :])
+    return Reshape.apply(input, shape=shape[:axis] + sizes + shape[axis + 1 :])
 
 
+@variants("function", "method")
 def repeat_interleave(input, repeats=None, dim: int | None = None, *, output_size=None):  # noqa: A002
     """Each element of `input` repeated `repeats` times in place along `dim` (x flattened when
     dim is None): repeats is an int, or an integer tensor of one count per element of that dim
@@ -281,10 +291,11 @@ def _counts(repeats, size):
     return counts
 
 
-def movedim(x, source, destination):
-    """x with its dims `source` (an int or a tuple) moved to the places `destination`, the
+@variants("function", "method", aliases=("moveaxis",))
+def movedim(input, source, destination):  # noqa: A002
+    """`input` with its dims `source` (an int or a tuple) moved to the places `destination`, the
     others keeping their order in the places left (PyTorch's movedim, numpy's moveaxis)."""
-    shape = shape_of(x)
+    shape = shape_of(input)
     source = _ints("movedim", "source", source)
     destination = _ints("movedim", "destination", destination)
     if len(source) != len(destination):
@@ -295,7 +306,7 @@ def movedim(x, source, destination):
     if not ndim:  # a 0-d tensor's dims 0 and -1 name its one place: nothing moves
         for d in source + destination:
             normalize_one_axis(d, 0, "movedim")
-        return Permute.apply(x, dims=())
+        return Permute.apply(input, dims=())
     moved = tuple(_dim("movedim", d, ndim) for d in source)
     places = tuple(_dim("movedim", d, ndim) for d in destination)
     for name, dims, given in (("source", moved, source), ("destination", places, destination)):
@@ -305,16 +316,17 @@ def movedim(x, source, destination):
     for d, place in zip(moved, places, strict=True):
         order[place] = d
     rest = iter(d for d in range(ndim) if d not in moved)
-    return Permute.apply(x, dims=tuple(next(rest) if d is None else d for d in order))
+    return Permute.apply(input, dims=tuple(next(rest) if d is None else d for d in order))
 
 
 moveaxis = movedim
 
 
-def narrow(x, dim: int, start, length: int):
-    """The `length` elements of x from `start` along `dim` (start may be negative, counting from
-    the end, or a 0-d integer tensor): a view, as PyTorch's narrow."""
-    shape = shape_of(x)
+@variants("function", "method")
+def narrow(input, dim: int, start, length: int):  # noqa: A002
+    """The `length` elements of `input` from `start` along `dim` (start may be negative, counting
+    from the end, or a 0-d integer tensor): a view, as PyTorch's narrow."""
+    shape = shape_of(input)
     if not shape:
         raise ShapeError("narrow: cannot narrow a 0-d tensor")
     axis = _dim("narrow", dim, len(shape))
@@ -333,7 +345,7 @@ def narrow(x, dim: int, start, length: int):
             f"narrow: start ({start}) + length ({length}) must lie within dim {axis} of size "
             f"{size}, with length >= 0"
         )
-    return GetItem.apply(x, index=_along(axis, slice(start, start + length)), accumulate=False)
+    return GetItem.apply(input, index=_along(axis, slice(start, start + length)), accumulate=False)
 
 
 def _swapped(caller: str, x, first, second):
@@ -345,20 +357,23 @@ def _swapped(caller: str, x, first, second):
     return Transpose.apply(x, dim0=_dim(caller, first, ndim), dim1=_dim(caller, second, ndim))
 
 
-def swapaxes(x, axis0: int, axis1: int):
-    """x with dims axis0 and axis1 swapped (PyTorch's swapaxes, a transpose)."""
-    return _swapped("swapaxes", x, axis0, axis1)
+@variants("function", "method")
+def swapaxes(input, axis0: int, axis1: int):  # noqa: A002
+    """`input` with dims axis0 and axis1 swapped (PyTorch's swapaxes, a transpose)."""
+    return _swapped("swapaxes", input, axis0, axis1)
 
 
-def swapdims(x, dim0: int, dim1: int):
-    """x with dims dim0 and dim1 swapped (PyTorch's swapdims, a transpose)."""
-    return _swapped("swapdims", x, dim0, dim1)
+@variants("function", "method")
+def swapdims(input, dim0: int, dim1: int):  # noqa: A002
+    """`input` with dims dim0 and dim1 swapped (PyTorch's swapdims, a transpose)."""
+    return _swapped("swapdims", input, dim0, dim1)
 
 
-def rot90(x, k: int = 1, dims=(0, 1)):
-    """x rotated k quarter turns in the plane of `dims`, from the first dim towards the second
+@variants("function", "method")
+def rot90(input, k: int = 1, dims=(0, 1)):  # noqa: A002
+    """`input` rotated k quarter turns in the plane of `dims`, from the first dim towards the second
     (PyTorch's rot90): a flip and a transpose; k = 0 a copy."""
-    shape = shape_of(x)
+    shape = shape_of(input)
     k = _int("rot90", "k", k)
     dims = _ints("rot90", "dims", dims)
     if len(dims) != 2:
@@ -370,8 +385,8 @@ def rot90(x, k: int = 1, dims=(0, 1)):
         raise ArgumentError(f"rot90: dims must be two different dims, got {dims}")
     turns = k % 4
     if turns == 0:
-        return Flip.apply(x, axes=())
+        return Flip.apply(input, axes=())
     if turns == 2:
-        return Flip.apply(x, axes=(first, second))
-    flipped = Flip.apply(x, axes=(second if turns == 1 else first,))
+        return Flip.apply(input, axes=(first, second))
+    flipped = Flip.apply(input, axes=(second if turns == 1 else first,))
     return Transpose.apply(flipped, dim0=first, dim1=second)

@@ -1,0 +1,86 @@
+"""What the ops declare users reach them by (ops/core/variants.py), bound as declared: each
+top-level function, Tensor method and in-place twin exists, is the op's function (the method that
+very function) or writes its result, and checks its tensor. Read from the declarations: an op that
+declares a variant is tested here the moment it does (its values and derivatives: the registry's
+samples, tests/ops/)."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import minitrain as mt
+from minitrain.errors import DTypeError, GraphError
+from minitrain.ops.core.variants import declared, variants
+
+FUNCTIONS = {name: v.function for v in declared() for name in v.functions}
+METHODS = {name: v.function for v in declared() for name in v.methods}
+TWINS = {v.inplace: v.function for v in declared() if v.inplace}
+
+
+# PyTorch's names of the tensor operands of elementwise ops, the ops that have in-place twins
+TENSOR_OPERANDS = {"input", "other", "end", "weight", "exponent", "tensor1", "tensor2"}
+
+
+def _tensor_arguments(function, seed: int) -> list:
+    """One (3, 4) float64 tensor in (0.5, 2) for each required positional parameter, each a
+    tensor operand."""
+    required = [
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    assert set(required) <= TENSOR_OPERANDS, f"{function.__name__}: give {required} values here"
+    rng = np.random.default_rng(seed)
+    return [mt.tensor(rng.uniform(0.5, 2.0, (3, 4))) for _ in required]
+
+
+def test_the_declarations_are_bound():
+    assert len(declared()) >= 1
+    for v in declared():
+        assert all(getattr(mt, name).__wrapped__ is v.function for name in v.functions)
+        assert all(getattr(mt.Tensor, name) is v.function for name in v.methods)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_a_declared_function_is_its_op_and_refuses_a_non_tensor(name):
+    function = getattr(mt, name)
+    assert function.__wrapped__ is FUNCTIONS[name]
+    assert inspect.signature(function) == inspect.signature(FUNCTIONS[name])
+    with pytest.raises(DTypeError, match=rf"minitrain\.{name}: input must be a Tensor"):
+        function([1.0, 2.0])
+
+
+@pytest.mark.parametrize("name", sorted(TWINS))
+def test_a_declared_twin_writes_the_result_into_its_tensor(name):
+    function = TWINS[name]
+    x, *others = _tensor_arguments(function, 1)
+    expected = function(x, *others).data
+    before = x.data
+    assert getattr(x, name)(*others) is x
+    assert x.data is before  # written into the tensor's own memory
+    np.testing.assert_array_equal(x.data, expected)
+    method = getattr(mt.Tensor, name)
+    assert (
+        list(inspect.signature(method).parameters)[1:]
+        == list(inspect.signature(function).parameters)[1:]
+    )
+    leaf = mt.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(GraphError, match=name):  # a leaf that requires grad stays as it is
+        getattr(leaf, name)(*_tensor_arguments(function, 2)[1:])
+
+
+def test_a_declaration_names_the_tensor_input_and_is_made_once():
+    with pytest.raises(GraphError, match="first parameter must be the tensor"):
+
+        @variants("method")
+        def made_up(x, other):
+            return x
+
+    with pytest.raises(GraphError, match="kinds must be among"):
+        variants("property")
+    name = next(iter(FUNCTIONS), None) or pytest.skip("no op declares a function yet")
+    with pytest.raises(GraphError, match="declared twice"):
+        variants("function")(FUNCTIONS[name])
