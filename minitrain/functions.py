@@ -22,7 +22,7 @@ __all__ = [
     "scatter", "scatter_add", "scatter_reduce", "index_add", "einsum",
     "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
     "cumprod", "cummax", "cummin", "logcumsumexp", "std_mean", "var_mean", "aminmax",
-    "count_nonzero", "median", "quantile", "sort", "argsort", "topk", "kthvalue",
+    "count_nonzero", "median", "quantile",
     "log2", "log10", "exp2", "expm1", "log1p", "erf", "erfc", "tan", "asin", "acos", "atan",
     "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
     "arctanh", "atan2", "arctan2", "hypot", "logaddexp", "copysign", "lerp", "fmod", "remainder",
@@ -286,10 +286,6 @@ aminmax = _of_tensor(Tensor.aminmax)
 count_nonzero = _of_tensor(Tensor.count_nonzero)
 median = _of_tensor(Tensor.median)
 quantile = _of_tensor(Tensor.quantile)
-sort = _of_tensor(Tensor.sort)
-argsort = _of_tensor(Tensor.argsort)
-topk = _of_tensor(Tensor.topk)
-kthvalue = _of_tensor(Tensor.kthvalue)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002

@@ -1072,35 +1072,6 @@ class Tensor(InPlaceMethods):
 
     # Sorting: values gathered where the indices say, the indices outside the graph.
 
-    def sort(self, dim=-1, descending=False, *, stable=False):
-        """`(values, indices)`: the elements sorted along `dim`, ascending unless
-        `descending`, and where each came from.
-
-        The order is always stable (`stable` is accepted); NaN sorts as the largest value. The
-        values' gradient goes to the elements they came from; the int64 indices are outside the
-        graph."""
-        return ops.sort(self, dim, descending, stable=stable)
-
-    def argsort(self, dim=-1, descending=False, *, stable=False):
-        """The int64 indices that sort the elements along `dim`, ascending unless
-        `descending` (`sort`'s indices: stable, NaN the largest), outside the graph."""
-        return ops.argsort(self, dim, descending, stable=stable)
-
-    def topk(self, k, dim=None, largest=True, sorted=True):
-        """`(values, indices)` of the `k` largest elements along `dim` (the last by default),
-        or the `k` smallest with `largest=False`.
-
-        Always sorted, largest (smallest) first, equal elements in index order (`sorted=False` is
-        accepted); NaN is the largest value. A bool tensor is refused, as in PyTorch. The values'
-        gradient goes to the elements picked."""
-        return ops.topk(self, k, dim, largest, sorted)
-
-    def kthvalue(self, k, dim=None, keepdim=False):
-        """`(values, indices)` of the `k`-th smallest element (k from 1) along `dim` (the
-        last by default), NaN the largest value; `keepdim=True` keeps `dim` with size 1. A bool
-        tensor is refused, as in PyTorch. The values' gradient goes to the element picked."""
-        return ops.kthvalue(self, k, dim, keepdim)
-
     # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
 
     def reshape(self, *shape):

@@ -22,6 +22,7 @@ from ...errors import ArgumentError, DTypeError
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import as_tensor
+from ..core.variants import variants
 from ..shapes.indexing import gather
 from ..shapes.shape import reshape
 
@@ -112,6 +113,7 @@ def _count(caller: str, name: str, value, low: int, high: int, x, dim) -> int:
     return int(value)
 
 
+@variants("function", "method")
 def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False):  # noqa: A002
     """(values, indices): input sorted along dim, ascending unless `descending`, and where each
     value came from; NaN sorts as the largest value. The order is always stable (`stable` is
@@ -125,6 +127,7 @@ def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
 
+@variants("function", "method")
 def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = False):  # noqa: A002
     """The indices that sort input along dim (sort's indices, stable, NaN the largest), an int64
     tensor outside the graph."""
@@ -135,6 +138,7 @@ def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = Fa
     return Tensor(stable_order(x.data, dim, bool(descending)))
 
 
+@variants("function", "method")
 def topk(input, k: int, dim: int | None = None, largest: bool = True, sorted: bool = True):  # noqa: A002
     """(values, indices) of the k largest elements along dim (the last by default), or the k
     smallest with largest=False, NaN the largest value. The result is always sorted, largest
@@ -150,6 +154,7 @@ def topk(input, k: int, dim: int | None = None, largest: bool = True, sorted: bo
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
 
+@variants("function", "method")
 def kthvalue(input, k: int, dim: int | None = None, keepdim: bool = False):  # noqa: A002
     """(values, indices) of the k-th smallest element (k from 1) along dim (the last by
     default), NaN the largest value; among equal elements, the k-th in the stable order. The
