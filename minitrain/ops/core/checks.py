@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from ...errors import ArgumentError, DimensionError, DTypeError, ShapeError
-from .op import array_of, dtype_of
+from .op import array_of
+from .promotion import dtype_of
 
 
 def check_floating(caller: str, **arrays) -> None:

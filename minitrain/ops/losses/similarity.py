@@ -11,7 +11,8 @@ import numpy as np
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
-from ..core.op import array_of, result_type, shape_of
+from ..core.op import array_of, shape_of
+from ..core.promotion import result_type
 from ..pointwise.arithmetic import abs, cast, clip, pow
 from ..reductions.reduction import norm, sum
 from ..shapes.shape import broadcast_to
