@@ -26,7 +26,8 @@ from ... import backend
 from ...errors import ArgumentError, DeviceError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import check_floating
-from ..core.op import Op, array_of, check_one_dtype, shape_of
+from ..core.op import Op, array_of, shape_of
+from ..core.promotion import check_one_dtype
 from .chunking import Chunked
 from .columns import (
     Columns,

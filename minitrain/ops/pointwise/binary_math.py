@@ -14,7 +14,8 @@ from ...arguments import as_array
 from ...errors import DTypeError
 from ...tensor import Tensor
 from ..core.checks import check_integer_divisor
-from ..core.op import Op, array_of, as_tensor, result_type
+from ..core.op import Op, array_of, as_tensor
+from ..core.promotion import result_type
 from .arithmetic import exp, widened
 from .rounding import rounded_div
 from .transcendental import floating_or_float32

@@ -16,7 +16,7 @@ from ... import backend
 from ...arguments import as_array
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
-from ..core.op import result_type
+from ..core.promotion import result_type
 
 __all__ = [
     "allclose",

@@ -15,7 +15,8 @@ from ...arguments import nested_array
 from ...errors import ArgumentError, DTypeError, GraphError, IndexOutOfRangeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
-from ..core.op import Op, array_of, device_module, dtype_of, shape_of
+from ..core.op import Op, array_of, device_module, shape_of
+from ..core.promotion import dtype_of
 from ..pointwise.masking import masked_fill, where
 from .indexing import along, gather, getitem, setitem
 from .shape import broadcast_to, reshape

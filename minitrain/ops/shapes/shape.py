@@ -11,7 +11,8 @@ import numpy as np
 from ...autograd import unbroadcast
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ..core.checks import normalize_axis, normalize_one_axis
-from ..core.op import Op, result_type, shape_of
+from ..core.op import Op, shape_of
+from ..core.promotion import result_type
 from .indexing import GetItem
 
 __all__ = [
