@@ -1,7 +1,8 @@
 """The op sample table: for every registered op, sample inputs, the call and its PyTorch twin.
 
-This module holds the machinery (Sample, the input draws, helpers shared by several families) and
-assembles the table from the families' files, samples_<family>.py beside it."""
+This module holds the machinery (Sample, the input draws, helpers shared by several sample files)
+and assembles the table from the sample files, samples/<family>/<module>.py beside it: one per
+module of minitrain/ops/<family>/ that defines ops, holding the samples of that module's ops."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import importlib
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from reference import torch
 
 import minitrain as mt
+from minitrain.nn import functional
 
 
 @dataclass(frozen=True)
@@ -221,37 +224,42 @@ def unary_samples(call, ref, values=normal) -> list[Sample]:
     ]
 
 
-# To cover a new op, add `"name": [Sample(...), ...]` to SAMPLES in its family's file (a
-# function composed of registered ops: to COMPOSED there),
-# samples_<family>.py: its inputs, the minitrain call and the PyTorch reference (refs reach torch
-# only when called, so the table loads without it). Those files import the machinery above from
-# this module, which is why the table is assembled last, the families in their ops' test order.
+def values_sample(name: str, values: Draw, call, ref) -> Sample:
+    """A sample of an op returning (values, indices): the values (indices are checked by hand)."""
+    return Sample(name, draws(values), lambda x: call(x).values, lambda x: ref(x).values)
+
+
+def functional_sample(name: str, specs, ours: str, theirs: str, grad=None, **kw) -> Sample:
+    """minitrain.nn.functional.<ours> and torch.nn.functional.<theirs> with the same arguments."""
+    return Sample(
+        name,
+        draws(*specs),
+        lambda *a: getattr(functional, ours)(*a, **kw),
+        lambda *a: getattr(torch.nn.functional, theirs)(*a, **kw),
+        grad=grad,
+    )
+
+
+def onnx_to_torch_pad(onnx_pads) -> list[int]:
+    """ONNX pads [b0, b1, ..., e0, e1, ...] as torch.nn.functional.pad's list, last dim first."""
+    dims = len(onnx_pads) // 2
+    return [n for d in reversed(range(dims)) for n in (onnx_pads[d], onnx_pads[dims + d])]
+
+
+# To cover a new op, add `"name": [Sample(...), ...]` to SAMPLES in
+# samples/<family>/<module>.py, the file named after the ops module that defines the op (a function
+# composed of registered ops: to COMPOSED there): its inputs, the minitrain call and the PyTorch
+# reference (refs reach torch only when called, so the table loads without it). Those files import
+# the machinery above from this module, which is why the table is assembled last, from every file
+# under samples/ in sorted path order.
 SAMPLES: dict[str, list[Sample]] = {}
-# the functions composed of registered ops (sort, roll, cosine_similarity ...), which a family
+# the functions composed of registered ops (sort, roll, cosine_similarity ...), which a sample
 # file lists in its COMPOSED: the registry tests run them too, but for the registry's own checks
 COMPOSED: dict[str, list[Sample]] = {}
-for _family in (
-    "elementwise",
-    "transcendental",
-    "reduction",
-    "scans",
-    "sorting",
-    "shape",
-    "rearrange",
-    "linalg",
-    "loss",
-    "activation",
-    "random",
-    "normalization",
-    "conv",
-    "resampling",
-    "similarity",
-    "scatter",
-    "attention",
-    "recurrent",
-):
-    _module = importlib.import_module(f"samples_{_family}")
-    _entries, _composed = _module.SAMPLES, getattr(_module, "COMPOSED", {})
+_HERE = Path(__file__).parent
+for _path in sorted(_HERE.joinpath("samples").rglob("[!_]*.py")):  # samples.<family>.<module>
+    _module = importlib.import_module(".".join(_path.relative_to(_HERE).with_suffix("").parts))
+    _entries, _composed = getattr(_module, "SAMPLES", {}), getattr(_module, "COMPOSED", {})
     _twice = (SAMPLES.keys() | COMPOSED.keys()) & (_entries.keys() | _composed.keys())
     assert not _twice, f"functions sampled twice: {_twice}"
     SAMPLES.update(_entries)

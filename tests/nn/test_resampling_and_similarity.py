@@ -3,7 +3,7 @@ similarity, distances, normalize, softmin, one_hot, the losses of pairs) against
 composed functions' samples run through the registry's checks, PyTorch's rules worked through
 by hand (interpolate's sizes and scales, its nearest indices in float32), the numba kernels
 against the numpy ones, the layers, and the errors. (The registered ops' gradchecks and PyTorch
-comparisons run from tests/samples_resampling.py.)"""
+comparisons run from tests/samples/resampling/interpolation.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import itertools
 import warnings
 
 import numpy as np
-import op_samples  # noqa: F401 (first: it imports the family files, as COMPOSED below reads)
+import op_samples  # (first: it imports the sample files, as COMPOSED below reads)
 import pytest
 
 import minitrain as mt
@@ -28,8 +28,8 @@ from minitrain.nn import functional as F  # noqa: N812 (PyTorch's idiom)
 
 COMPOSED = {
     name: samples
-    for family in ("resampling", "similarity")
-    for name, samples in importlib.import_module(f"samples_{family}").COMPOSED.items()
+    for module in ("resampling.interpolation", "losses.similarity", "losses.pair_loss")
+    for name, samples in importlib.import_module(f"samples.{module}").COMPOSED.items()
 }
 
 
@@ -46,9 +46,11 @@ def test_every_composed_function_has_samples():
         for family in families
         for name in importlib.import_module(f"minitrain.ops.{family}").__all__
     }
-    composed = public - ops.registry().keys() | {"softmin"}  # (F.softmin: softmax of -input)
+    composed = public - ops.registry().keys()
     assert composed == set(COMPOSED), sorted(composed ^ set(COMPOSED))
     assert not COMPOSED.keys() & ops.registry().keys()
+    # F.softmin, softmax of -input: sampled in samples/activations/softmax_family.py
+    assert op_samples.COMPOSED["softmin"]
 
 
 # (The registry's checks run on these COMPOSED samples too: tests/ops/test_ops.py and

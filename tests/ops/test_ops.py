@@ -79,7 +79,9 @@ def test_every_registered_op_has_samples():
     missing = sorted(registered - SAMPLES.keys())
     unknown = sorted(SAMPLES.keys() - registered)
     empty = sorted(name for name, samples in SAMPLES.items() if not samples)
-    assert not missing, f"ops without samples (add them to tests/samples_<family>.py): {missing}"
+    assert not missing, (
+        f"ops without samples (add them to tests/samples/<family>/<module>.py): {missing}"
+    )
     assert not unknown, f"SAMPLES names that are not registered ops: {unknown}"
     assert not empty, f"ops with an empty sample list: {empty}"
 

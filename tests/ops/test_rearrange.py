@@ -5,9 +5,9 @@ registry's checks, agreement with PyTorch beyond the samples, and the errors."""
 from __future__ import annotations
 
 import numpy as np
-import op_samples  # noqa: F401 (first: it imports the family files, samples_rearrange among them)
+import op_samples  # noqa: F401 (first: it imports the sample files, this one's among them)
 import pytest
-from samples_rearrange import COMPOSED
+from samples.shapes.rearrange import COMPOSED
 
 import minitrain as mt
 from minitrain import ops
@@ -25,8 +25,8 @@ def test_every_rearranging_function_has_samples():
     assert composed == set(COMPOSED), sorted(composed ^ set(COMPOSED))
 
 
-# (The registry's checks run on samples_rearrange.COMPOSED too: tests/ops/test_ops.py and
-# test_second_order.py.)
+# (The registry's checks run on samples/shapes/rearrange.py's COMPOSED too: tests/ops/test_ops.py
+# and test_second_order.py.)
 
 
 # PyTorch agreement beyond the samples

@@ -1,6 +1,6 @@
 """Scans, sorting and statistics against PyTorch, by hand: their index outputs, ties, NaN,
-dtypes and errors (the registry's tests run their samples, samples_scans.py and
-samples_sorting.py, the composed ones included)."""
+dtypes and errors (the registry's tests run their samples, tests/samples/reductions/scans.py,
+sorting.py and statistics.py, the composed ones included)."""
 
 from __future__ import annotations
 

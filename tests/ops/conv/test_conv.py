@@ -1,8 +1,8 @@
 """Convolution: conv_grad called directly against PyTorch, `need` doing no work for skipped
 outputs, the op's edge cases (empty batches, no channels, strided views), auto_pad and PyTorch's
 padding spellings, and the errors. (Gradchecks and PyTorch comparisons of the op itself run from
-tests/samples_conv.py; im2col and the column layouts are in test_columns.py, numba against numpy,
-chunks and layouts in test_conv_chunks.py.)
+tests/samples/convolution/standard.py; im2col and the column layouts are in test_columns.py,
+numba against numpy, chunks and layouts in test_conv_chunks.py.)
 """
 
 from __future__ import annotations

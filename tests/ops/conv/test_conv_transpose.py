@@ -1,7 +1,8 @@
 """Transposed convolution: ops.conv_transpose (gradchecks, PyTorch's forward and gradients with
 ONNX's asymmetric pads, numba and numpy, float64 and float32), its identity with conv_grad's dX,
 F.conv_transpose1d/2d/3d, the ConvTranspose layers against PyTorch's (init, repr, output_size),
-and the errors. (The sample table in tests/samples_conv.py runs it through test_ops too.)"""
+and the errors. (Its samples, tests/samples/convolution/transposed.py, run through test_ops
+too.)"""
 
 from __future__ import annotations
 

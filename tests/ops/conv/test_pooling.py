@@ -1,7 +1,8 @@
 """Pooling: PyTorch's rules worked by hand (ties go to the first max, NaN propagates,
 ceil_mode's last window, count_include_pad, divisor_override, adaptive windows), the gradient
 kernels called directly against PyTorch, the numba kernels against the numpy ones, and the
-errors. (Gradchecks and PyTorch comparisons of the ops run from tests/samples_conv.py.)"""
+errors. (Gradchecks and PyTorch comparisons of the ops run from their samples,
+tests/samples/convolution/pooling.py and adaptive_pooling.py.)"""
 
 from __future__ import annotations
 

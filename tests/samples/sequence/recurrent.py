@@ -1,7 +1,4 @@
-"""Sample table entries for the recurrent cell ops (merged into op_samples.SAMPLES): lstm_cell and
-gru_cell with and without biases, a batch of one, frozen weights or inputs (the gradients asked
-for narrowed), and given the input's gates (w_ih None), against PyTorch's torch.lstm_cell and
-torch.gru_cell."""
+"""Samples of ops/sequence/recurrent.py: lstm_cell and gru_cell against PyTorch's."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sample table entries for the random ops, merged into op_samples.SAMPLES: dropout, seeded."""
+"""Samples of ops/random/dropout.py: dropout, seeded."""
 
 from __future__ import annotations
 

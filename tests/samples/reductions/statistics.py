@@ -1,105 +1,12 @@
-"""Sample table entries for sorting and the order statistics, merged into op_samples.SAMPLES:
-median of all elements, the one registered op among them.
-
-COMPOSED holds samples of those composed of other ops (each value is the input gathered where
-a stable sort puts it): sort, topk, kthvalue, median along a dim, quantile; and the statistics
-std_mean, var_mean and aminmax. Not registered ops, so not in SAMPLES: the same checks run on
-them in tests/ops/test_sorting_and_statistics.py. Values are distinct wherever an order picks
-an element (a tie is a kink: tests/ops/test_sorting_and_statistics.py pins those by hand)."""
+"""Samples of ops/reductions/statistics.py: median, and the order statistics composed."""
 
 from __future__ import annotations
 
 import numpy as np
-from op_samples import Draw, Sample, distinct, draws, normal
+from op_samples import Draw, Sample, distinct, draws, normal, values_sample
 from reference import torch
 
 from minitrain import ops
-
-SAMPLES: dict[str, list[Sample]] = {
-    "median": [
-        Sample(name, draws(values), ops.median, lambda x: torch.median(x))
-        for name, values in [
-            ("odd_count", distinct(3, 5)),
-            ("even_count_lower_middle", distinct(2, 3)),
-            ("3d", distinct(2, 3, 4)),
-            ("vector_of_two", distinct(2)),
-            ("zero_d", distinct()),
-        ]
-    ],
-}
-
-
-def _values(name, values, call, ref) -> Sample:
-    """A sample of an op returning (values, indices): the values (indices are checked by hand)."""
-    return Sample(name, draws(values), lambda x: call(x).values, lambda x: ref(x).values)
-
-
-def _sort_samples() -> list[Sample]:
-    cases = [  # (name, shape, dim, descending)
-        ("matrix_last_dim", (3, 5), -1, False),
-        ("matrix_dim0_descending", (4, 3), 0, True),
-        ("3d_dim1", (2, 5, 3), 1, False),
-        ("3d_dim2_descending", (2, 3, 4), 2, True),
-        ("zero_d", (), 0, False),
-        ("empty_dim", (3, 0), 1, True),
-    ]
-    return [
-        _values(
-            name,
-            distinct(*shape),
-            lambda x, d=dim, s=descending: ops.sort(x, d, s),
-            lambda x, d=dim, s=descending: torch.sort(x, d, s),
-        )
-        for name, shape, dim, descending in cases
-    ] + [
-        _values(
-            "stable_flag",
-            distinct(3, 4),
-            lambda x: ops.sort(x, descending=True, stable=True),
-            lambda x: torch.sort(x, descending=True, stable=True),
-        )
-    ]
-
-
-def _topk_samples() -> list[Sample]:
-    cases = [  # (name, shape, k, dim, largest)
-        ("largest_3_of_5", (4, 5), 3, -1, True),
-        ("smallest_2_dim0", (5, 3), 2, 0, False),
-        ("all_of_them", (2, 4), 4, 1, True),
-        ("none_of_them", (2, 4), 0, 1, True),
-        ("3d_dim1", (2, 6, 3), 2, 1, True),
-        ("zero_d", (), 1, None, True),
-    ]
-    return [
-        _values(
-            name,
-            distinct(*shape),
-            lambda x, k=k, d=dim, big=largest: ops.topk(x, k, d, big),
-            lambda x, k=k, d=dim, big=largest: torch.topk(
-                x, k, -1 if d is None else d, largest=big
-            ),
-        )
-        for name, shape, k, dim, largest in cases
-    ]
-
-
-def _kthvalue_samples() -> list[Sample]:
-    cases = [  # (name, shape, k, dim, keepdim)
-        ("second_of_5", (3, 5), 2, -1, False),
-        ("last_dim0_keep", (4, 3), 4, 0, True),
-        ("first", (2, 4), 1, 1, False),
-        ("3d_dim1", (2, 5, 3), 3, 1, True),
-        ("zero_d", (), 1, None, False),
-    ]
-    return [
-        _values(
-            name,
-            distinct(*shape),
-            lambda x, k=k, d=dim, kept=keepdim: ops.kthvalue(x, k, d, kept),
-            lambda x, k=k, d=dim, kept=keepdim: torch.kthvalue(x, k, -1 if d is None else d, kept),
-        )
-        for name, shape, k, dim, keepdim in cases
-    ]
 
 
 def _median_dim_samples() -> list[Sample]:
@@ -110,7 +17,7 @@ def _median_dim_samples() -> list[Sample]:
         ("zero_d", (), 0, False),
     ]
     return [
-        _values(
+        values_sample(
             name,
             distinct(*shape),
             lambda x, d=dim, kept=keepdim: ops.median(x, d, kept),
@@ -203,10 +110,23 @@ def _aminmax_samples() -> list[Sample]:
     ]
 
 
+# Values are distinct wherever an order picks an element (a tie is a kink:
+# tests/ops/test_sorting_and_statistics.py pins those by hand).
+SAMPLES: dict[str, list[Sample]] = {
+    "median": [
+        Sample(name, draws(values), ops.median, lambda x: torch.median(x))
+        for name, values in [
+            ("odd_count", distinct(3, 5)),
+            ("even_count_lower_middle", distinct(2, 3)),
+            ("3d", distinct(2, 3, 4)),
+            ("vector_of_two", distinct(2)),
+            ("zero_d", distinct()),
+        ]
+    ],
+}
+
+
 COMPOSED: dict[str, list[Sample]] = {
-    "sort": _sort_samples(),
-    "topk": _topk_samples(),
-    "kthvalue": _kthvalue_samples(),
     "median_dim": _median_dim_samples(),
     "quantile": _quantile_samples(),
     "std_mean": _spread_mean_samples("std_mean"),

@@ -1,7 +1,4 @@
-"""Sample table entries for the reductions, merged into op_samples.SAMPLES.
-
-sum, mean, prod, max, min, var, std and logsumexp over every kind of axis, with and without
-keepdims; cumsum; p-norms."""
+"""Samples of ops/reductions/reduction.py: every kind of axis, with and without keepdims."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Sample table entries for the scatter ops, merged into op_samples.SAMPLES.
-
-scatter_reduce with each reduce, with and without include_self, along each kind of dim, with
-repeated indices and an index smaller than src; and scatter_add, index_add and scatter's
-reduce=, which are that op too. (The selections composed of getitem, gather and setitem,
-index_select, masked_select, take_along_dim, scatter and masked_scatter, are checked in
-tests/ops/test_scatter.py.)"""
+"""Samples of ops/shapes/scattering.py: scatter_reduce, each reduce, repeated indices."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ def _fixed(array) -> Draw:
 
 def _apart(x_shape, src_shape) -> Draw:
     """x and src values at least 0.3 apart from one another, all of them (no ties for amax and
-    amin), drawn together: a (x, src) pair, for `_pair_make`."""
+    amin), drawn together: a (x, src) pair, for `_make`."""
 
     def draw(rng):
         x_size, src_size = int(np.prod(x_shape)), int(np.prod(src_shape))
@@ -96,7 +90,10 @@ def _prod_with_zeros(name, x, src, include_self) -> Sample:
     )
 
 
-SAMPLES = {
+# scatter_add, index_add and scatter's reduce= are scatter_reduce too; the selections composed
+# of getitem, gather and setitem (index_select, masked_select, take_along_dim, scatter,
+# masked_scatter) are checked in tests/ops/test_scatter.py.
+SAMPLES: dict[str, list[Sample]] = {
     "scatter_reduce": [
         *(
             sample

@@ -1,6 +1,4 @@
-"""Sample table entries for the linear algebra ops, merged into op_samples.SAMPLES.
-
-matmul of vectors, matrices and broadcast batches; linear with and without its bias."""
+"""Samples of ops/linalg/products.py: matmul of vectors, matrices, batches; linear."""
 
 from __future__ import annotations
 

@@ -1,25 +1,11 @@
-"""Sample table entries for the elementwise ops, merged into op_samples.SAMPLES.
-
-Arithmetic with broadcasting, 0-d tensors and Python numbers; math functions; step functions away
-from their jumps; maximum / minimum, pow, where, clip, cast and to_device."""
+"""Samples of ops/pointwise/arithmetic.py: broadcasting, 0-d tensors, Python numbers, kinks."""
 
 from __future__ import annotations
 
 import operator
 
 import numpy as np
-from op_samples import (
-    Draw,
-    Sample,
-    draws,
-    mask,
-    nonzero,
-    normal,
-    off_grid,
-    on_grid,
-    positive,
-    unary_samples,
-)
+from op_samples import Sample, draws, nonzero, normal, off_grid, on_grid, positive, unary_samples
 from reference import torch
 
 import minitrain as mt
@@ -38,12 +24,6 @@ def _binary(call, ref, left=normal, right=normal, number=2.5) -> list[Sample]:
         Sample("number_right", draws(left(3, 4), number), call, ref),
         Sample("number_left", draws(number, right(2, 3)), call, ref),
     ]
-
-
-def _steps(step: float):
-    """Values for a step function with its jumps at multiples of `step` (floor, ceil, trunc,
-    sign's 0) or halfway between them (round): `off_grid` or `on_grid` at that step."""
-    return lambda draw: lambda *shape: draw(*shape, step=step)
 
 
 def _as_torch(*values):
@@ -68,35 +48,6 @@ SAMPLES: dict[str, list[Sample]] = {
     "abs": unary_samples(ops.abs, lambda x: torch.abs(x), values=nonzero),
     "sin": unary_samples(ops.sin, lambda x: torch.sin(x)),
     "cos": unary_samples(ops.cos, lambda x: torch.cos(x)),
-    # step functions: values away from their jumps, where the finite differences are 0 too
-    "sign": unary_samples(ops.sign, lambda x: torch.sign(x), values=nonzero),
-    "floor": unary_samples(ops.floor, lambda x: torch.floor(x), values=_steps(1.0)(off_grid)),
-    "ceil": unary_samples(ops.ceil, lambda x: torch.ceil(x), values=_steps(1.0)(off_grid)),
-    "trunc": unary_samples(ops.trunc, lambda x: torch.trunc(x), values=_steps(1.0)(off_grid)),
-    # a divided by 1 (or 2, broadcast) lands between whole numbers, away from the jumps
-    "rounded_div": [
-        Sample(
-            f"{mode}_{name}",
-            draws(_steps(1.0)(off_grid)(3, 4), divisor),
-            lambda a, b, m=mode: ops.rounded_div(a, b, m),
-            lambda a, b, m=mode: torch.div(a, b, rounding_mode=m),
-        )
-        for mode in ("floor", "trunc")
-        for name, divisor in (
-            ("by_ones", Draw(lambda rng: np.ones((3, 4)))),
-            ("by_twos_row", Draw(lambda rng: np.full((4,), 2.0))),
-        )
-    ],
-    "round": unary_samples(ops.round, lambda x: torch.round(x), values=_steps(1.0)(on_grid))
-    + [
-        Sample(
-            f"decimals{decimals}",
-            draws(on_grid(3, 4, step=10.0**-decimals)),
-            lambda x, d=decimals: ops.round(x, d),
-            lambda x, d=decimals: torch.round(x, decimals=d),
-        )
-        for decimals in (1, 2, -1)
-    ],
     "maximum": _binary(
         ops.maximum, lambda a, b: torch.maximum(*_as_torch(a, b)), off_grid, on_grid, 0.6
     ),
@@ -113,16 +64,6 @@ SAMPLES: dict[str, list[Sample]] = {
             ("int_exponent_negative_base", (normal(2, 3), 3)),
             ("negative_exponent", (positive(4), -1.5)),
             ("number_base", (1.7, normal(2, 3))),
-        ]
-    ],
-    "where": [
-        Sample(name, draws(*specs), ops.where, lambda c, a, b: torch.where(c, a, b))
-        for name, specs in [
-            ("same_shape", (mask(3, 4), normal(3, 4), normal(3, 4))),
-            ("broadcast", (mask(3, 1), normal(1, 4), normal(4))),
-            ("broadcast_cond", (mask(2, 3, 4), normal(3, 1), normal(4))),
-            ("number_b", (mask(3, 4), normal(3, 4), 0.0)),
-            ("zero_d_a", (mask(3, 4), normal(), normal(3, 4))),
         ]
     ],
     "clip": [

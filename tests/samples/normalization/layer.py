@@ -1,46 +1,11 @@
-"""Sample table entries for the normalization ops (merged into op_samples.SAMPLES): batch norm with
-0 to 3 spatial dims (training, and evaluation with running statistics), the layer norm family over
-the last one and the last two dims, with and without their parameters."""
+"""Samples of ops/normalization/layer.py: layer_norm (invertible too) and rms_norm."""
 
 from __future__ import annotations
 
-from op_samples import Sample, draws, nonzero, normal, positive
+from op_samples import Sample, draws, nonzero, normal
 from reference import torch
 
 from minitrain import ops
-
-
-def _batch_norm(name, shape, params=2, **kw) -> Sample:
-    """Training-mode batch norm of a normal x (N, C, *spatial) and the first `params` of
-    (weight, bias)."""
-    channels = shape[1]
-    return Sample(
-        name,
-        draws(normal(*shape), *(normal(channels), normal(channels))[:params]),
-        lambda x, *params: ops.batch_norm(x, *params, **kw),
-        lambda x, *params: torch.nn.functional.batch_norm(
-            x, None, None, *params, training=True, **kw
-        ),
-    )
-
-
-def _running(name, shape, training: bool) -> Sample:
-    """Batch norm with running statistics (constants): evaluation uses them, training updates
-    them in place."""
-    channels = shape[1]
-    return Sample(
-        name,
-        draws(
-            normal(*shape), normal(channels), normal(channels), normal(channels), positive(channels)
-        ),
-        lambda x, w, b, mean, var: ops.batch_norm(
-            x, w, b, running_mean=mean, running_var=var, training=training
-        ),
-        lambda x, w, b, mean, var: torch.nn.functional.batch_norm(
-            x, mean, var, w, b, training=training
-        ),
-        grad=(0, 1, 2),
-    )
 
 
 def _rows(call, ref, name, shape, dims, params, weight=normal, **kw) -> Sample:
@@ -79,18 +44,8 @@ _ROWS = [
     ("one_value_per_row_of_two_dims", (3, 1, 1), 2, 2, {}),
 ]
 
+
 SAMPLES: dict[str, list[Sample]] = {
-    "batch_norm": [
-        _batch_norm("no_spatial", (6, 3)),
-        _batch_norm("1_spatial", (4, 3, 5)),
-        _batch_norm("2_spatial", (3, 2, 3, 4)),
-        _batch_norm("3_spatial", (2, 2, 3, 2, 3)),
-        _batch_norm("2_spatial_no_affine", (3, 2, 3, 4), params=0),
-        _batch_norm("1_spatial_weight_only", (4, 3, 5), params=1),
-        _batch_norm("no_spatial_eps_0.1", (5, 4), eps=0.1),
-        _running("training_updates_running_stats", (4, 3, 5), training=True),
-        _running("eval_uses_running_stats", (3, 2, 3, 4), training=False),
-    ],
     "layer_norm": [
         _rows(ops.layer_norm, _torch_layer_norm, name, shape, dims, params, **kw)
         for name, shape, dims, params, kw in _ROWS

@@ -1,8 +1,4 @@
-"""Sample table entries for the resampling ops, merged into op_samples.SAMPLES: interpolate in
-every mode (sizes, scale factors, align_corners, recompute_scale_factor), max_unpool of max
-pooling's indices, unfold_patches and fold_patches (PyTorch's F.unfold and F.fold). COMPOSED
-holds the samples of the functions composed of other ops (pixel_shuffle, pixel_unshuffle), which
-tests/nn/test_resampling_and_similarity.py runs through the same checks."""
+"""Samples of ops/resampling/interpolation.py: interpolate, unpooling, patches."""
 
 from __future__ import annotations
 
@@ -181,6 +177,7 @@ SAMPLES: dict[str, list[Sample]] = {
         ),
     ],
 }
+
 
 COMPOSED: dict[str, list[Sample]] = {
     "pixel_shuffle": [

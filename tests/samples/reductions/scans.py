@@ -1,9 +1,4 @@
-"""Sample table entries for the scans, merged into op_samples.SAMPLES: cumprod (with zeros in
-every place its backward treats apart) and logcumsumexp (large and very negative values).
-
-COMPOSED holds samples of the scans composed of other ops, cummax and cummin (their values are
-x gathered at the running extreme's index): not registered ops, so not in SAMPLES; the same
-checks run on them in tests/ops/test_sorting_and_statistics.py."""
+"""Samples of ops/reductions/scans.py: cumprod, logcumsumexp; cummax, cummin composed."""
 
 from __future__ import annotations
 
@@ -44,6 +39,29 @@ def _shifted(offset: float, *shape: int) -> Draw:
     return Draw(lambda rng: offset + rng.standard_normal(shape))
 
 
+def _running(op_name: str, cases) -> list[Sample]:
+    """cummax / cummin values (the indices are checked by hand, with ties and NaN)."""
+    return [
+        Sample(
+            name,
+            draws(values),
+            lambda x, d=dim: getattr(ops, op_name)(x, d).values,
+            lambda x, d=dim: getattr(torch, op_name)(x, d).values,
+        )
+        for name, values, dim in cases
+    ]
+
+
+_RUNNING = [  # distinct values: the running extreme changes hands only between samples' points
+    ("3d_dim0", distinct(3, 2, 4), 0),
+    ("3d_dim1", distinct(2, 5, 3), 1),
+    ("3d_dim_minus1", distinct(2, 3, 6), -1),
+    ("vector", distinct(7), 0),
+    ("zero_d", distinct(), 0),
+    ("empty_dim", Draw(lambda rng: np.zeros((3, 0))), 1),
+]
+
+
 SAMPLES: dict[str, list[Sample]] = {
     # cumprod's backward treats a slice's first zero and what follows it apart from what comes
     # before: zeros first, last, alone, two in a row, and two apart
@@ -72,28 +90,6 @@ SAMPLES: dict[str, list[Sample]] = {
     ),
 }
 
-
-def _running(op_name: str, cases) -> list[Sample]:
-    """cummax / cummin values (the indices are checked by hand, with ties and NaN)."""
-    return [
-        Sample(
-            name,
-            draws(values),
-            lambda x, d=dim: getattr(ops, op_name)(x, d).values,
-            lambda x, d=dim: getattr(torch, op_name)(x, d).values,
-        )
-        for name, values, dim in cases
-    ]
-
-
-_RUNNING = [  # distinct values: the running extreme changes hands only between samples' points
-    ("3d_dim0", distinct(3, 2, 4), 0),
-    ("3d_dim1", distinct(2, 5, 3), 1),
-    ("3d_dim_minus1", distinct(2, 3, 6), -1),
-    ("vector", distinct(7), 0),
-    ("zero_d", distinct(), 0),
-    ("empty_dim", Draw(lambda rng: np.zeros((3, 0))), 1),
-]
 
 COMPOSED: dict[str, list[Sample]] = {
     "cummax": _running("cummax", _RUNNING),

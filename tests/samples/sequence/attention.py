@@ -1,6 +1,4 @@
-"""Sample table entries for scaled_dot_product_attention (merged into op_samples.SAMPLES): batch
-shapes, L != S and Ev != E, causal (L above and below S), boolean and additive masks (one with a
-fully masked row), scale, grouped-query attention and dropout (seeded)."""
+"""Samples of ops/sequence/attention.py: scaled_dot_product_attention, masks, GQA."""
 
 from __future__ import annotations
 
