@@ -1,0 +1,847 @@
+"""Tensor's method table: PyTorch's methods that no op declares (ops/core/variants.py binds
+those), each calling its op: the method forms of the operators, elementwise math, reductions with
+PyTorch's dim and keepdim (or numpy's axis and keepdims), shape methods taking a shape spread
+out, selection and scatter by index. tensor.py binds them on Tensor once ops exist."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .arguments import (
+    dim_and_correction,
+    dim_arg,
+    dims_args,
+    keepdim_arg,
+    shape_args,
+)
+from .autograd import versions
+from .errors import ArgumentError, DTypeError, ShapeError
+from .inplace import write_in_place
+from .ops.core.checks import normalize_axis
+from .ops.pointwise.arithmetic import Div, Mul, Neg
+from .ops.reductions.reduction import values_and_indices
+from .tensor import Tensor
+
+__all__ = ["TensorMethods"]
+
+
+class TensorMethods:
+    """The methods tensor.py binds on Tensor (this class is never instantiated)."""
+
+    # PyTorch's method forms of the operators, and contiguous.
+
+    def add(self, other, *, alpha=1):
+        """`input + alpha * other`, elementwise, broadcasting; `other` may be a number.
+
+        Dtypes promote as in PyTorch; for integer operands `alpha` must be an integer (DTypeError),
+        as in PyTorch."""
+        return ops.add(self, other, alpha=alpha)
+
+    def sub(self, other, *, alpha=1):
+        """`input - alpha * other`, elementwise, broadcasting; `other` may be a number.
+        `subtract` is the same method.
+
+        Dtypes promote as in PyTorch; for integer operands `alpha` must be an integer (DTypeError),
+        as in PyTorch."""
+        return ops.sub(self, other, alpha=alpha)
+
+    def mul(self, other):
+        """`input * other`, elementwise, broadcasting; `other` may be a number. `multiply` is
+        the same method."""
+        return Mul.apply(self, other)
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; rounding_mode 'trunc' or 'floor' rounds the quotient (PyTorch's)."""
+        return ops.div(self, other, rounding_mode=rounding_mode)
+
+    def true_divide(self, other):
+        """`input / other`, elementwise, broadcasting: true division, where integer
+        operands give float32 (`div` without `rounding_mode`)."""
+        return Div.apply(self, other)
+
+    def neg(self):
+        """`-input`, elementwise; a bool tensor is refused, as in PyTorch. `negative` is the
+        same method."""
+        return Neg.apply(self)
+
+    # PyTorch's other spellings of the same
+    subtract, multiply, divide, negative = sub, mul, div, neg
+
+    def contiguous(self):
+        """self where its memory is in C order already, else a C-ordered copy in the graph."""
+        return self if self.data.flags.c_contiguous else ops.contiguous(self)
+
+    # Elementwise math and activations: each method calls its op.
+
+    def exp(self):
+        """The elementwise exponential, `e ** x`; integer and bool tensors compute in
+        float32."""
+        return ops.exp(self)
+
+    def log(self):
+        """The elementwise natural logarithm (-inf at 0, NaN below); integer and bool tensors
+        compute in float32."""
+        return ops.log(self)
+
+    def sqrt(self):
+        """The elementwise square root (NaN below 0); integer and bool tensors compute in
+        float32."""
+        return ops.sqrt(self)
+
+    def abs(self):
+        """The elementwise absolute value, `|x|`; the gradient at 0 is 0. A bool tensor is
+        refused, as in PyTorch."""
+        return ops.abs(self)
+
+    def pow(self, exponent):
+        """`input ** exponent`, elementwise, broadcasting; `exponent` is a tensor or a number.
+
+        An integer tensor to a negative integer number is refused (ArgumentError), as in PyTorch; a
+        tensor of integer exponents gives 0 where one is negative (but for bases 1 and -1). The
+        gradient of `0 ** 0` is 0."""
+        return ops.pow(self, exponent)
+
+    def maximum(self, other):
+        """The elementwise maximum of the tensor and `other`, broadcasting; where the two are
+        equal, each gets half the gradient. A NaN in either gives NaN."""
+        return ops.maximum(self, other)
+
+    def minimum(self, other):
+        """The elementwise minimum of the tensor and `other`, broadcasting; where the two are
+        equal, each gets half the gradient. A NaN in either gives NaN."""
+        return ops.minimum(self, other)
+
+    def clip(self, min=None, max=None):  # noqa: A002 (PyTorch's and numpy's names)
+        """The elements limited to `[min, max]`; `clamp` is the same method.
+
+        Either bound may be None, not both (ArgumentError). Bounds are numbers: tensor bounds, which
+        PyTorch takes, are refused (use `maximum` / `minimum`). The gradient passes where
+        `min <= x <= max`."""
+        return ops.clip(self, min, max)
+
+    clamp = clip
+
+    def clamp_min(self, min):  # noqa: A002
+        """The elements limited from below by the number `min`: `clamp(min=min)`."""
+        return ops.clip(self, min, None)
+
+    def clamp_max(self, max):  # noqa: A002
+        """The elements limited from above by the number `max`: `clamp(max=max)`."""
+        return ops.clip(self, None, max)
+
+    def square(self):
+        """self ** 2 (a bool tensor gives int64, as in PyTorch)."""
+        return ops.pow(self, 2)
+
+    def rsqrt(self):
+        """1 / sqrt(self), as self ** -0.5."""
+        return ops.pow(self, -0.5)
+
+    def reciprocal(self):
+        """1 / self (an integer tensor gives float32, as in PyTorch)."""
+        return ops.div(1, self)
+
+    def sin(self):
+        """The elementwise sine (radians); integer and bool tensors compute in float32."""
+        return ops.sin(self)
+
+    def cos(self):
+        """The elementwise cosine (radians); integer and bool tensors compute in float32."""
+        return ops.cos(self)
+
+    # Transcendental and two-operand math (ops/transcendental.py, ops/binary_math.py).
+
+    def log2(self):
+        """The elementwise base-2 logarithm (-inf at 0, NaN below); integer and bool tensors
+        compute in float32."""
+        return ops.log2(self)
+
+    def log10(self):
+        """The elementwise base-10 logarithm (-inf at 0, NaN below); integer and bool
+        tensors compute in float32."""
+        return ops.log10(self)
+
+    def exp2(self):
+        """The elementwise `2 ** x`; integer and bool tensors compute in float32."""
+        return ops.exp2(self)
+
+    def expm1(self):
+        """The elementwise `exp(x) - 1`, accurate for small x; integer and bool tensors
+        compute in float32."""
+        return ops.expm1(self)
+
+    def log1p(self):
+        """The elementwise `log(1 + x)`, accurate for small x; integer and bool tensors
+        compute in float32."""
+        return ops.log1p(self)
+
+    def erf(self):
+        """The elementwise error function, `2 / sqrt(pi)` times the integral of `exp(-t**2)`
+        from 0 to x; integer and bool tensors compute in float32."""
+        return ops.erf(self)
+
+    def erfc(self):
+        """The elementwise complementary error function, `1 - erf(x)`, accurate in the right
+        tail; integer and bool tensors compute in float32."""
+        return ops.erfc(self)
+
+    def tan(self):
+        """The elementwise tangent (radians); integer and bool tensors compute in float32."""
+        return ops.tan(self)
+
+    def asin(self):
+        """The elementwise arcsine, in [-pi/2, pi/2] (NaN outside [-1, 1]); integer and bool
+        tensors compute in float32. `arcsin` is the same method (numpy's name)."""
+        return ops.asin(self)
+
+    def acos(self):
+        """The elementwise arccosine, in [0, pi] (NaN outside [-1, 1]); integer and bool
+        tensors compute in float32. `arccos` is the same method (numpy's name)."""
+        return ops.acos(self)
+
+    def atan(self):
+        """The elementwise arctangent, in (-pi/2, pi/2); integer and bool tensors compute in
+        float32. `arctan` is the same method (numpy's name)."""
+        return ops.atan(self)
+
+    def sinh(self):
+        """The elementwise hyperbolic sine; integer and bool tensors compute in float32."""
+        return ops.sinh(self)
+
+    def cosh(self):
+        """The elementwise hyperbolic cosine; integer and bool tensors compute in float32."""
+        return ops.cosh(self)
+
+    def asinh(self):
+        """The elementwise inverse hyperbolic sine; integer and bool tensors compute in
+        float32. `arcsinh` is the same method (numpy's name)."""
+        return ops.asinh(self)
+
+    def acosh(self):
+        """The elementwise inverse hyperbolic cosine, >= 0 (NaN below 1); integer and bool
+        tensors compute in float32. `arccosh` is the same method (numpy's name)."""
+        return ops.acosh(self)
+
+    def atanh(self):
+        """The elementwise inverse hyperbolic tangent (+-inf at +-1, NaN beyond); integer
+        and bool tensors compute in float32. `arctanh` is the same method (numpy's name)."""
+        return ops.atanh(self)
+
+    def atan2(self, other):
+        """The elementwise angle of the point (`other`, the tensor's element), in
+        [-pi, pi]: `atan(input / other)` in the quadrant the two signs give. Broadcasting; integers
+        and bools compute in float32; at the origin the gradient is 0. `arctan2` is the same method
+        (numpy's name)."""
+        return ops.atan2(self, other)
+
+    def hypot(self, other):
+        """`sqrt(input**2 + other**2)`, elementwise, broadcasting, without overflow; floating
+        operands only (DTypeError otherwise), as in PyTorch."""
+        return ops.hypot(self, other)
+
+    def logaddexp(self, other):
+        """`log(exp(input) + exp(other))`, elementwise, broadcasting, without overflow;
+        floating operands only (DTypeError otherwise), as in PyTorch."""
+        return ops.logaddexp(self, other)
+
+    def copysign(self, other):
+        """The elements' magnitudes with the signs of `other`'s (-0.0 counts as
+        negative), broadcasting; integers and bools compute in float32. `other` gets a zero
+        gradient, as in PyTorch."""
+        return ops.copysign(self, other)
+
+    def lerp(self, end, weight):
+        """Linear interpolation from the tensor to `end`: `input + weight * (end - input)`,
+        elementwise, all three broadcasting; `weight` is a number or a tensor.
+
+        As in PyTorch, the tensor and `end` must be floating point and of one dtype, and so must a
+        `weight` tensor of one dim or more (a 0-d one stands for its number)."""
+        return ops.lerp(self, end, weight)
+
+    def fmod(self, other):
+        """The remainder of `input / other` with the sign of the tensor's element (C's
+        fmod), elementwise, broadcasting. Integers stay integers (a zero divisor is refused,
+        ArgumentError); bools are refused, as in PyTorch."""
+        return ops.fmod(self, other)
+
+    def remainder(self, other):
+        """`input % other`: the remainder with the sign of `other` (Python's %),
+        elementwise, broadcasting. Integers stay integers (a zero divisor is refused,
+        ArgumentError); bools are refused, as in PyTorch."""
+        return ops.remainder(self, other)
+
+    def floor_divide(self, other):
+        """`input // other`, the quotient rounded down (Python's //), elementwise,
+        broadcasting. Integers stay integers (a zero divisor is refused, ArgumentError); bools are
+        refused. The gradient is zero, as that of PyTorch's `div(rounding_mode="floor")`."""
+        return ops.floor_divide(self, other)
+
+    # PyTorch's numpy spellings of the same
+    arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
+    arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+    # Tests, logic and bits: bool or integer results, outside the graph (ops/predicates.py).
+
+    def isnan(self):
+        """True where an element is NaN: a bool tensor, outside the graph."""
+        return ops.isnan(self)
+
+    def isinf(self):
+        """True where an element is inf or -inf: a bool tensor, outside the graph."""
+        return ops.isinf(self)
+
+    def isposinf(self):
+        """True where an element is inf: a bool tensor, outside the graph."""
+        return ops.isposinf(self)
+
+    def isneginf(self):
+        """True where an element is -inf: a bool tensor, outside the graph."""
+        return ops.isneginf(self)
+
+    def isfinite(self):
+        """True where an element is neither NaN nor infinite: a bool tensor, outside the
+        graph."""
+        return ops.isfinite(self)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True where `|input - other| <= atol + rtol * |other|`, elementwise, broadcasting,
+        or where the two are equal (infinities of one sign): a bool tensor, outside the graph.
+
+        NaNs are close only with `equal_nan=True`. As in PyTorch, two tensors must share a dtype
+        (DTypeError otherwise); integers and bools compare in float32."""
+        return ops.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+        """Whether `isclose` holds for every element, as a Python bool."""
+        return ops.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other) -> bool:
+        """Whether other has self's shape and elements (one bool; `==` is elementwise)."""
+        return ops.array_equal(self, other)
+
+    def logical_and(self, other):
+        """The elementwise logical and of the tensor and `other`, broadcasting, any dtype
+        (nonzero is True): a bool tensor, outside the graph."""
+        return ops.logical_and(self, other)
+
+    def logical_or(self, other):
+        """The elementwise logical or of the tensor and `other`, broadcasting, any dtype
+        (nonzero is True): a bool tensor, outside the graph."""
+        return ops.logical_or(self, other)
+
+    def logical_xor(self, other):
+        """The elementwise logical xor of the tensor and `other`, broadcasting, any dtype
+        (nonzero is True): a bool tensor, outside the graph."""
+        return ops.logical_xor(self, other)
+
+    def logical_not(self):
+        """The elementwise logical not, any dtype (nonzero is True): a bool tensor,
+        outside the graph."""
+        return ops.logical_not(self)
+
+    def bitwise_and(self, other):
+        """`input & other`, elementwise, broadcasting, on integer or bool operands
+        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
+        return ops.bitwise_and(self, other)
+
+    def bitwise_or(self, other):
+        """`input | other`, elementwise, broadcasting, on integer or bool operands
+        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
+        return ops.bitwise_or(self, other)
+
+    def bitwise_xor(self, other):
+        """`input ^ other`, elementwise, broadcasting, on integer or bool operands
+        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
+        return ops.bitwise_xor(self, other)
+
+    def bitwise_not(self):
+        """`~input`, elementwise: each bit flipped for integers, the logical not for
+        bools (other dtypes are refused); outside the graph."""
+        return ops.bitwise_not(self)
+
+    def bitwise_left_shift(self, other):
+        """`input << other`, elementwise, broadcasting, on integers (a bool
+        operand promotes to an integer one); a shift by a negative count, or by the dtype's width or
+        more, gives 0. Outside the graph."""
+        return ops.bitwise_left_shift(self, other)
+
+    def bitwise_right_shift(self, other):
+        """`input >> other`, elementwise, broadcasting, on integers, the sign
+        filled in; a shift by a negative count, or by the dtype's width or more, gives 0 (-1 for a
+        negative element). Outside the graph."""
+        return ops.bitwise_right_shift(self, other)
+
+    def sign(self):
+        """-1, 0 or 1; the gradient is zero."""
+        return ops.sign(self)
+
+    def floor(self):
+        """Rounded down; the gradient is zero."""
+        return ops.floor(self)
+
+    def ceil(self):
+        """Rounded up; the gradient is zero."""
+        return ops.ceil(self)
+
+    def trunc(self):
+        """Rounded toward zero; the gradient is zero."""
+        return ops.trunc(self)
+
+    def round(self, *, decimals: int = 0):
+        """Rounded to `decimals` places, halves to even; the gradient is zero."""
+        return ops.round(self, decimals)
+
+    def masked_fill(self, mask, value):
+        """`value` where the boolean mask is True, self elsewhere, in self's dtype."""
+        return ops.masked_fill(self, mask, value)
+
+    def where(self, condition, other):
+        """self where condition is True, other elsewhere: where(condition, self, other)."""
+        return ops.where(condition, self, other)
+
+    def tril(self, diagonal: int = 0):
+        """The lower triangle of the last two dims (j <= i + diagonal), zeros above."""
+        return ops.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0):
+        """The upper triangle of the last two dims (j >= i + diagonal), zeros below."""
+        return ops.triu(self, diagonal)
+
+    def relu(self):
+        """`max(x, 0)`, elementwise; the gradient at 0 is 0. An integer tensor stays integer;
+        a bool tensor is refused, as in PyTorch."""
+        return ops.relu(self)
+
+    def sigmoid(self):
+        """`1 / (1 + exp(-x))`, elementwise, without overflow; integer and bool tensors
+        compute in float32, as in PyTorch."""
+        return ops.sigmoid(self)
+
+    def tanh(self):
+        """The elementwise hyperbolic tangent; integer and bool tensors compute in float32, as
+        in PyTorch."""
+        return ops.tanh(self)
+
+    def softmax(self, dim=None, dtype=None, *, axis=None):
+        """Softmax over one dim, the last by default (torch's `dim`, numpy's `axis`), of self
+        cast to `dtype` first if given."""
+        x = ops.cast_first(self, dtype, "softmax")
+        return ops.softmax(x, dim_arg(dim, axis, "softmax"))
+
+    def log_softmax(self, dim=None, dtype=None, *, axis=None):
+        """Log-softmax over one dim, the last by default, of self cast to `dtype` first."""
+        x = ops.cast_first(self, dtype, "log_softmax")
+        return ops.log_softmax(x, dim_arg(dim, axis, "log_softmax"))
+
+    def matmul(self, other):
+        """The matrix product `input @ other`: 1-D operands are vectors, dims before the
+        last two are batch dims and broadcast. Both must share a dtype (DTypeError otherwise): no
+        promotion, as in PyTorch."""
+        return ops.matmul(self, other)
+
+    # Reductions: PyTorch's dim and keepdim, or numpy's axis and keepdims.
+
+    # dtype casts self first, as PyTorch's; axis and keepdims are numpy's (and PyTorch's
+    # undocumented) spellings of dim and keepdim
+
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The sum of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+        `keepdim=True` keeps each reduced dim with size 1. Integer and bool tensors sum to int64,
+        as in PyTorch. `dtype` (a floating dtype, or int64) casts the tensor first, recorded. `axis`
+        and `keepdims` are numpy's names for `dim` and `keepdim`."""
+        x = ops.cast_first(self, dtype, "sum", int64=True)
+        return ops.sum(x, dim_arg(dim, axis, "sum"), keepdim_arg(keepdim, keepdims))
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The mean of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+        Floating tensors only, as in PyTorch: an integer one needs `dtype=` (a floating dtype, cast
+        first, recorded). Over no elements it is NaN. `keepdim=True` keeps each reduced dim with
+        size 1; `axis` and `keepdims` are numpy's names for `dim` and `keepdim`."""
+        x = ops.cast_first(self, dtype, "mean")
+        return ops.mean(x, dim_arg(dim, axis, "mean"), keepdim_arg(keepdim, keepdims))
+
+    def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        """The product of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+        Integer and bool tensors multiply in int64, as in PyTorch; the gradient is exact where
+        elements are zero. `dtype` (a floating dtype, or int64) casts the tensor first, recorded.
+        `keepdim`, `axis` and `keepdims` as in `sum`."""
+        x = ops.cast_first(self, dtype, "prod", int64=True)
+        return ops.prod(x, dim_arg(dim, axis, "prod"), keepdim_arg(keepdim, keepdims))
+
+    def cumsum(self, dim=None, *, dtype=None, axis=None):
+        """The running sum along one dim; the shape stays."""
+        x = ops.cast_first(self, dtype, "cumsum", int64=True)
+        return ops.cumsum(x, dim_arg(dim, axis, "cumsum"))
+
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        """The running product along one dim; the shape stays."""
+        return ops.cumprod(self, dim_arg(dim, axis, "cumprod"), dtype=dtype)
+
+    def cummax(self, dim=None, *, axis=None):
+        """(values, indices) of the running maximum along one dim."""
+        return ops.cummax(self, dim_arg(dim, axis, "cummax"))
+
+    def cummin(self, dim=None, *, axis=None):
+        """(values, indices) of the running minimum along one dim."""
+        return ops.cummin(self, dim_arg(dim, axis, "cummin"))
+
+    def logcumsumexp(self, dim=None, *, axis=None):
+        """The running `log(sum(exp(x)))` along `dim`, without overflow; the shape
+        stays. `dim` (or numpy's `axis`) must be given, one int; floating tensors only, as in
+        PyTorch."""
+        return ops.logcumsumexp(self, dim_arg(dim, axis, "logcumsumexp"))
+
+    def norm(self, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The p-norm over dim (all elements by default): 'fro' (the default) and 2 are the
+        Euclidean norm, p > 0 (sum |x|^p)^(1/p), inf / -inf the max / min of |x|."""
+        if isinstance(p, str):
+            if p != "fro":
+                raise ArgumentError(f"norm: p={p!r} is not supported; use 'fro', a number or inf")
+            p = 2
+        return ops.norm(self, p, dim_arg(dim, axis, "norm"), keepdim_arg(keepdim, keepdims))
+
+    def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The maximum over `dim` (an int, a tuple of ints, or None for all), values only.
+
+        Tied maxima share the gradient evenly; a slice holding NaN has maximum NaN and a NaN
+        gradient. An empty dim is refused (ShapeError). `axis` and `keepdims` are numpy's names for
+        `dim` and `keepdim`."""
+        return ops.max(self, dim_arg(dim, axis, "amax"), keepdim_arg(keepdim, keepdims))
+
+    def amin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The minimum over `dim` (an int, a tuple of ints, or None for all), values only.
+
+        Tied minima share the gradient evenly; a slice holding NaN has minimum NaN and a NaN
+        gradient. An empty dim is refused (ShapeError). `axis` and `keepdims` are numpy's names for
+        `dim` and `keepdim`."""
+        return ops.min(self, dim_arg(dim, axis, "amin"), keepdim_arg(keepdim, keepdims))
+
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Like PyTorch: the maximum of all elements, its gradient split evenly among tied
+        maxima, or with one `dim` a (values, indices) pair, the gradient going to the index
+        returned; a NaN is the maximum and takes the gradient. `amax` takes several dims (and
+        gives a slice holding NaN a NaN gradient)."""
+        dim = dim_arg(dim, axis, "max")
+        return values_and_indices(self, "max", dim, keepdim_arg(keepdim, keepdims))
+
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Like PyTorch: see `max`."""
+        dim = dim_arg(dim, axis, "min")
+        return values_and_indices(self, "min", dim, keepdim_arg(keepdim, keepdims))
+
+    def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether every element over `dim` (an int, a tuple of ints, or None for all) is
+        nonzero: a bool tensor, outside the graph; True over no elements; uint8 for a uint8 tensor,
+        as in PyTorch."""
+        return ops.all(self, dim_arg(dim, axis, "all"), keepdim_arg(keepdim, keepdims))
+
+    def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """Whether some element over `dim` (an int, a tuple of ints, or None for all) is
+        nonzero: a bool tensor, outside the graph; False over no elements; uint8 for a uint8 tensor,
+        as in PyTorch."""
+        return ops.any(self, dim_arg(dim, axis, "any"), keepdim_arg(keepdim, keepdims))
+
+    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the first maximum along one int `dim`, or in the flattened tensor
+        where `dim` is None: an int64 tensor, outside the graph. A NaN counts as the maximum; a bool
+        tensor is refused, as in PyTorch."""
+        return ops.argmax(self, dim_arg(dim, axis, "argmax"), keepdim_arg(keepdim, keepdims))
+
+    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """The index of the first minimum along one int `dim`, or in the flattened tensor
+        where `dim` is None: an int64 tensor, outside the graph. A NaN counts as the minimum; a bool
+        tensor is refused, as in PyTorch."""
+        return ops.argmin(self, dim_arg(dim, axis, "argmin"), keepdim_arg(keepdim, keepdims))
+
+    def var(
+        self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+    ):
+        """The variance over dim (all elements by default), as PyTorch's: `correction`
+        (default 1, Bessel's) or the older `unbiased` (True is correction 1, False 0), which
+        may also come alone in dim's place, as in x.var(False)."""
+        dim, correction = dim_and_correction(dim, unbiased, correction, "var")
+        return ops.var(self, dim_arg(dim, axis, "var"), keepdim_arg(keepdim, keepdims), correction)
+
+    def std(
+        self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+    ):
+        """The standard deviation: see `var`."""
+        dim, correction = dim_and_correction(dim, unbiased, correction, "std")
+        return ops.std(self, dim_arg(dim, axis, "std"), keepdim_arg(keepdim, keepdims), correction)
+
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        """`log(sum(exp(x)))` over `dim`, without overflow: an int, a tuple of ints, or
+        None for all elements (PyTorch requires a dim). Integer and bool tensors compute in float32;
+        over no elements it is -inf. `keepdim`, `axis` and `keepdims` as in `sum`."""
+        return ops.logsumexp(self, dim_arg(dim, axis, "logsumexp"), keepdim_arg(keepdim, keepdims))
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        """(min, max) of all elements or along one dim."""
+        return ops.aminmax(self, dim=dim, keepdim=keepdim)
+
+    def count_nonzero(self, dim=None):
+        """The number of nonzero elements (NaN counts) over `dim`: an int, a tuple of
+        ints, or None for all. An int64 tensor, outside the graph."""
+        return ops.count_nonzero(self, dim)
+
+    def median(self, dim=None, keepdim=False):
+        """The lower median of all elements, or (values, indices) along one dim."""
+        return ops.median(self, dim, keepdim)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The `q`-th quantiles along `dim` (of all elements where None), as PyTorch's.
+
+        `q` is a number or a 1-D tensor of the tensor's dtype, in [0, 1]; a 1-D `q` adds a leading
+        dim, one quantile per level. `interpolation` says how a rank between two sorted values is
+        read: "linear", "lower", "higher", "midpoint" or "nearest". A slice holding NaN gives NaN.
+        Floating, non-empty tensors only; the gradient goes to the elements read."""
+        return ops.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    # Sorting: values gathered where the indices say, the indices outside the graph.
+
+    # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
+
+    def reshape(self, *shape):
+        """The same elements in a new shape, given spread out (`x.reshape(2, 3)`) or as one
+        sequence (`x.reshape((2, 3))`); one size may be -1, inferred from the others.
+        A view of the tensor's memory where the layout allows, else a copy (see `view`)."""
+        return ops.reshape(self, shape_args(shape))
+
+    def view(self, *shape):
+        """reshape that never copies, as PyTorch's: a tensor whose memory the new shape does not
+        fit (a transposed one, say) is refused, since writes into a copy would not reach it;
+        reshape copies there. view(dtype), reinterpreting the bytes, is not supported."""
+        shape = shape_args(shape)
+        if not all(isinstance(n, (int, np.integer)) for n in shape):
+            raise DTypeError(f"view: takes ints (view(dtype) is not supported), got {shape}")
+        out = ops.reshape(self, shape)
+        if out.data.size and versions.owner(out.data) is not versions.owner(self.data):
+            raise ShapeError(
+                f"view: shape {tuple(shape)} does not fit the memory layout of a tensor of shape "
+                f"{self.shape} and strides {self.data.strides} without a copy; use reshape"
+            )
+        return out
+
+    def view_as(self, other: Tensor):
+        """Reshaped to other's shape (see view)."""
+        return ops.reshape(self, other.shape)
+
+    def reshape_as(self, other: Tensor):
+        """Reshaped to `other`'s shape: `reshape(other.shape)`."""
+        return ops.reshape(self, other.shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        """Dims `start_dim` to `end_dim` (both included) merged into one; a 0-d tensor
+        becomes 1-D."""
+        return ops.flatten(self, start_dim, end_dim)
+
+    def transpose(self, dim0: int, dim1: int):
+        """Dims `dim0` and `dim1` swapped (a view)."""
+        return ops.transpose(self, dim0, dim1)
+
+    def permute(self, *dims):
+        """The dims reordered, given spread out or as one sequence: the result's dim `i` is
+        the tensor's dim `dims[i]` (a view)."""
+        return ops.permute(self, shape_args(dims))
+
+    @property
+    def T(self):  # noqa: N802
+        """All dims reversed, as numpy's `.T`."""
+        return ops.permute(self, tuple(reversed(range(self.ndim))))
+
+    def t(self):
+        """A 2-D tensor transposed; a 0-D or 1-D one as it is (PyTorch's t)."""
+        if self.ndim > 2:
+            raise ShapeError(
+                f"t: takes a tensor of at most 2 dims, got shape {self.shape}; use transpose"
+            )
+        return self.T
+
+    def broadcast_to(self, size):
+        """self repeated along new leading dims and dims of size 1 to reach `size`."""
+        return ops.broadcast_to(self, size)
+
+    def expand(self, *size):
+        """PyTorch's expand: broadcast_to where -1 keeps an existing dim's size."""
+        shape = shape_args(size)
+        lead = len(shape) - self.ndim
+        if any(n == -1 for n in shape[: max(lead, 0)]):
+            raise ShapeError(f"expand: -1 in a new leading dim of {shape} (tensor {self.shape})")
+        return ops.broadcast_to(
+            self, tuple(self.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
+        )
+
+    def expand_as(self, other: Tensor):
+        """Broadcast to other's shape."""
+        return ops.broadcast_to(self, other.shape)
+
+    def repeat(self, *repeats):
+        """Tiled repeats[d] times along each dim d, with a count for every dim (more counts add
+        leading dims): PyTorch's repeat, numpy's tile. The gradient sums over the copies."""
+        sizes = shape_args(repeats)
+        if len(sizes) < self.ndim:
+            raise ShapeError(
+                f"repeat: needs a size for each of the {self.ndim} dims of shape {self.shape}, "
+                f"got {sizes}"
+            )
+        return ops.shapes.shape.tile_as("repeat", self, sizes)
+
+    def tile(self, *dims, **keywords):
+        """Like repeat, but fewer sizes than dims repeat the last dims (PyTorch's tile);
+        tile(dims=...) too."""
+        return ops.tile(self, dims_args("tile", dims, keywords))
+
+    def flip(self, *dims, **keywords):
+        """The elements in reverse order along the given dims: flip(0), flip(0, 1), flip([0]),
+        flip(dims=...); flip(()) reverses none, a copy."""
+        if not dims and not keywords:
+            raise ArgumentError("flip: needs the dims to reverse (() for none), got none")
+        return ops.flip(self, dims_args("flip", dims, keywords))
+
+    def split(self, split_size, dim: int = 0):
+        """Pieces of split_size along dim (the last smaller), or of the sizes listed."""
+        return ops.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0):
+        """`chunks` pieces along dim of ceil(size / chunks) elements each, the last smaller."""
+        return ops.chunk(self, chunks, dim)
+
+    def unbind(self, dim: int = 0):
+        """The slices along dim, that dim removed."""
+        return ops.unbind(self, dim)
+
+    def gather(self, dim: int, index):
+        """Elements picked along dim by an integer index of self's rank (PyTorch's gather)."""
+        return ops.gather(self, dim, index)
+
+    # Rearranging: ops/shapes/rearrange.py declares its methods (ops/core/variants.py).
+
+    # Selection and scatter by index (ops/scattering.py), and their in-place forms.
+
+    def nonzero(self, *, as_tuple: bool = False):
+        """The indices of the nonzero elements (NaN counts), in row-major order, outside
+        the graph: an int64 tensor of shape `(count, ndim)`, or with `as_tuple=True` one 1-D int64
+        tensor per dim (a 0-d tensor counting as 1-D)."""
+        return ops.nonzero(self, as_tuple=as_tuple)
+
+    def argwhere(self):
+        """The indices of the nonzero elements as the rows of an int64 `(count, ndim)`
+        tensor, outside the graph: `nonzero()`."""
+        return ops.argwhere(self)
+
+    def masked_select(self, mask):
+        """The elements where the bool `mask` is True, as a 1-D tensor in row-major
+        order; the tensor and `mask` broadcast against each other first. The gradient goes back to
+        the elements selected."""
+        return ops.masked_select(self, mask)
+
+    def masked_scatter(self, mask, source):
+        """A copy with the places where the bool `mask` is True filled, in row-major
+        order, by the first elements of `source` (taken flat; at least as many as the mask selects).
+
+        `mask` broadcasts with the tensor; `source` must have its dtype. The gradient goes to the
+        tensor outside the mask and to the elements of `source` used."""
+        return ops.masked_scatter(self, mask, source)
+
+    def masked_scatter_(self, mask, source):
+        """`masked_scatter` in place: changes the tensor and returns it. As in
+        PyTorch, a leaf that requires grad changes in place only under `no_grad`."""
+        return write_in_place(self, lambda: self.masked_scatter(mask, source), "masked_scatter_")
+
+    def index_select(self, dim: int, index):
+        """The slices at `index` (a 1-D int64 or int32 tensor, or a 0-d one) along
+        `dim`, in index's order, repeats allowed: the shape with `dim` of size `len(index)`. An
+        element picked more than once gets the sum of its gradients."""
+        return ops.index_select(self, dim, index)
+
+    def take_along_dim(self, indices, dim=None):
+        """The elements at `indices` (an int64 tensor) along `dim`: `gather` after the
+        tensor and `indices` broadcast against each other in the other dims; with `dim` None, the
+        flattened tensor at the flattened indices. Negative or too large indices are refused."""
+        return ops.take_along_dim(self, indices, dim)
+
+    def scatter(self, dim: int, index, src=None, *, value=None, reduce=None):
+        """A copy with `src` written at `index` along `dim`: `out[..., index[p], ...] = src[p]`.
+
+        Args:
+            dim: the dim that `index` indexes; the other coordinates are p's own.
+            index: an int64 or int32 tensor with the tensor's number of dims, no larger than `src`,
+                nor than the tensor outside `dim`.
+            src: a tensor of the tensor's dtype, or a number (as `value`).
+            value: a number written instead of `src`.
+            reduce: None (where `index` repeats a place, the last write wins), or "add" or
+                "multiply", reducing into the tensor's values as `scatter_reduce`'s "sum" and
+                "prod".
+
+        The gradient goes to the tensor where nothing was written, and to `src` at `index`."""
+        return ops.scatter(self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None):
+        """`scatter` in place: changes the tensor and returns it. As in PyTorch, a leaf
+        that requires grad changes in place only under `no_grad`."""
+        return write_in_place(
+            self, lambda: self.scatter(dim, index, src, value=value, reduce=reduce), "scatter_"
+        )
+
+    def scatter_add(self, dim: int, index, src):
+        """A copy with each element of `src` added at `index` along `dim`:
+        `out[..., index[p], ...] += src[p]` (`scatter_reduce`'s "sum"); `index` and `src` as in
+        `scatter`. The gradient goes to the tensor as is, and to `src` read back at `index`."""
+        return ops.scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim: int, index, src):
+        """`scatter_add` in place: changes the tensor and returns it. As in PyTorch, a
+        leaf that requires grad changes in place only under `no_grad`."""
+        return write_in_place(self, lambda: self.scatter_add(dim, index, src), "scatter_add_")
+
+    def scatter_reduce(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
+        """A copy with each element of `src` reduced into `out[..., index[p], ...]`
+        along `dim`, by `reduce`: "sum", "prod", "mean" (an integer mean rounds down), "amax" or
+        "amin".
+
+        `index` and `src` as in `scatter` (`src` of the tensor's dtype). With `include_self=False`,
+        the tensor's own value is left out where `src` reaches. Gradients as PyTorch's: "prod" gets
+        the product of the others, "amax" and "amin" split evenly among ties."""
+        return ops.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def scatter_reduce_(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
+        """`scatter_reduce` in place: changes the tensor and returns it. As in
+        PyTorch, a leaf that requires grad changes in place only under `no_grad`."""
+        return write_in_place(
+            self,
+            lambda: self.scatter_reduce(dim, index, src, reduce, include_self=include_self),
+            "scatter_reduce_",
+        )
+
+    def index_add(self, dim: int, index, source, *, alpha=1):
+        """A copy with `alpha * source` added at `index` (1-D, int64 or int32) along
+        `dim`: slice `i` of `source` is added to slice `index[i]`, repeats adding up. `source` has
+        the tensor's dtype, and its shape but `len(index)` along `dim`; for an integer tensor,
+        `alpha` must be a whole number."""
+        return ops.index_add(self, dim, index, source, alpha=alpha)
+
+    def index_add_(self, dim: int, index, source, *, alpha=1):
+        """`index_add` in place: changes the tensor and returns it. As in PyTorch, a
+        leaf that requires grad changes in place only under `no_grad`."""
+        return write_in_place(
+            self, lambda: self.index_add(dim, index, source, alpha=alpha), "index_add_"
+        )
+
+    def unsqueeze(self, dim: int):
+        """A new dim of size 1 at `dim` (from -ndim-1 to ndim)."""
+        (dim,) = normalize_axis(dim, self.ndim + 1, "unsqueeze")
+        return ops.reshape(self, self.shape[:dim] + (1,) + self.shape[dim:])
+
+    def squeeze(self, dim=None):
+        """Dims of size 1 removed: all of them, or those among `dim` (an int or a tuple)."""
+        if dim is None:
+            dims = range(self.ndim)
+        else:
+            dims = normalize_axis(dim, self.ndim, "squeeze")
+        return ops.reshape(
+            self, tuple(n for i, n in enumerate(self.shape) if not (i in dims and n == 1))
+        )
