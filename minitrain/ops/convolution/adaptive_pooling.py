@@ -36,26 +36,33 @@ def _adaptive_matrices(xp, spatial, out, dtype) -> list:
 
 def _per_dim(xp, x, matrices, transpose: bool):
     """x (N, C, *spatial) with each spatial dim contracted against its matrix (transposed for
-    the gradient): each tensordot appends the new dim last, so the order comes back."""
+    the gradient), as numpy's tensordot does it: dim 2 moved last, every other dim one row of a
+    single GEMM, the new dim appended last, so that the order comes back. Arrays, or Tensors
+    with xp the graph math (each step then recorded: a permute, reshapes and a matmul)."""
+    cycle = (0, 1, *range(3, x.ndim), 2)
     for matrix in matrices:
-        x = xp.tensordot(x, matrix, axes=([2], [0 if transpose else 1]))
+        moved = xp.transpose(x, cycle)
+        rows = moved.reshape((-1, moved.shape[-1]))
+        product = xp.matmul(rows, matrix if transpose else matrix.T)
+        x = product.reshape(tuple(moved.shape[:-1]) + (product.shape[-1],))
     return x
 
 
 def adaptive_avg_pool_grad(dY, x_shape):
     """AdaptiveAveragePoolGrad: every input position gets dY[o] / size(o) from each window o
     holding it, i.e. dY contracted with each dim's averaging matrix transposed. The output size
-    comes from dY (N, C, *out); dX has x_shape."""
+    comes from dY (N, C, *out); dX has x_shape. Linear in dY: a Tensor dY (create_graph) gives
+    dX recorded, its own gradient the averaging again."""
     x_shape = tuple(int(n) for n in x_shape)
     dy_shape = shape_of(dY)
     if len(dy_shape) != len(x_shape) or dy_shape[:2] != x_shape[:2]:
         raise ShapeError(
             f"adaptive_avg_pool_grad: dY {dy_shape} must be (N, C, *out) for x_shape {x_shape}"
         )
-    xp = backend.array_module(dY)
+    xp = backend.array_module(dY)  # the graph math for a Tensor dY (create_graph)
     spatial = x_shape[2:]
     if all(n == 1 for n in dy_shape[2:]):  # global average pooling
-        return xp.broadcast_to(dY / math.prod(spatial), x_shape).copy()
+        return xp.ascontiguousarray(xp.broadcast_to(dY / math.prod(spatial), x_shape))
     matrices = _adaptive_matrices(xp, spatial, dy_shape[2:], dY.dtype)
     return _per_dim(xp, dY, matrices, transpose=True)
 
@@ -80,20 +87,6 @@ class AdaptiveAveragePool(Op):
     def backward(ctx, grad):
         """dx = sum over the windows o holding x of grad[o] / size(o)."""
         return adaptive_avg_pool_grad(grad, ctx.shapes[0])
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """adaptive_avg_pool_grad in tensor ops, linear in grad: a broadcast of the mean's share
-        (global pooling), else grad times each dim's averaging matrix, a constant."""
-        x_shape = ctx.shapes[0]
-        spatial = x_shape[2:]
-        if all(n == 1 for n in ctx.output_size):
-            return (grad / math.prod(spatial)).broadcast_to(x_shape)
-        # as _per_dim: contract spatial dim 2 with its matrix, the new dim going last
-        cycle = (0, 1, *range(3, len(x_shape)), 2)
-        for matrix in _adaptive_matrices(ctx.xp, spatial, ctx.output_size, grad.dtype):
-            grad = grad.permute(cycle) @ matrix
-        return grad
 
 
 def adaptive_avg_pool(x, output_size: Sequence[int | None] | int) -> Tensor:

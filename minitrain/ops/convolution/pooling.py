@@ -31,7 +31,6 @@ from ..core.checks import NOT_BOOL, check_floating, require_kind
 from ..core.op import Op, shape_of
 from ..shapes.indexing import getitem_grad
 from .standard import check_one_device
-from .transposed import ConvTranspose
 from .window import ONNX_NAMES, Window, check_rank, cover_ends, pool_window
 
 __all__ = [
@@ -285,6 +284,7 @@ class MaxPool(Op):
     inputs = ("x",)
     attrs = ("kernel_shape", "strides", "pads", "dilations", "ceil_mode")
     saved = ("indices",)
+    fused_backward = "train step CNN"
 
     @staticmethod
     def forward(ctx, x):
@@ -437,7 +437,10 @@ def avg_pool_grad(
     divisor_override: int | None = None,
 ):
     """AveragePoolGrad: dX[i] = sum over the windows o holding input position i of
-    dY[o] / divisor[o], the divisor as in `avg_pool`. dY (N, C, *out); dX has x_shape."""
+    dY[o] / divisor[o], the divisor as in `avg_pool`. dY (N, C, *out); dX has x_shape.
+
+    Linear in dY, its adjoint avg_pool itself: a Tensor dY (create_graph) gives dX recorded as
+    an op whose gradient is avg_pool of the gradient, so the derivatives go on to any order."""
     x_shape = tuple(int(n) for n in x_shape)
     window = pool_window("avg_pool_grad", x_shape, kernel_shape, strides, pads, None, ceil_mode)
     _check_divisor_override("avg_pool_grad", divisor_override)
@@ -446,6 +449,17 @@ def avg_pool_grad(
         raise ShapeError(
             f"avg_pool_grad: dY {shape_of(dY)} must be (N, C, *out) = {expected} for "
             f"x_shape {x_shape}"
+        )
+    if isinstance(dY, Tensor):  # numpy has no such kernel: recorded (create_graph)
+        return AveragePoolGrad.apply(
+            dY,
+            x_shape=x_shape,
+            kernel_shape=window.kernel,
+            strides=window.strides,
+            pads=window.pads,
+            ceil_mode=bool(ceil_mode),
+            count_include_pad=bool(count_include_pad),
+            divisor_override=divisor_override,
         )
     if _half(dY):
         wide = avg_pool_grad(
@@ -529,77 +543,77 @@ class AveragePool(Op):
 
     @staticmethod
     def forward(ctx, x):
-        if _half(x):
-            return AveragePool.forward(ctx, x.astype(np.float32)).astype(np.float16)
-        window = pool_window(
-            "avg_pool", x.shape, ctx.kernel_shape, ctx.strides, ctx.pads, None, ctx.ceil_mode
-        )
-        spatial, xp = x.shape[2:], ctx.xp
-        divisor = _avg_divisor(
-            xp, window, spatial, ctx.count_include_pad, ctx.divisor_override, x.dtype
-        )
-        if backend.numba_takes(x):
-            kernel, strides, pads, _, out = window.canonical()
-            y = np.empty((math.prod(x.shape[:2]),) + out, x.dtype)
-            _avg_pool_kernel(x.size >= _PARALLEL_WORK)(
-                _planes(x, len(spatial)), kernel, strides, pads, divisor.reshape(out), y
-            )
-            return y.reshape(x.shape[:2] + window.out)
-        padded = _padded(xp, x, window, 0)
-        lead = (slice(None), slice(None))
-        total = xp.zeros(x.shape[:2] + window.out, x.dtype)
-        for offset in np.ndindex(*window.kernel):
-            total += padded[lead + window.slices(offset)]
-        return total / divisor
+        return _average(ctx, x)
 
     @staticmethod
     def backward(ctx, grad):
         """dx = sum over the windows o holding x of grad[o] / divisor[o]."""
-        return avg_pool_grad(
-            grad,
-            ctx.shapes[0],
-            ctx.kernel_shape,
-            strides=ctx.strides,
-            pads=ctx.pads,
-            ceil_mode=ctx.ceil_mode,
-            count_include_pad=ctx.count_include_pad,
-            divisor_override=ctx.divisor_override,
+        return _spread(ctx, grad, ctx.shapes[0])
+
+
+def _spread(ctx, grad, x_shape):
+    """avg_pool_grad of `grad` for the attributes of ctx (AveragePool's or AveragePoolGrad's)."""
+    return avg_pool_grad(
+        grad,
+        x_shape,
+        ctx.kernel_shape,
+        strides=ctx.strides,
+        pads=ctx.pads,
+        ceil_mode=ctx.ceil_mode,
+        count_include_pad=ctx.count_include_pad,
+        divisor_override=ctx.divisor_override,
+    )
+
+
+def _average(ctx, x):
+    """avg_pool of x (N, C, *spatial) for the attributes of ctx (AveragePool's, or
+    AveragePoolGrad's, whose gradient it is): the kernels on an array, the avg_pool op on a
+    Tensor (create_graph)."""
+    if isinstance(x, Tensor):
+        return AveragePool.apply(x, **{name: getattr(ctx, name) for name in AveragePool.attrs})
+    if _half(x):
+        return _average(ctx, x.astype(np.float32)).astype(np.float16)
+    window = pool_window(
+        "avg_pool", x.shape, ctx.kernel_shape, ctx.strides, ctx.pads, None, ctx.ceil_mode
+    )
+    spatial, xp = x.shape[2:], ctx.xp
+    divisor = _avg_divisor(
+        xp, window, spatial, ctx.count_include_pad, ctx.divisor_override, x.dtype
+    )
+    if backend.numba_takes(x):
+        kernel, strides, pads, _, out = window.canonical()
+        y = np.empty((math.prod(x.shape[:2]),) + out, x.dtype)
+        _avg_pool_kernel(x.size >= _PARALLEL_WORK)(
+            _planes(x, len(spatial)), kernel, strides, pads, divisor.reshape(out), y
         )
+        return y.reshape(x.shape[:2] + window.out)
+    padded = _padded(xp, x, window, 0)
+    lead = (slice(None), slice(None))
+    total = xp.zeros(x.shape[:2] + window.out, x.dtype)
+    for offset in np.ndindex(*window.kernel):
+        total += padded[lead + window.slices(offset)]
+    return total / divisor
+
+
+class AveragePoolGrad(Op, register=False):
+    """avg_pool_grad recorded, where create_graph hands it a Tensor: its input is avg_pool's
+    gradient dY, its output dX (x_shape). Linear, with avg_pool as its adjoint: its own gradient
+    is avg_pool of the gradient, recorded for a Tensor as the avg_pool op, whose gradient is
+    this op again."""
+
+    name = "avg_pool_grad"
+    inputs = ("grad",)
+    attrs = ("x_shape", *AveragePool.attrs)
 
     @staticmethod
-    def tensor_backward(ctx, grad):
-        """avg_pool_grad as conv ops, linear in grad: each plane's grad / divisor through a
-        transposed conv with a kernel of ones (every window's share spread over its taps)."""
-        x_shape = ctx.shapes[0]
-        spatial, dims = x_shape[2:], len(x_shape) - 2
-        window = pool_window(
-            "avg_pool", x_shape, ctx.kernel_shape, ctx.strides, ctx.pads, None, ctx.ceil_mode
-        )
-        divisor = _avg_divisor(
-            ctx.xp, window, spatial, ctx.count_include_pad, ctx.divisor_override, grad.dtype
-        )
-        # Input positions past the last window: `uncovered` of them (fewer than a stride) come
-        # back as output_padding; where ceil_mode's last window overhangs instead, the end
-        # pads crop the overhang off.
-        uncovered = [
-            length + begin - (n - 1) * s - k
-            for length, begin, n, s, k in zip(
-                spatial, window.pads_begin, window.out, window.strides, window.kernel, strict=True
-            )
-        ]
-        shares = (grad / divisor).reshape((-1, 1) + window.out)
-        ones = ctx.xp.ones((1, 1) + window.kernel, grad.dtype)
-        dx = ConvTranspose.apply(
-            shares,
-            ones,
-            None,
-            strides=window.strides,
-            pads=window.pads_begin + tuple(max(0, -u) for u in uncovered),
-            dilations=(1,) * dims,
-            group=1,
-            output_padding=tuple(max(0, u) for u in uncovered),
-        )
-        return dx.reshape(x_shape)
+    def forward(ctx, grad):
+        return _spread(ctx, grad, ctx.x_shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dgrad = avg_pool(grad): each window's mean of the gradient, the adjoint of the
+        spreading."""
+        return _average(ctx, grad)
 
 
 def avg_pool(

@@ -215,6 +215,7 @@ class Conv(Op):
     inputs = ("x", "w", "b")
     attrs = ("strides", "pads", "dilations", "group")
     saved = ("x", "w")
+    fused_backward = "conv2d 32x64x32x32"
 
     @staticmethod
     def forward(ctx, x, w, b):

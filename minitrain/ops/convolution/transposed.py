@@ -131,6 +131,8 @@ class ConvTranspose(Op):
     inputs = ("x", "w", "b")
     attrs = ("strides", "pads", "dilations", "group", "output_padding")
     saved = ("x", "w")
+    # its backward runs conv's chunked im2col and GEMM kernels (conv_forward, WeightGradSums)
+    fused_backward = "conv2d 32x64x32x32"
 
     @staticmethod
     def forward(ctx, x, w, b):

@@ -239,6 +239,7 @@ class GraphMath:
     arange = _constant("arange")
     eye = _constant("eye")
     tri = _constant("tri")
+    may_share_memory = _constant("may_share_memory")
 
     def zeros_like(self, x, dtype=None):
         return self.xp.zeros(x.shape, dtype or x.dtype)

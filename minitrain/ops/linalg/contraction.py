@@ -11,10 +11,11 @@ import string
 import numpy as np
 
 from ...errors import ArgumentError, DTypeError, ShapeError
-from ..core.op import Op, shape_of
+from ...tensor import Tensor
+from ..core.op import Op, device_module, shape_of
 from ..pointwise.arithmetic import cast
 from ..shapes.indexing import GetItemGrad
-from ..shapes.shape import BroadcastTo, Reshape
+from ..shapes.shape import Reshape
 
 __all__ = ["einsum"]
 
@@ -31,11 +32,11 @@ def _unique(labels) -> tuple:
 
 
 def _numpy_einsum(xp, x, labels, out_labels):
-    """numpy's einsum of one operand (a sum, a diagonal, a transpose), never a view of x."""
-    compact = {label: i for i, label in enumerate(_unique(labels))}
-    out = xp.einsum(
-        x, [compact[label] for label in labels], [compact[label] for label in out_labels]
-    )
+    """numpy's einsum of one operand (a sum, a diagonal, a transpose), never a view of x; the
+    einsum op on a Tensor x (xp the graph math)."""
+    compact = {label: _LETTERS[i] for i, label in enumerate(_unique(labels))}
+    spelled = "".join(compact[label] for label in labels)
+    out = xp.einsum(spelled + "->" + "".join(compact[label] for label in out_labels), x)
     return out.copy() if xp.may_share_memory(out, x) else out
 
 
@@ -118,25 +119,18 @@ class Einsum(Op):
         other operand. A label of the operand that neither grad nor the other has (summed over
         it alone) gets the same gradient at every index: broadcast back. A label repeated in
         the operand (its diagonal) gets the gradient on that diagonal, zeros off it."""
-        return _gradients(ctx, grad, tensors=False)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return _gradients(ctx, grad, tensors=True)
-
-
-def _gradients(ctx, grad, tensors: bool) -> tuple:
-    """Einsum's (da, db), in arrays or, recorded, in tensor ops."""
-    grad_a = grad_b = None
-    if ctx.needs_grad[0]:
-        grad_a = _operand_grad(ctx, grad, ctx.b, ctx.b_labels, ctx.a_labels, ctx.shapes[0], tensors)
-    if ctx.needs_grad[1]:
-        grad_b = _operand_grad(ctx, grad, ctx.a, ctx.a_labels, ctx.b_labels, ctx.shapes[1], tensors)
-    return grad_a, grad_b
+        grad_a = grad_b = None
+        if ctx.needs_grad[0]:
+            grad_a = _operand_grad(ctx, grad, ctx.b, ctx.b_labels, ctx.a_labels, ctx.shapes[0])
+        if ctx.needs_grad[1]:
+            grad_b = _operand_grad(ctx, grad, ctx.a, ctx.a_labels, ctx.b_labels, ctx.shapes[1])
+        return grad_a, grad_b
 
 
-def _operand_grad(ctx, grad, other, other_labels, labels, shape, tensors: bool):
-    """The gradient of the operand with `labels` and `shape`, `other` the other one (or None)."""
+def _operand_grad(ctx, grad, other, other_labels, labels, shape):
+    """The gradient of the operand with `labels` and `shape`, `other` the other one (or None):
+    arrays, or under create_graph Tensors (ctx.xp the graph math: the contraction's transposes,
+    reshapes and batched matmul recorded as ops)."""
     xp, out_labels = ctx.xp, ctx.out_labels
     unique = _unique(labels)
     reached = tuple(
@@ -144,33 +138,33 @@ def _operand_grad(ctx, grad, other, other_labels, labels, shape, tensors: bool):
         for label in unique
         if label in out_labels or (other is not None and label in other_labels)
     )
-    if tensors:
-        g = Einsum.apply(
-            grad, other, a_labels=out_labels, b_labels=other_labels, out_labels=reached
-        )
-    else:
-        g = _contract(xp, grad, out_labels, other, other_labels, reached)
+    g = _contract(xp, grad, out_labels, other, other_labels, reached)
     sizes = dict(zip(labels, shape, strict=True))
     if len(reached) < len(unique):  # labels summed in this operand alone: equal at each index
         spread = tuple(sizes[label] if label in reached else 1 for label in unique)
-        full = tuple(sizes[label] for label in unique)
-        if tensors:
-            g = BroadcastTo.apply(Reshape.apply(g, shape=spread), shape=full)
-        else:
-            g = xp.broadcast_to(g.reshape(spread), full)
+        g = xp.broadcast_to(g.reshape(spread), tuple(sizes[label] for label in unique))
     if len(unique) < len(labels):  # a repeated label: g goes on that diagonal
         index = tuple(
-            xp.arange(sizes[label]).reshape(
+            device_module(ctx)
+            .arange(sizes[label])
+            .reshape(
                 tuple(-1 if place == unique.index(label) else 1 for place in range(len(unique)))
             )
             for label in labels
         )
-        if tensors:
-            return GetItemGrad.apply(g, shape=tuple(shape), index=index)
-        embedded = xp.zeros(shape, dtype=g.dtype)
-        embedded[index] = g
-        return embedded
+        return _on_diagonal(xp, g, tuple(shape), index)
     return g
+
+
+def _on_diagonal(xp, g, shape, index):
+    """Zeros of `shape` with g written at `index` (a diagonal: each position once). numpy has
+    this scatter only in place, which a Tensor g cannot take: under create_graph it is recorded
+    as getitem_grad, whose own gradient reads g back at the index."""
+    if isinstance(g, Tensor):
+        return GetItemGrad.apply(g, shape=shape, index=index)
+    embedded = xp.zeros(shape, dtype=g.dtype)
+    embedded[index] = g
+    return embedded
 
 
 def einsum(*args):

@@ -46,11 +46,11 @@ class MatMul(Op):
             grad2 = xp.expand_dims(grad2, -1)
         grad_a = grad_b = None
         if need_a:
-            b2 = b[:, None] if b.ndim == 1 else b
+            b2 = xp.expand_dims(b, -1) if len(b_shape) == 1 else b
             grad_a = xp.matmul(grad2, xp.swapaxes(b2, -1, -2))
             grad_a = grad_a[..., 0, :] if len(a_shape) == 1 else grad_a
         if need_b:
-            a2 = a[None, :] if a.ndim == 1 else a
+            a2 = xp.expand_dims(a, 0) if len(a_shape) == 1 else a
             grad_b = xp.matmul(xp.swapaxes(a2, -1, -2), grad2)
             grad_b = grad_b[..., :, 0] if len(b_shape) == 1 else grad_b
         # batch dims that broadcast are summed back down to each operand's own
@@ -58,26 +58,6 @@ class MatMul(Op):
             None if grad_a is None else unbroadcast(grad_a, a_shape),
             None if grad_b is None else unbroadcast(grad_b, b_shape),
         )
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's rule in tensor ops: 1-D operands as a row (a) or column (b) matrix."""
-        a, b = ctx.a, ctx.b
-        (a_shape, b_shape), (need_a, need_b) = ctx.shapes, ctx.needs_grad
-        if len(a_shape) == 1 and len(b_shape) == 1:
-            return (grad * b if need_a else None), (grad * a if need_b else None)
-        grad2 = grad.unsqueeze(-2) if len(a_shape) == 1 else grad
-        grad2 = grad2.unsqueeze(-1) if len(b_shape) == 1 else grad2
-        grad_a = grad_b = None
-        if need_a:
-            b2 = b.unsqueeze(-1) if len(b_shape) == 1 else b
-            grad_a = MatMul.apply(grad2, b2.transpose(-1, -2))
-            grad_a = unbroadcast(grad_a.squeeze(-2) if len(a_shape) == 1 else grad_a, a_shape)
-        if need_b:
-            a2 = a.unsqueeze(0) if len(a_shape) == 1 else a
-            grad_b = MatMul.apply(a2.transpose(-1, -2), grad2)
-            grad_b = unbroadcast(grad_b.squeeze(-1) if len(b_shape) == 1 else grad_b, b_shape)
-        return grad_a, grad_b
 
 
 def matmul(a, b):

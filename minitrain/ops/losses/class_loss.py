@@ -20,6 +20,7 @@ from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import check_floating
 from ..core.op import Op, array_of, device_module, value_of
+from ..shapes.indexing import GetItemGrad, along
 from ..shapes.shape import reshape
 from .loss_reduction import (
     check_constant,
@@ -143,7 +144,7 @@ def _class_distribution(xp, target, weight, ignore_index: int, eps: float, shape
     """(q, target_weights) for class indices: each position's target distribution
     q = w * ((1 - eps) * onehot(target) + eps / C), 0 where ignored, shaped like the logits
     (N, C, d1, ...), and w[target] (0 where ignored) for the 'mean' divisor. Arrays: the
-    tensor backwards' constants."""
+    constants of cross entropy's tensor_backward."""
     classes = shape[1]
     valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, dtype)
     q = xp.zeros(shape, dtype)
@@ -157,7 +158,8 @@ def _class_distribution(xp, target, weight, ignore_index: int, eps: float, shape
 
 def _scale_along_classes(scale, shape):
     """A Tensor of per-position scales (the target's shape, or 0-d) with a class axis 1 of size
-    1, to broadcast against logits of `shape`: _along_classes for the tensor backwards."""
+    1, to broadcast against logits of `shape`: _along_classes for cross entropy's
+    tensor_backward."""
     return reshape(scale, shape[:1] + (1,) + shape[2:]) if scale.ndim else scale
 
 
@@ -338,6 +340,7 @@ class SoftmaxCrossEntropy(Op):
     inputs = ("logits", "target", "weight")
     attrs = ("reduction", "ignore_index", "label_smoothing")
     saved = ("probs", "log_probs", "target", "weight")
+    fused_backward = "cross_entropy 4096x1000"
 
     @staticmethod
     def forward(ctx, logits, target, weight):
@@ -633,35 +636,30 @@ class NLLLoss(Op):
     def backward(ctx, grad):
         """dlog_probs = -s * w[target] at the target class, 0 at the others and where ignored.
 
-        s = grad, or grad / D for 'mean' (D: the summed w[target] of the non-ignored targets)."""
-        xp, target = ctx.xp, ctx.target
-        shape, dtype = ctx.shapes[0], ctx.dtypes[0]
-        _, safe, target_weights = _class_weights(xp, target, ctx.weight, ctx.ignore_index, dtype)
-        divisor = _class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
-        scale = position_scale(grad, ctx.reduction, divisor)
-        dx = xp.zeros(shape, dtype)
-        index = xp.expand_dims(safe, 1)
-        xp.put_along_axis(dx, index, xp.expand_dims(-scale * target_weights, 1), axis=1)
-        return dx, None, None
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward in tensor ops: -s times the constant w[target] * onehot(target), linear in
-        grad (the second derivative in log_probs is 0)."""
+        s = grad, or grad / D for 'mean' (D: the summed w[target] of the non-ignored targets).
+        Linear in grad: the second derivative in log_probs is 0 (target and weight constants)."""
+        xp = device_module(ctx)  # target and weight are constants
         shape, dtype = ctx.shapes[0], ctx.dtypes[0]
         weight = array_of(ctx.weight)
-        q, target_weights = _class_distribution(
-            device_module(ctx),
-            array_of(ctx.target),
-            weight,
-            ctx.ignore_index,
-            0.0,
-            shape,
-            dtype,
+        _, safe, target_weights = _class_weights(
+            xp, array_of(ctx.target), weight, ctx.ignore_index, dtype
         )
         divisor = _class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
-        scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)
-        return -scale * q, None, None
+        scale = position_scale(grad, ctx.reduction, divisor)
+        picked = ctx.xp.expand_dims(-scale * target_weights, 1)
+        return _placed_along_classes(xp, shape, dtype, xp.expand_dims(safe, 1), picked), None, None
+
+
+def _placed_along_classes(xp, shape, dtype, index, values):
+    """Zeros of `shape` with `values` put along the class axis 1 at `index` (each (N, 1, d1,
+    ...)), as numpy's put_along_axis, which writes only in place: a Tensor of values
+    (create_graph) cannot go in, so for one the scatter is recorded as getitem_grad, whose own
+    gradient reads the values back at the index. xp: the device's array module."""
+    if isinstance(values, Tensor):
+        return GetItemGrad.apply(values, shape=tuple(shape), index=along(xp, index, 1))
+    placed = xp.zeros(shape, dtype)
+    xp.put_along_axis(placed, index, values, axis=1)
+    return placed
 
 
 def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean"):

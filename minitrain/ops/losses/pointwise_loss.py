@@ -11,13 +11,9 @@ import numpy as np
 from ... import backend
 from ...errors import ArgumentError, ShapeError
 from ...tensor import Tensor
-from ..activations.activation import sigmoid
-from ..activations.pytorch_activations import logsigmoid
-from ..activations.special import stable_sigmoid, stable_softplus
+from ..activations.special import stable_softplus
 from ..core.checks import check_floating
 from ..core.op import Op
-from ..pointwise.arithmetic import log
-from ..pointwise.masking import where
 from .loss_reduction import (
     check_constant,
     check_reduction,
@@ -61,9 +57,10 @@ def _pointwise(op, input, target, reduction: str, **attrs):  # noqa: A002
 
 class _PointwiseLoss(Op, register=False):
     """A loss of d = input - target, position by position, then reduced. A subclass gives the
-    loss and its slope in d, on arrays and (for create_graph) on tensors; the input's gradient
-    is s * slope(d), the target's its negative. input and target are saved rather than d (as
-    PyTorch saves them): the second derivative needs d as a function of both."""
+    loss and its slope in d, written with ctx.xp so that they serve arrays and (under
+    create_graph, d a Tensor) the second derivative; the input's gradient is s * slope(d), the
+    target's its negative. input and target are saved rather than d (as PyTorch saves them):
+    the second derivative needs d as a function of both."""
 
     inputs = ("input", "target")
     saved = ("input", "target")
@@ -79,19 +76,8 @@ class _PointwiseLoss(Op, register=False):
 
         A subclass overrides it only to write its own slope into this docstring (the graph
         viewer's tooltip)."""
-        return cls.grads(ctx, grad, cls.slope)
-
-    @classmethod
-    def tensor_backward(cls, ctx, grad):
-        """backward in tensor ops: d = input - target a Tensor, so the slope's own slope (the
-        second derivative) reaches input and target."""
-        return cls.grads(ctx, grad, cls.tensor_slope)
-
-    @staticmethod
-    def grads(ctx, grad, slope):
-        """(dinput, dtarget) = (s * slope(d), -s * slope(d)), on arrays or Tensors."""
         diff = ctx.input - ctx.target
-        dx = position_scale(grad, ctx.reduction, math.prod(diff.shape)) * slope(ctx, diff)
+        dx = position_scale(grad, ctx.reduction, math.prod(diff.shape)) * cls.slope(ctx, diff)
         return (dx if ctx.needs_grad[0] else None), (-dx if ctx.needs_grad[1] else None)
 
     @staticmethod
@@ -101,15 +87,6 @@ class _PointwiseLoss(Op, register=False):
     @staticmethod
     def slope(ctx, d):
         raise NotImplementedError
-
-    @staticmethod
-    def tensor_slope(ctx, d):
-        raise NotImplementedError
-
-
-def _sign_of(ctx, d):
-    """sign(d) of a Tensor d, as a constant array: the slope of |d|, flat (0 at d = 0)."""
-    return ctx.xp.sign(d.data)
 
 
 class MSELoss(_PointwiseLoss):
@@ -125,8 +102,6 @@ class MSELoss(_PointwiseLoss):
     @staticmethod
     def slope(ctx, d):
         return 2 * d
-
-    tensor_slope = slope
 
     @classmethod
     def backward(cls, ctx, grad):
@@ -152,12 +127,9 @@ class L1Loss(_PointwiseLoss):
 
     @staticmethod
     def slope(ctx, d):
+        """sign(d), a constant (graph math's sign): the second derivative of |d| is 0 (as in
+        PyTorch)."""
         return ctx.xp.sign(d)
-
-    @staticmethod
-    def tensor_slope(ctx, d):
-        """sign(d), a constant: the second derivative of |d| is 0 (as in PyTorch)."""
-        return _sign_of(ctx, d)
 
     @classmethod
     def backward(cls, ctx, grad):
@@ -188,17 +160,11 @@ class SmoothL1Loss(_PointwiseLoss):
 
     @staticmethod
     def slope(ctx, d):
+        """clip(d / beta, -1, 1), sign(d) (a constant) for beta = 0: second derivative 1 / beta
+        where |d| <= beta (clip passes its bounds: at |d| = beta exactly PyTorch takes 0), 0
+        outside."""
         xp, beta = ctx.xp, ctx.beta
         return xp.sign(d) if beta == 0 else xp.clip(d / beta, -1, 1)
-
-    @staticmethod
-    def tensor_slope(ctx, d):
-        """d / beta where |d| < beta, else sign(d): second derivative 1 / beta inside, 0 outside
-        (PyTorch's choice at |d| = beta, where it is 0 too)."""
-        sign, beta = _sign_of(ctx, d), ctx.beta
-        if beta == 0:
-            return sign
-        return where(ctx.xp.abs(d.data) < beta, d / beta, sign)
 
     @classmethod
     def backward(cls, ctx, grad):
@@ -232,14 +198,9 @@ class HuberLoss(_PointwiseLoss):
 
     @staticmethod
     def slope(ctx, d):
+        """clip(d, -delta, delta): second derivative 1 where |d| <= delta (at |d| = delta
+        exactly PyTorch takes 0), 0 outside."""
         return ctx.xp.clip(d, -ctx.delta, ctx.delta)
-
-    @staticmethod
-    def tensor_slope(ctx, d):
-        """d where |d| < delta, else delta * sign(d): second derivative 1 inside, 0 outside
-        (PyTorch's choice at |d| = delta, where it is 0 too)."""
-        delta = ctx.delta
-        return where(ctx.xp.abs(d.data) < delta, d, delta * _sign_of(ctx, d))
 
     @classmethod
     def backward(cls, ctx, grad):
@@ -308,40 +269,30 @@ class BinaryCrossEntropyWithLogits(Op):
         """dinput = s * w * (1 - t - l * sigmoid(-x)), dtarget = s * w * ((p-1) * softplus(-x) - x)
 
         x = input, t = target, w = weight, p = pos_weight (1 when None), l = 1 + (p - 1) * t;
-        s = grad, or grad / size for 'mean'. With p = 1, dinput = s * w * (sigmoid(x) - t)."""
-        xp = ctx.xp
-        return _logits_grads(
-            ctx, grad, lambda v: stable_sigmoid(xp, v), lambda v: stable_softplus(xp, v)
-        )
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward in tensor ops, softplus(-x) as -logsigmoid(x): the second derivatives are
-        d2/dx2 = s * w * l * sigmoid(x) * sigmoid(-x), d2/dx dt = -s * w * (1 + (p - 1) *
-        sigmoid(-x)) and d2/dt2 = 0. weight and pos_weight stay constants."""
-        return _logits_grads(ctx, grad, sigmoid, lambda v: -logsigmoid(-v))
-
-
-def _logits_grads(ctx, grad, sigmoid_of, softplus_of) -> tuple:
-    """The gradients of binary_cross_entropy_with_logits, written once for arrays (the stable
-    kernels as `sigmoid_of` and `softplus_of`) and for tensors (the ops)."""
-    x, t = ctx.input, ctx.target
-    weight, pos_weight = ctx.weight, ctx.pos_weight
-    scale = position_scale(grad, ctx.reduction, math.prod(x.shape))
-    if weight is not None:
-        scale = scale * weight
-    dx = dt = None
-    if ctx.needs_grad[0]:
-        sigmoid_neg = sigmoid_of(-x)
-        if pos_weight is not None:
-            sigmoid_neg = sigmoid_neg * (1 + (pos_weight - 1) * t)
-        dx = scale * ((1 - t) - sigmoid_neg)
-    if ctx.needs_grad[1]:
-        slope = -x
-        if pos_weight is not None:
-            slope = slope + (pos_weight - 1) * softplus_of(-x)
-        dt = scale * slope
-    return dx, dt, None, None
+        s = grad, or grad / size for 'mean'. With p = 1, dinput = s * w * (sigmoid(x) - t).
+        Their derivatives (create_graph): d2/dx2 = s * w * l * sigmoid(x) * sigmoid(-x),
+        d2/dx dt = -s * w * (1 + (p - 1) * sigmoid(-x)), d2/dt2 = 0; weight and pos_weight are
+        constants."""
+        xp, x, t = ctx.xp, ctx.input, ctx.target
+        weight, pos_weight = ctx.weight, ctx.pos_weight
+        scale = position_scale(grad, ctx.reduction, math.prod(x.shape))
+        if weight is not None:
+            scale = scale * weight
+        dx = dt = None
+        if ctx.needs_grad[0]:
+            # sigmoid(-x) as exp(-softplus(x)): as stable, no slower (no select), and its slope
+            # under create_graph is right at x = 0 too (maximum's tie there splits evenly), where
+            # the two-branch form's exp(-|x|) would take abs's slope, 0
+            sigmoid_neg = xp.exp(-stable_softplus(xp, x))
+            if pos_weight is not None:
+                sigmoid_neg = sigmoid_neg * (1 + (pos_weight - 1) * t)
+            dx = scale * ((1 - t) - sigmoid_neg)
+        if ctx.needs_grad[1]:
+            slope = -x
+            if pos_weight is not None:
+                slope = slope + (pos_weight - 1) * stable_softplus(xp, -x)
+            dt = scale * slope
+        return dx, dt, None, None
 
 
 def binary_cross_entropy_with_logits(
@@ -404,36 +355,20 @@ class BinaryCrossEntropy(Op):
 
         x = input, t = target, w = weight; s = grad, or grad / size for 'mean'. Both are
         PyTorch's: the input's is floored (float32's 1e-12), the target's is not (inf where
-        x is 0 or 1)."""
+        x is 0 or 1). Their derivatives (create_graph) are exact: d2/dx2 = s * w * (x^2 - 2 x t
+        + t) / (x (1 - x))^2 where unfloored (PyTorch adds 1e-12 to x and to 1 - x in this one,
+        a relative difference of 2e-12 / min(x, 1 - x)), and d2/dx dt = -s * w / max(x (1 - x),
+        1e-12), d2/dt2 = 0."""
         xp, x, t = ctx.xp, ctx.input, ctx.target
-        scale = position_scale(grad, ctx.reduction, x.size)
+        scale = position_scale(grad, ctx.reduction, math.prod(x.shape))
         if ctx.weight is not None:
             scale = scale * ctx.weight
         dx = dt = None
         if ctx.needs_grad[0]:
             dx = scale * (x - t) / xp.maximum((1 - x) * x, _BCE_GRAD_EPS)
         if ctx.needs_grad[1]:
-            with np.errstate(divide="ignore"):
-                dt = scale * (xp.log1p(-x) - xp.log(x))
-        return dx, dt, None
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward in tensor ops, the floor's choice a constant. Its derivatives are exact:
-        d2/dx2 = s * w * (x^2 - 2 x t + t) / (x (1 - x))^2 where unfloored (PyTorch adds 1e-12
-        to x and to 1 - x in this one, a relative difference of 2e-12 / min(x, 1 - x)), and
-        d2/dx dt = -s * w / max(x (1 - x), 1e-12), d2/dt2 = 0."""
-        x, t = ctx.input, ctx.target
-        scale = position_scale(grad, ctx.reduction, x.numel())
-        if ctx.weight is not None:
-            scale = scale * ctx.weight
-        dx = dt = None
-        if ctx.needs_grad[0]:
-            spread = (1 - x) * x
-            dx = scale * (x - t) / where(spread.data > _BCE_GRAD_EPS, spread, _BCE_GRAD_EPS)
-        if ctx.needs_grad[1]:
             with np.errstate(divide="ignore"):  # log(0) = -inf: dt is inf where x is 0 or 1
-                dt = scale * (log(1 - x) - log(x))
+                dt = scale * (xp.log1p(-x) - xp.log(x))
         return dx, dt, None
 
 

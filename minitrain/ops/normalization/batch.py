@@ -174,6 +174,7 @@ class BatchNorm(Op):
     saved = ("x", "scale", "saved_mean", "saved_inv_std")
     grad_kernel = "BatchNormalizationGrad"
     exact_dtype = True
+    fused_backward = "batch_norm2d 32x64x32x32"
 
     @staticmethod
     def forward(ctx, x, weight, bias):

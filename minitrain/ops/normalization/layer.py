@@ -323,6 +323,7 @@ class LayerNorm(Op):
     saved = ("x", "scale", "mean", "inv_std")
     grad_kernel = "LayerNormalizationGrad"
     exact_dtype = True
+    fused_backward = "layer_norm 8192x768"
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -406,6 +407,7 @@ class InvertibleLayerNorm(Op):
     saved = ("out", "scale", "bias", "inv_std")
     grad_kernel = "InvertibleLayerNormalizationGrad"
     exact_dtype = True
+    fused_backward = "layer_norm 8192x768"  # its numba row kernel is layer norm's
 
     @staticmethod
     def forward(ctx, x, weight, bias):
@@ -557,6 +559,7 @@ class RMSNorm(Op):
     saved = ("x", "scale", "inv_std")
     grad_kernel = "SimplifiedLayerNormalizationGrad"
     exact_dtype = True
+    fused_backward = "rms_norm 8192x768"
 
     @staticmethod
     def forward(ctx, x, weight):

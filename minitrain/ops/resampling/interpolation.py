@@ -42,7 +42,7 @@ from ..convolution.window import (
 from ..core import numba_math
 from ..core.checks import check_floating
 from ..core.op import Op, array_of, shape_of
-from ..shapes.indexing import getitem, getitem_grad
+from ..shapes.indexing import getitem_grad
 from ..shapes.shape import permute, reshape
 
 __all__ = [
@@ -296,6 +296,7 @@ class Interpolate(Op):
     name = "interpolate"
     inputs = ("x",)
     attrs = ("kind", "size", "scales", "align_corners")
+    fused_backward = "interpolate x2"
 
     @staticmethod
     def forward(ctx, x):
@@ -445,20 +446,12 @@ class MaxUnpool(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad[indices]: each element's gradient read back where it was placed."""
+        """dx = grad[indices]: each element's gradient read back where it was placed (a gather,
+        recorded under create_graph, whose own gradient places it again)."""
         x_shape = ctx.shapes[0]
         planes, plane = _planes(x_shape, ctx.output_size)
         at = ctx.indices.reshape(plane)
         return ctx.xp.take_along_axis(grad.reshape(planes), at, axis=1).reshape(x_shape)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward as a getitem of grad, itself differentiable (getitem_grad)."""
-        x_shape = ctx.shapes[0]
-        planes, plane = _planes(x_shape, ctx.output_size)
-        at = ctx.indices.reshape(plane)
-        rows = ctx.xp.broadcast_to(ctx.xp.arange(planes[0])[:, None], at.shape)
-        return getitem(reshape(grad, planes), (rows, at)).reshape(x_shape)
 
 
 def _planes(x_shape, output_size) -> tuple:
@@ -569,7 +562,8 @@ def _patches_window(caller, x_shape, kernel_shape, strides, pads, dilations, nam
 
 class UnfoldPatches(Op):
     """The sliding windows of x (N, C, *spatial) as columns (N, C*K, L) (see `unfold_patches`):
-    im2col, laid out per image. fold_patches is its adjoint."""
+    im2col, laid out per image. fold_patches is its adjoint, and each op's backward is the
+    other's kernel."""
 
     name = "unfold_patches"
     inputs = ("x",)
@@ -577,36 +571,54 @@ class UnfoldPatches(Op):
 
     @staticmethod
     def forward(ctx, x):
-        window = _window_of(ctx, x.shape)
-        col = im2col(
-            x, window.kernel, strides=window.strides, pads=window.pads, dilations=window.dilations
-        )
-        rows, blocks = col.shape[0], math.prod(window.out)
-        return ctx.xp.ascontiguousarray(col.reshape(rows, x.shape[0], blocks).transpose(1, 0, 2))
+        return _unfold(ctx, x)
 
     @staticmethod
     def backward(ctx, grad):
         """dx = col2im(grad): each column entry added back where its window read it."""
         return _fold(ctx, grad, ctx.shapes[0])
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return FoldPatches.apply(
-            grad,
-            output_size=ctx.shapes[0][2:],
-            kernel_shape=ctx.kernel_shape,
-            strides=ctx.strides,
-            pads=ctx.pads,
-            dilations=ctx.dilations,
-        )
-
 
 def _window_of(ctx, x_shape):
     return conv_window(x_shape[2:], ctx.kernel_shape, ctx.strides, ctx.pads, ctx.dilations)
 
 
+# The patch ops' kernels, each the other op's backward. numpy has neither, so under create_graph,
+# where the gradient is a Tensor, each records the op whose forward it is (whose own backward is
+# the other kernel again): the one formula, on arrays or recorded.
+
+
+def _unfold(ctx, x):
+    """im2col of x (N, C, *spatial) into columns (N, C*K, L), for the window attributes of ctx
+    (either patch op's); a Tensor x is recorded as unfold_patches."""
+    if isinstance(x, Tensor):
+        return UnfoldPatches.apply(
+            x,
+            kernel_shape=ctx.kernel_shape,
+            strides=ctx.strides,
+            pads=ctx.pads,
+            dilations=ctx.dilations,
+        )
+    window = _window_of(ctx, x.shape)
+    col = im2col(
+        x, window.kernel, strides=window.strides, pads=window.pads, dilations=window.dilations
+    )
+    rows, blocks = col.shape[0], math.prod(window.out)
+    return ctx.xp.ascontiguousarray(col.reshape(rows, x.shape[0], blocks).transpose(1, 0, 2))
+
+
 def _fold(ctx, columns, x_shape):
-    """col2im of columns (N, C*K, L) into x_shape (N, C, *spatial)."""
+    """col2im of columns (N, C*K, L) into x_shape (N, C, *spatial), for the window attributes
+    of ctx (either patch op's); a Tensor of columns is recorded as fold_patches."""
+    if isinstance(columns, Tensor):
+        return FoldPatches.apply(
+            columns,
+            output_size=tuple(x_shape[2:]),
+            kernel_shape=ctx.kernel_shape,
+            strides=ctx.strides,
+            pads=ctx.pads,
+            dilations=ctx.dilations,
+        )
     images, rows, blocks = columns.shape
     flat = ctx.xp.ascontiguousarray(columns.transpose(1, 0, 2)).reshape(rows, images * blocks)
     return col2im(
@@ -682,26 +694,7 @@ class FoldPatches(Op):
     @staticmethod
     def backward(ctx, grad):
         """dx = im2col(grad): each column entry reads the gradient where it was added."""
-        window = _window_of(ctx, grad.shape)
-        col = im2col(
-            grad,
-            window.kernel,
-            strides=window.strides,
-            pads=window.pads,
-            dilations=window.dilations,
-        )
-        images, rows, blocks = ctx.shapes[0]
-        return ctx.xp.ascontiguousarray(col.reshape(rows, images, blocks).transpose(1, 0, 2))
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return UnfoldPatches.apply(
-            grad,
-            kernel_shape=ctx.kernel_shape,
-            strides=ctx.strides,
-            pads=ctx.pads,
-            dilations=ctx.dilations,
-        )
+        return _unfold(ctx, grad)
 
 
 def fold_patches(

@@ -780,6 +780,7 @@ class ScaledDotProductAttention(Op):
     saved = ("query", "key", "value", "attn_mask", "out", "lse", "keep")
     grad_kernel = "AttentionGrad"
     exact_dtype = True
+    fused_backward = "SDPA causal"
 
     @staticmethod
     def forward(ctx, query, key, value, attn_mask):

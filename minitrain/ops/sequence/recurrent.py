@@ -284,6 +284,7 @@ class LSTMCell(Op):
     saved = ("x", "state", "w_ih", "w_hh", "b_ih", "b_hh", "gates", "out")
     grad_kernel = "LSTMCellGrad"
     same_dtype = True
+    fused_backward = "train step LSTM"
 
     @staticmethod
     def forward(ctx, x, state, w_ih, w_hh, b_ih, b_hh):
@@ -498,6 +499,8 @@ class GRUCell(Op):
     saved = ("x", "h", "w_ih", "w_hh", "b_ih", "b_hh", "gates", "hn")
     grad_kernel = "GRUCellGrad"
     same_dtype = True
+    # the gate kernels and the per-step weight sums of the LSTM's, which that row measures
+    fused_backward = "train step LSTM"
 
     @staticmethod
     def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh):
