@@ -34,7 +34,7 @@ FUNCTIONS = sorted(
     for name, value in vars(F).items()
     if not name.startswith("_")
     and inspect.isfunction(value)
-    and value.__module__ == F.__name__
+    and value.__module__.startswith(F.__name__)  # its modules: nn/functional/*.py
     and name not in BEYOND_TORCH
 )
 SUBMODULES = {"functional", "init", "parallel", "utils"}
@@ -133,31 +133,24 @@ def test_unsupported_argument_takes_its_default_and_refuses_anything_else(
         call(other)
 
 
+def _takes_inplace(value) -> bool:
+    return "inplace" in inspect.signature(value).parameters
+
+
+def _inplace_call(name: str):
+    """F.<name> or nn.<name> (built with its defaults, in eval mode: dropout's mask is the
+    identity there) run with inplace set as asked."""
+    if name in FUNCTIONS:
+        keywords = {"training": False} if name == "dropout" else {}
+        return lambda x, v: getattr(F, name)(x, inplace=v, **keywords)
+    return lambda x, v: getattr(nn, name)(inplace=v).eval()(x)
+
+
+# every function and layer that takes PyTorch's `inplace`, read from their signatures
 IN_PLACE = {
-    "relu": lambda x, v: F.relu(x, inplace=v),
-    "leaky_relu": lambda x, v: F.leaky_relu(x, 0.1, v),
-    "silu": lambda x, v: F.silu(x, inplace=v),
-    "dropout": lambda x, v: F.dropout(x, 0.5, False, v),
-    "ReLU": lambda x, v: nn.ReLU(inplace=v)(x),
-    "LeakyReLU": lambda x, v: nn.LeakyReLU(0.2, v)(x),
-    "SiLU": lambda x, v: nn.SiLU(v)(x),
-    "Dropout": lambda x, v: nn.Dropout(0.1, inplace=v).eval()(x),
-    "relu6": lambda x, v: F.relu6(x, v),
-    "hardtanh": lambda x, v: F.hardtanh(x, -0.5, 0.5, v),
-    "elu": lambda x, v: F.elu(x, 0.5, v),
-    "selu": lambda x, v: F.selu(x, v),
-    "celu": lambda x, v: F.celu(x, 2.0, v),
-    "mish": lambda x, v: F.mish(x, v),
-    "hardswish": lambda x, v: F.hardswish(x, v),
-    "hardsigmoid": lambda x, v: F.hardsigmoid(x, v),
-    "ReLU6": lambda x, v: nn.ReLU6(v)(x),
-    "Hardtanh": lambda x, v: nn.Hardtanh(-0.5, 0.5, v)(x),
-    "ELU": lambda x, v: nn.ELU(0.5, v)(x),
-    "SELU": lambda x, v: nn.SELU(v)(x),
-    "CELU": lambda x, v: nn.CELU(2.0, v)(x),
-    "Mish": lambda x, v: nn.Mish(v)(x),
-    "Hardswish": lambda x, v: nn.Hardswish(v)(x),
-    "Hardsigmoid": lambda x, v: nn.Hardsigmoid(v)(x),
+    name: _inplace_call(name)
+    for name in FUNCTIONS + LAYERS
+    if _takes_inplace(getattr(F, name, None) or getattr(nn, name))
 }
 
 
