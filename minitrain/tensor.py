@@ -512,13 +512,13 @@ def _bind_declared_methods() -> None:
     """The methods and in-place twins the ops declare (ops/core/variants.py), bound here: the
     method is the op's function itself, the tensor as self."""
     for variant in declared():
-        for name in (*variant.methods, variant.inplace):
-            if name and name in Tensor.__dict__:
-                raise GraphError(f"Tensor.{name} is both defined in tensor.py and declared")
+        for name in (*variant.methods, *variant.inplace):
+            if hasattr(Tensor, name):
+                raise GraphError(f"Tensor.{name} is both defined on Tensor and declared")
         for name in variant.methods:
             setattr(Tensor, name, variant.function)
-        if variant.inplace:
-            setattr(Tensor, variant.inplace, in_place_twin(variant.function, variant.inplace))
+        for name in variant.inplace:
+            setattr(Tensor, name, in_place_twin(variant.function, name))
 
 
 _bind_method_table()

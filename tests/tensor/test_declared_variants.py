@@ -17,7 +17,7 @@ from minitrain.ops.core.variants import declared, variants
 
 FUNCTIONS = {name: v.function for v in declared() for name in v.functions}
 METHODS = {name: v.function for v in declared() for name in v.methods}
-TWINS = {v.inplace: v.function for v in declared() if v.inplace}
+TWINS = {name: v.function for v in declared() for name in v.inplace}
 
 
 # PyTorch's names of the tensor operands of elementwise ops, the ops that have in-place twins

@@ -33,12 +33,13 @@ class Variants:
     function: Callable
     functions: tuple[str, ...]  # top-level names: minitrain.<name>
     methods: tuple[str, ...]  # Tensor methods: x.<name>(...)
-    inplace: str  # the in-place twin's method name, "" for none
+    inplace: tuple[str, ...]  # the in-place twins' method names: name_ (and each alias's)
 
 
 def variants(*kinds: str, aliases: tuple[str, ...] = ()):
     """Declare the decorated function's variants: any of "function", "method", "inplace";
-    `aliases`, PyTorch's other names for the function and method (`arctan2` for `atan2`)."""
+    `aliases`, PyTorch's other names for the function, method and twin (`arctan2` for
+    `atan2`, `arctan2_` for `atan2_`)."""
     unknown = set(kinds) - _KINDS
     if unknown or not kinds:
         raise GraphError(f"variants: kinds must be among {sorted(_KINDS)}, got {kinds}")
@@ -58,7 +59,7 @@ def variants(*kinds: str, aliases: tuple[str, ...] = ()):
             function,
             names if "function" in kinds else (),
             names if "method" in kinds else (),
-            f"{name}_" if "inplace" in kinds else "",
+            tuple(f"{n}_" for n in names) if "inplace" in kinds else (),
         )
         return function
 
