@@ -32,6 +32,11 @@ def _values(value):
     return value.data if isinstance(value, Tensor) else value
 
 
+def _like(x, array):
+    """`array`, made from x's shape, as a constant Tensor where x is a Tensor."""
+    return Tensor.wrap(array) if isinstance(x, Tensor) else array
+
+
 def _any_tensor(values) -> bool:
     return any(isinstance(value, Tensor) for value in values)
 
@@ -241,14 +246,15 @@ class GraphMath:
     tri = _constant("tri")
     may_share_memory = _constant("may_share_memory")
 
+    # as torch's: a constant Tensor for a Tensor (what a backward returns must be a Tensor)
     def zeros_like(self, x, dtype=None):
-        return self.xp.zeros(x.shape, dtype or x.dtype)
+        return _like(x, self.xp.zeros(x.shape, dtype or x.dtype))
 
     def ones_like(self, x, dtype=None):
-        return self.xp.ones(x.shape, dtype or x.dtype)
+        return _like(x, self.xp.ones(x.shape, dtype or x.dtype))
 
     def full_like(self, x, fill_value, dtype=None):
-        return self.xp.full(x.shape, fill_value, dtype or x.dtype)
+        return _like(x, self.xp.full(x.shape, fill_value, dtype or x.dtype))
 
 
 @functools.cache

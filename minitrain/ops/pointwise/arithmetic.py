@@ -12,7 +12,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, is_integral, require_kind
-from ..core.op import Op, array_of
+from ..core.op import Op
 
 __all__ = [
     "abs",
@@ -224,34 +224,19 @@ class Pow(Op):
         """da = grad * b * a^(b - 1), db = grad * a^b * log(a), each summed over broadcast dims.
 
         da is taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan), db as 0 where a == 0
-        and b >= 0 (the one-sided limit)."""
+        and b >= 0 (the one-sided limit). The masks read the values: constants to a second
+        derivative."""
         xp, a, b = ctx.xp, ctx.a, ctx.b
         grad_a = grad_b = None
         # where() picks the defined value after both branches ran: silence the discarded ones
         with np.errstate(divide="ignore", invalid="ignore"):
             if ctx.needs_grad[0]:
-                # b * a^(b-1), taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan)
-                grad_a = grad * xp.where(b == 0, 0, b * xp.power(a, b - 1))
+                # b * a^(b-1), taken as 0 where b == 0 (so 0 ** 0 has gradient 0, not nan); a
+                # number b makes the mask a bool, an array of it for where
+                grad_a = grad * xp.where(xp.asarray(b == 0), 0, b * xp.power(a, b - 1))
             if ctx.needs_grad[1]:
                 # a^b * log(a), taken as 0 where a == 0 and b >= 0 (the one-sided limit)
                 grad_b = grad * xp.where((a == 0) & (b >= 0), 0, ctx.out * xp.log(a))
-        return grad_a, grad_b
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's rule in tensor ops; where's masks read the values, constants."""
-        from .masking import where  # masking builds on this module
-
-        xp, a, b = ctx.xp, ctx.a, ctx.b
-        a_values, b_values = array_of(a), array_of(b)
-        grad_a = grad_b = None
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if ctx.needs_grad[0]:
-                grad_a = grad * where(xp.asarray(b_values == 0), 0.0, b * pow(a, b - 1))
-            if ctx.needs_grad[1]:
-                at_zero = xp.asarray((a_values == 0) & (b_values >= 0))
-                log_a = log(a) if isinstance(a, Tensor) else xp.log(a)  # a number base
-                grad_b = grad * where(at_zero, 0.0, ctx.out * log_a)
         return grad_a, grad_b
 
 
@@ -358,12 +343,7 @@ class Abs(Op):
     @staticmethod
     def backward(ctx, grad):
         """dx = grad * sign(x) (0 at x == 0)."""
-        return grad * ctx.xp.sign(ctx.x)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """dx = grad * sign(x): sign is flat, a constant to the second derivative."""
-        return grad * ctx.xp.sign(ctx.x.data)
+        return grad * ctx.xp.sign(ctx.x)  # flat: a constant to the second derivative
 
 
 def abs(x):  # noqa: A001
@@ -387,10 +367,6 @@ class Sin(Op):
         """dx = grad * cos(x)."""
         return grad * ctx.xp.cos(ctx.x)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return grad * cos(ctx.x)
-
 
 def sin(x):
     """The sine of x (radians); integers and bools as float32."""
@@ -412,10 +388,6 @@ class Cos(Op):
         """dx = -grad * sin(x)."""
         return -grad * ctx.xp.sin(ctx.x)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return -grad * sin(ctx.x)
-
 
 def cos(x):
     """The cosine of x (radians); integers and bools as float32."""
@@ -424,8 +396,9 @@ def cos(x):
 
 def _pick_grads(xp, grad, a, b, a_wins):
     """Gradients of maximum/minimum for a and b (arrays or numbers): to the winner, split
-    evenly on ties (a subgradient). The shares are constants: grad may be a Tensor (the
-    tensor_backward)."""
+    evenly on ties (a subgradient). The shares are computed on the values (where of constants):
+    under create_graph, where grad, a and b are Tensors, they are constants to the second
+    derivative."""
     share_a = xp.where(a_wins, 1.0, xp.where(a == b, 0.5, 0.0)).astype(grad.dtype)
     return grad * share_a, grad * (1 - share_a)
 
@@ -448,11 +421,6 @@ class Maximum(Op):
 
         Each gradient is summed back over broadcast dims."""
         return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a > ctx.b)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        a, b = array_of(ctx.a), array_of(ctx.b)
-        return _pick_grads(ctx.xp, grad, a, b, a > b)
 
 
 def maximum(a, b):
@@ -479,11 +447,6 @@ class Minimum(Op):
         Each gradient is summed back over broadcast dims."""
         return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a < ctx.b)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        a, b = array_of(ctx.a), array_of(ctx.b)
-        return _pick_grads(ctx.xp, grad, a, b, a < b)
-
 
 def minimum(a, b):
     """Elementwise min; tied elements share the gradient equally."""
@@ -508,13 +471,10 @@ class Clip(Op):
         """dx = grad where min <= x <= max, else 0 (a None bound does not limit)."""
         return grad * _inside(ctx, ctx.x)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return grad * _inside(ctx, ctx.x.data)  # a constant mask
-
 
 def _inside(ctx, x):
-    """Where min <= x <= max: where clip passes its gradient."""
+    """Where min <= x <= max: where clip passes its gradient (of a Tensor x, a bool Tensor
+    outside the graph: a constant mask)."""
     inside = True
     if ctx.min is not None:
         inside = inside & (x >= ctx.min)
@@ -610,11 +570,16 @@ class ToDevice(Op):
     @staticmethod
     def backward(ctx, grad):
         """dx = grad copied back to x's device."""
-        return backend.to_device(grad, ctx.source)
+        return _moved(grad, ctx.source)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return to_device(grad, ctx.source)
+
+def _moved(value, device):
+    """value copied to `device`. No array module moves arrays between devices, so there is no
+    graph math of it: a Tensor (create_graph's gradient) is moved by the recorded op, whose own
+    gradient moves back again, an array by the backend's copy."""
+    if isinstance(value, Tensor):
+        return to_device(value, device)
+    return backend.to_device(value, device)
 
 
 def to_device(x, device):

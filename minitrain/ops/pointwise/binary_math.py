@@ -1,9 +1,10 @@
 """Elementwise math of two tensors (lerp: three): atan2, hypot, logaddexp, copysign, lerp, and
 division's remainders and quotient: fmod, remainder, floor_divide.
 
-Op by op, each with PyTorch's backward beside it and that rule in tensor ops for create_graph.
-Operands broadcast and promote as PyTorch's do (either may be a number); the functions refuse
-the dtypes PyTorch refuses (bool remainders, integer hypot and logaddexp, integer lerp)."""
+Op by op, each with PyTorch's backward beside it, written with ctx.xp so that it serves
+create_graph too. Operands broadcast and promote as PyTorch's do (either may be a number); the
+functions refuse the dtypes PyTorch refuses (bool remainders, integer hypot and logaddexp,
+integer lerp)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ...tensor import Tensor
 from ..core.checks import check_integer_divisor
 from ..core.op import Op, array_of, as_tensor
 from ..core.promotion import result_type
-from .arithmetic import exp, widened
+from .arithmetic import widened
 from .rounding import rounded_div
 from .transcendental import floating_or_float32
 
@@ -140,15 +141,6 @@ class LogAddExp(Op):
                 grad / (1 + xp.exp(a - b)) if ctx.needs_grad[1] else None,
             )
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        a, b = ctx.input, ctx.other
-        with np.errstate(over="ignore", invalid="ignore"):
-            return (
-                grad / (1 + exp(b - a)) if ctx.needs_grad[0] else None,
-                grad / (1 + exp(a - b)) if ctx.needs_grad[1] else None,
-            )
-
 
 def logaddexp(input, other):  # noqa: A002
     """log(exp(input) + exp(other)), elementwise, without overflow; floating operands only, as
@@ -181,14 +173,6 @@ class Copysign(Op):
         return (
             grad * ctx.slope if ctx.needs_grad[0] else None,
             ctx.xp.zeros_like(grad) if ctx.needs_grad[1] else None,
-        )
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's rule: the slope and the zeros are constants to a second derivative."""
-        return (
-            grad * ctx.slope if ctx.needs_grad[0] else None,
-            Tensor.wrap(ctx.xp.zeros_like(grad.data)) if ctx.needs_grad[1] else None,
         )
 
 

@@ -47,15 +47,6 @@ class Where(Op):
             xp.where(cond, zero, grad) if ctx.needs_grad[2] else None,
         )
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        zero = grad.dtype.type(0)
-        return (
-            None,
-            where(ctx.cond, grad, zero) if ctx.needs_grad[1] else None,
-            where(ctx.cond, zero, grad) if ctx.needs_grad[2] else None,
-        )
-
 
 def where(cond, a, b):
     """Elements of a where cond is True, of b elsewhere."""

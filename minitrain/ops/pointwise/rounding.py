@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ArgumentError, DTypeError
-from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, check_integer_divisor, is_integral, require_kind
 from ..core.op import Op, array_of
 from .arithmetic import widened
@@ -24,11 +23,6 @@ class _Step(Op, register=False):
     def backward(ctx, grad):
         """dx = 0: the function is flat between its jumps (and 0 is taken at them)."""
         return ctx.xp.zeros_like(grad)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """The zero gradient, a constant: its own derivative is zero too."""
-        return Tensor.wrap(ctx.xp.zeros_like(grad.data))
 
 
 class Sign(_Step):
@@ -151,11 +145,6 @@ class RoundedDiv(_Step):
     def backward(ctx, grad):
         """da = db = 0: the quotient is flat between its jumps."""
         zero = ctx.xp.zeros_like(grad)
-        return zero, zero
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        zero = Tensor.wrap(ctx.xp.zeros_like(grad.data))
         return zero, zero
 
 

@@ -1,8 +1,8 @@
 """Transcendental functions of one tensor: log2, log10, exp2, expm1, log1p, erf, erfc, tan,
 asin, acos, atan, sinh, cosh, asinh, acosh, atanh.
 
-Op by op, each with its backward beside it (PyTorch's formulas) and the same rule in tensor ops
-for create_graph. Integer and bool inputs compute in float32, PyTorch's default float dtype;
+Op by op, each with its backward beside it (PyTorch's formulas), written with ctx.xp so that it
+serves create_graph too. Integer and bool inputs compute in float32, PyTorch's default float dtype;
 float16 stays float16. Outside a function's domain (log2 of a negative, asin of 2) the value is
 nan, as in PyTorch, and numpy's warning says so."""
 
@@ -17,7 +17,6 @@ from ... import backend
 from ..activations.special import erfc as erfc_float64
 from ..core import numba_math
 from ..core.op import Op
-from .arithmetic import exp, sqrt
 
 __all__ = [
     "acos",
@@ -242,11 +241,6 @@ class Erf(Op):
         x = ctx.x
         return grad * (TWO_OVER_SQRT_PI * ctx.xp.exp(-(x * x)))
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        x = ctx.x
-        return grad * (TWO_OVER_SQRT_PI * exp(-(x * x)))
-
 
 def erf(x):
     """The error function, 2 / sqrt(pi) * integral of exp(-t^2) from 0 to x; integers and bools
@@ -269,11 +263,6 @@ class Erfc(Op):
         """dx = -grad * 2 / sqrt(pi) * exp(-x^2)."""
         x = ctx.x
         return grad * (-TWO_OVER_SQRT_PI * ctx.xp.exp(-(x * x)))
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        x = ctx.x
-        return grad * (-TWO_OVER_SQRT_PI * exp(-(x * x)))
 
 
 def erfc(x):
@@ -321,11 +310,6 @@ class Asin(Op):
         x = ctx.x
         return grad / ctx.xp.sqrt(1 - x * x)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        x = ctx.x
-        return grad / sqrt(1 - x * x)
-
 
 def asin(x):
     """The arcsine of x, in [-pi/2, pi/2] (nan outside [-1, 1]); integers and bools as
@@ -348,11 +332,6 @@ class Acos(Op):
         """dx = -grad / sqrt(1 - x^2) (-inf at |x| = 1, nan beyond)."""
         x = ctx.x
         return -grad / ctx.xp.sqrt(1 - x * x)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        x = ctx.x
-        return -grad / sqrt(1 - x * x)
 
 
 def acos(x):
@@ -397,10 +376,6 @@ class Sinh(Op):
         """dx = grad * cosh(x)."""
         return grad * ctx.xp.cosh(ctx.x)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return grad * cosh(ctx.x)
-
 
 def sinh(x):
     """The hyperbolic sine of x; integers and bools as float32."""
@@ -421,10 +396,6 @@ class Cosh(Op):
     def backward(ctx, grad):
         """dx = grad * sinh(x)."""
         return grad * ctx.xp.sinh(ctx.x)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return grad * sinh(ctx.x)
 
 
 def cosh(x):
@@ -448,11 +419,6 @@ class Asinh(Op):
         x = ctx.x
         return grad / ctx.xp.sqrt(x * x + 1)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        x = ctx.x
-        return grad / sqrt(x * x + 1)
-
 
 def asinh(x):
     """The inverse hyperbolic sine of x; integers and bools as float32."""
@@ -474,11 +440,6 @@ class Acosh(Op):
         """dx = grad / sqrt(x^2 - 1) (inf at x = 1, nan below)."""
         x = ctx.x
         return grad / ctx.xp.sqrt(x * x - 1)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        x = ctx.x
-        return grad / sqrt(x * x - 1)
 
 
 def acosh(x):
