@@ -16,22 +16,22 @@ from .ops.core.variants import declared
 from .tensor import Tensor
 
 __all__ = [
-    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "neg",
+    "mul", "multiply", "true_divide", "neg",
     "negative", "meshgrid",
     "nonzero", "argwhere", "masked_select", "masked_scatter", "index_select", "take_along_dim",
     "scatter", "scatter_add", "scatter_reduce", "index_add", "einsum",
     "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
     "cumprod", "cummax", "cummin", "logcumsumexp", "std_mean", "var_mean", "aminmax",
     "count_nonzero", "median", "quantile",
-    "log2", "log10", "exp2", "expm1", "log1p", "erf", "erfc", "tan", "asin", "acos", "atan",
-    "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
-    "arctanh", "atan2", "arctan2", "hypot", "logaddexp", "copysign", "lerp", "fmod", "remainder",
-    "floor_divide", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isclose", "allclose",
-    "equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
-    "abs", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "sign", "floor",
-    "ceil", "trunc", "round", "pow", "clamp", "clip", "clamp_min", "clamp_max", "masked_fill",
-    "tril", "triu", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "sum", "mean", "prod",
+
+
+    "remainder",
+    "floor_divide",
+    "equal", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    "rsqrt", "square", "reciprocal",
+    "round", "pow", "clamp_min", "clamp_max",
+    "relu", "sigmoid", "tanh", "softmax", "log_softmax", "sum", "mean", "prod",
     "cumsum", "norm", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any", "var", "std",
     "logsumexp", "reshape", "flatten", "transpose", "permute", "t", "squeeze", "unsqueeze",
     "broadcast_to", "tile", "flip", "split", "chunk", "unbind", "gather", "clone", "detach",
@@ -120,37 +120,9 @@ def _second_tensor(input, dim, keepdim, other, name: str):  # noqa: A002
 
 
 # math
-abs = _of_tensor(Tensor.abs)  # noqa: A001
-exp = _of_tensor(Tensor.exp)
-log = _of_tensor(Tensor.log)
-sqrt = _of_tensor(Tensor.sqrt)
 rsqrt = _of_tensor(Tensor.rsqrt)
 square = _of_tensor(Tensor.square)
 reciprocal = _of_tensor(Tensor.reciprocal)
-sin = _of_tensor(Tensor.sin)
-cos = _of_tensor(Tensor.cos)
-log2 = _of_tensor(Tensor.log2)
-log10 = _of_tensor(Tensor.log10)
-exp2 = _of_tensor(Tensor.exp2)
-expm1 = _of_tensor(Tensor.expm1)
-log1p = _of_tensor(Tensor.log1p)
-erf = _of_tensor(Tensor.erf)
-erfc = _of_tensor(Tensor.erfc)
-tan = _of_tensor(Tensor.tan)
-asin = arcsin = _of_tensor(Tensor.asin)
-acos = arccos = _of_tensor(Tensor.acos)
-atan = arctan = _of_tensor(Tensor.atan)
-sinh = _of_tensor(Tensor.sinh)
-cosh = _of_tensor(Tensor.cosh)
-asinh = arcsinh = _of_tensor(Tensor.asinh)
-acosh = arccosh = _of_tensor(Tensor.acosh)
-atanh = arctanh = _of_tensor(Tensor.atanh)
-atan2 = arctan2 = _of_tensor(Tensor.atan2)
-hypot = _of_tensor(Tensor.hypot)
-logaddexp = _of_tensor(Tensor.logaddexp)
-copysign = _of_tensor(Tensor.copysign)
-lerp = _of_tensor(Tensor.lerp)
-fmod = _of_tensor(Tensor.fmod)
 
 
 # input may be a number where PyTorch's takes one: torch.remainder(7, x), torch.bitwise_and(1, x)
@@ -194,31 +166,10 @@ def bitwise_right_shift(input, other):  # noqa: A002
 
 
 # tests, logic and bits: bool or integer results, outside the graph
-isnan = _of_tensor(Tensor.isnan)
-isinf = _of_tensor(Tensor.isinf)
-isposinf = _of_tensor(Tensor.isposinf)
-isneginf = _of_tensor(Tensor.isneginf)
-isfinite = _of_tensor(Tensor.isfinite)
-isclose = _of_tensor(Tensor.isclose)
-allclose = _of_tensor(Tensor.allclose)
 equal = _of_tensor(Tensor.equal)
-logical_and = _of_tensor(Tensor.logical_and)
-logical_or = _of_tensor(Tensor.logical_or)
-logical_xor = _of_tensor(Tensor.logical_xor)
-logical_not = _of_tensor(Tensor.logical_not)
-bitwise_not = _of_tensor(Tensor.bitwise_not)
-sign = _of_tensor(Tensor.sign)
-floor = _of_tensor(Tensor.floor)
-ceil = _of_tensor(Tensor.ceil)
-trunc = _of_tensor(Tensor.trunc)
 round = _of_tensor(Tensor.round)  # noqa: A001
-clamp = _of_tensor(Tensor.clamp)
-clip = _of_tensor(Tensor.clip)
 clamp_min = _of_tensor(Tensor.clamp_min)
 clamp_max = _of_tensor(Tensor.clamp_max)
-masked_fill = _of_tensor(Tensor.masked_fill)
-tril = _of_tensor(Tensor.tril)
-triu = _of_tensor(Tensor.triu)
 
 
 def pow(input, exponent):  # noqa: A001, A002
@@ -227,10 +178,7 @@ def pow(input, exponent):  # noqa: A001, A002
 
 
 # arithmetic by name (alpha, rounding_mode and the other spellings as PyTorch's)
-add = _of_tensor(Tensor.add)
-sub = subtract = _of_tensor(Tensor.sub)
 mul = multiply = _of_tensor(Tensor.mul)
-div = divide = _of_tensor(Tensor.div)
 
 
 def true_divide(dividend, divisor):

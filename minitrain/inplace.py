@@ -224,45 +224,13 @@ class InPlaceMethods:
         self._requires_grad = False
         return self
 
-    def add_(self, other, *, alpha=1):
-        """In-place `add`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self + (other if alpha == 1 else other * alpha), "add_")
-
-    def sub_(self, other, *, alpha=1):
-        """In-place `sub`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self - (other if alpha == 1 else other * alpha), "sub_")
-
     def mul_(self, other):
         """In-place `mul`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self * other, "mul_")
 
-    def div_(self, other, *, rounding_mode=None):
-        """In-place `div`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.div(other, rounding_mode=rounding_mode), "div_")
-
-    def pow_(self, exponent):
-        """In-place `pow`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self**exponent, "pow_")
-
     def neg_(self):
         """In-place `neg`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: -self, "neg_")
-
-    def abs_(self):
-        """In-place `abs`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.abs, "abs_")
-
-    def exp_(self):
-        """In-place `exp`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.exp, "exp_")
-
-    def log_(self):
-        """In-place `log`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.log, "log_")
-
-    def sqrt_(self):
-        """In-place `sqrt`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.sqrt, "sqrt_")
 
     def rsqrt_(self):
         """In-place `rsqrt`: its result written into this tensor, which is returned."""
@@ -275,30 +243,6 @@ class InPlaceMethods:
     def reciprocal_(self):
         """In-place `reciprocal`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.reciprocal, "reciprocal_")
-
-    def sin_(self):
-        """In-place `sin`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.sin, "sin_")
-
-    def cos_(self):
-        """In-place `cos`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.cos, "cos_")
-
-    def sign_(self):
-        """In-place `sign`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.sign, "sign_")
-
-    def floor_(self):
-        """In-place `floor`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.floor, "floor_")
-
-    def ceil_(self):
-        """In-place `ceil`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.ceil, "ceil_")
-
-    def trunc_(self):
-        """In-place `trunc`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.trunc, "trunc_")
 
     def round_(self, *, decimals: int = 0):
         """In-place `round`: its result written into this tensor, which is returned."""
@@ -313,14 +257,6 @@ class InPlaceMethods:
             )
         return write_in_place(self, lambda: self.cumsum(dim), "cumsum_")
 
-    def tril_(self, diagonal: int = 0):
-        """In-place `tril`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.tril(diagonal), "tril_")
-
-    def triu_(self, diagonal: int = 0):
-        """In-place `triu`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.triu(diagonal), "triu_")
-
     def relu_(self):
         """In-place `relu`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.relu, "relu_")
@@ -333,14 +269,6 @@ class InPlaceMethods:
         """In-place `tanh`: its result written into this tensor, which is returned."""
         return write_in_place(self, self.tanh, "tanh_")
 
-    def clamp_(self, min=None, max=None):  # noqa: A002 (PyTorch's names)
-        """In-place `clamp`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.clamp(min, max), "clamp_")
-
-    def clip_(self, min=None, max=None):  # noqa: A002
-        """In-place `clip`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.clip(min, max), "clip_")
-
     def clamp_min_(self, min):  # noqa: A002
         """In-place `clamp_min`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.clamp_min(min), "clamp_min_")
@@ -348,10 +276,6 @@ class InPlaceMethods:
     def clamp_max_(self, max):  # noqa: A002
         """In-place `clamp_max`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.clamp_max(max), "clamp_max_")
-
-    def masked_fill_(self, mask, value):
-        """In-place `masked_fill`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.masked_fill(mask, value), "masked_fill_")
 
     def fill_(self, value):
         """Every element set to value (a number or a 0-d tensor, which gets the gradient)."""

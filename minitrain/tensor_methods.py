@@ -31,29 +31,10 @@ class TensorMethods:
 
     # PyTorch's method forms of the operators, and contiguous.
 
-    def add(self, other, *, alpha=1):
-        """`input + alpha * other`, elementwise, broadcasting; `other` may be a number.
-
-        Dtypes promote as in PyTorch; for integer operands `alpha` must be an integer (DTypeError),
-        as in PyTorch."""
-        return ops.add(self, other, alpha=alpha)
-
-    def sub(self, other, *, alpha=1):
-        """`input - alpha * other`, elementwise, broadcasting; `other` may be a number.
-        `subtract` is the same method.
-
-        Dtypes promote as in PyTorch; for integer operands `alpha` must be an integer (DTypeError),
-        as in PyTorch."""
-        return ops.sub(self, other, alpha=alpha)
-
     def mul(self, other):
         """`input * other`, elementwise, broadcasting; `other` may be a number. `multiply` is
         the same method."""
         return Mul.apply(self, other)
-
-    def div(self, other, *, rounding_mode=None):
-        """self / other; rounding_mode 'trunc' or 'floor' rounds the quotient (PyTorch's)."""
-        return ops.div(self, other, rounding_mode=rounding_mode)
 
     def true_divide(self, other):
         """`input / other`, elementwise, broadcasting: true division, where integer
@@ -66,61 +47,13 @@ class TensorMethods:
         return Neg.apply(self)
 
     # PyTorch's other spellings of the same
-    subtract, multiply, divide, negative = sub, mul, div, neg
+    multiply, negative = mul, neg
 
     def contiguous(self):
         """self where its memory is in C order already, else a C-ordered copy in the graph."""
         return self if self.data.flags.c_contiguous else ops.contiguous(self)
 
     # Elementwise math and activations: each method calls its op.
-
-    def exp(self):
-        """The elementwise exponential, `e ** x`; integer and bool tensors compute in
-        float32."""
-        return ops.exp(self)
-
-    def log(self):
-        """The elementwise natural logarithm (-inf at 0, NaN below); integer and bool tensors
-        compute in float32."""
-        return ops.log(self)
-
-    def sqrt(self):
-        """The elementwise square root (NaN below 0); integer and bool tensors compute in
-        float32."""
-        return ops.sqrt(self)
-
-    def abs(self):
-        """The elementwise absolute value, `|x|`; the gradient at 0 is 0. A bool tensor is
-        refused, as in PyTorch."""
-        return ops.abs(self)
-
-    def pow(self, exponent):
-        """`input ** exponent`, elementwise, broadcasting; `exponent` is a tensor or a number.
-
-        An integer tensor to a negative integer number is refused (ArgumentError), as in PyTorch; a
-        tensor of integer exponents gives 0 where one is negative (but for bases 1 and -1). The
-        gradient of `0 ** 0` is 0."""
-        return ops.pow(self, exponent)
-
-    def maximum(self, other):
-        """The elementwise maximum of the tensor and `other`, broadcasting; where the two are
-        equal, each gets half the gradient. A NaN in either gives NaN."""
-        return ops.maximum(self, other)
-
-    def minimum(self, other):
-        """The elementwise minimum of the tensor and `other`, broadcasting; where the two are
-        equal, each gets half the gradient. A NaN in either gives NaN."""
-        return ops.minimum(self, other)
-
-    def clip(self, min=None, max=None):  # noqa: A002 (PyTorch's and numpy's names)
-        """The elements limited to `[min, max]`; `clamp` is the same method.
-
-        Either bound may be None, not both (ArgumentError). Bounds are numbers: tensor bounds, which
-        PyTorch takes, are refused (use `maximum` / `minimum`). The gradient passes where
-        `min <= x <= max`."""
-        return ops.clip(self, min, max)
-
-    clamp = clip
 
     def clamp_min(self, min):  # noqa: A002
         """The elements limited from below by the number `min`: `clamp(min=min)`."""
@@ -142,271 +75,22 @@ class TensorMethods:
         """1 / self (an integer tensor gives float32, as in PyTorch)."""
         return ops.div(1, self)
 
-    def sin(self):
-        """The elementwise sine (radians); integer and bool tensors compute in float32."""
-        return ops.sin(self)
-
-    def cos(self):
-        """The elementwise cosine (radians); integer and bool tensors compute in float32."""
-        return ops.cos(self)
-
     # Transcendental and two-operand math (ops/transcendental.py, ops/binary_math.py).
 
-    def log2(self):
-        """The elementwise base-2 logarithm (-inf at 0, NaN below); integer and bool tensors
-        compute in float32."""
-        return ops.log2(self)
-
-    def log10(self):
-        """The elementwise base-10 logarithm (-inf at 0, NaN below); integer and bool
-        tensors compute in float32."""
-        return ops.log10(self)
-
-    def exp2(self):
-        """The elementwise `2 ** x`; integer and bool tensors compute in float32."""
-        return ops.exp2(self)
-
-    def expm1(self):
-        """The elementwise `exp(x) - 1`, accurate for small x; integer and bool tensors
-        compute in float32."""
-        return ops.expm1(self)
-
-    def log1p(self):
-        """The elementwise `log(1 + x)`, accurate for small x; integer and bool tensors
-        compute in float32."""
-        return ops.log1p(self)
-
-    def erf(self):
-        """The elementwise error function, `2 / sqrt(pi)` times the integral of `exp(-t**2)`
-        from 0 to x; integer and bool tensors compute in float32."""
-        return ops.erf(self)
-
-    def erfc(self):
-        """The elementwise complementary error function, `1 - erf(x)`, accurate in the right
-        tail; integer and bool tensors compute in float32."""
-        return ops.erfc(self)
-
-    def tan(self):
-        """The elementwise tangent (radians); integer and bool tensors compute in float32."""
-        return ops.tan(self)
-
-    def asin(self):
-        """The elementwise arcsine, in [-pi/2, pi/2] (NaN outside [-1, 1]); integer and bool
-        tensors compute in float32. `arcsin` is the same method (numpy's name)."""
-        return ops.asin(self)
-
-    def acos(self):
-        """The elementwise arccosine, in [0, pi] (NaN outside [-1, 1]); integer and bool
-        tensors compute in float32. `arccos` is the same method (numpy's name)."""
-        return ops.acos(self)
-
-    def atan(self):
-        """The elementwise arctangent, in (-pi/2, pi/2); integer and bool tensors compute in
-        float32. `arctan` is the same method (numpy's name)."""
-        return ops.atan(self)
-
-    def sinh(self):
-        """The elementwise hyperbolic sine; integer and bool tensors compute in float32."""
-        return ops.sinh(self)
-
-    def cosh(self):
-        """The elementwise hyperbolic cosine; integer and bool tensors compute in float32."""
-        return ops.cosh(self)
-
-    def asinh(self):
-        """The elementwise inverse hyperbolic sine; integer and bool tensors compute in
-        float32. `arcsinh` is the same method (numpy's name)."""
-        return ops.asinh(self)
-
-    def acosh(self):
-        """The elementwise inverse hyperbolic cosine, >= 0 (NaN below 1); integer and bool
-        tensors compute in float32. `arccosh` is the same method (numpy's name)."""
-        return ops.acosh(self)
-
-    def atanh(self):
-        """The elementwise inverse hyperbolic tangent (+-inf at +-1, NaN beyond); integer
-        and bool tensors compute in float32. `arctanh` is the same method (numpy's name)."""
-        return ops.atanh(self)
-
-    def atan2(self, other):
-        """The elementwise angle of the point (`other`, the tensor's element), in
-        [-pi, pi]: `atan(input / other)` in the quadrant the two signs give. Broadcasting; integers
-        and bools compute in float32; at the origin the gradient is 0. `arctan2` is the same method
-        (numpy's name)."""
-        return ops.atan2(self, other)
-
-    def hypot(self, other):
-        """`sqrt(input**2 + other**2)`, elementwise, broadcasting, without overflow; floating
-        operands only (DTypeError otherwise), as in PyTorch."""
-        return ops.hypot(self, other)
-
-    def logaddexp(self, other):
-        """`log(exp(input) + exp(other))`, elementwise, broadcasting, without overflow;
-        floating operands only (DTypeError otherwise), as in PyTorch."""
-        return ops.logaddexp(self, other)
-
-    def copysign(self, other):
-        """The elements' magnitudes with the signs of `other`'s (-0.0 counts as
-        negative), broadcasting; integers and bools compute in float32. `other` gets a zero
-        gradient, as in PyTorch."""
-        return ops.copysign(self, other)
-
-    def lerp(self, end, weight):
-        """Linear interpolation from the tensor to `end`: `input + weight * (end - input)`,
-        elementwise, all three broadcasting; `weight` is a number or a tensor.
-
-        As in PyTorch, the tensor and `end` must be floating point and of one dtype, and so must a
-        `weight` tensor of one dim or more (a 0-d one stands for its number)."""
-        return ops.lerp(self, end, weight)
-
-    def fmod(self, other):
-        """The remainder of `input / other` with the sign of the tensor's element (C's
-        fmod), elementwise, broadcasting. Integers stay integers (a zero divisor is refused,
-        ArgumentError); bools are refused, as in PyTorch."""
-        return ops.fmod(self, other)
-
-    def remainder(self, other):
-        """`input % other`: the remainder with the sign of `other` (Python's %),
-        elementwise, broadcasting. Integers stay integers (a zero divisor is refused,
-        ArgumentError); bools are refused, as in PyTorch."""
-        return ops.remainder(self, other)
-
-    def floor_divide(self, other):
-        """`input // other`, the quotient rounded down (Python's //), elementwise,
-        broadcasting. Integers stay integers (a zero divisor is refused, ArgumentError); bools are
-        refused. The gradient is zero, as that of PyTorch's `div(rounding_mode="floor")`."""
-        return ops.floor_divide(self, other)
-
     # PyTorch's numpy spellings of the same
-    arcsin, arccos, arctan, arctan2 = asin, acos, atan, atan2
-    arcsinh, arccosh, arctanh = asinh, acosh, atanh
-
     # Tests, logic and bits: bool or integer results, outside the graph (ops/predicates.py).
-
-    def isnan(self):
-        """True where an element is NaN: a bool tensor, outside the graph."""
-        return ops.isnan(self)
-
-    def isinf(self):
-        """True where an element is inf or -inf: a bool tensor, outside the graph."""
-        return ops.isinf(self)
-
-    def isposinf(self):
-        """True where an element is inf: a bool tensor, outside the graph."""
-        return ops.isposinf(self)
-
-    def isneginf(self):
-        """True where an element is -inf: a bool tensor, outside the graph."""
-        return ops.isneginf(self)
-
-    def isfinite(self):
-        """True where an element is neither NaN nor infinite: a bool tensor, outside the
-        graph."""
-        return ops.isfinite(self)
-
-    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        """True where `|input - other| <= atol + rtol * |other|`, elementwise, broadcasting,
-        or where the two are equal (infinities of one sign): a bool tensor, outside the graph.
-
-        NaNs are close only with `equal_nan=True`. As in PyTorch, two tensors must share a dtype
-        (DTypeError otherwise); integers and bools compare in float32."""
-        return ops.isclose(self, other, rtol, atol, equal_nan)
-
-    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-        """Whether `isclose` holds for every element, as a Python bool."""
-        return ops.allclose(self, other, rtol, atol, equal_nan)
 
     def equal(self, other) -> bool:
         """Whether other has self's shape and elements (one bool; `==` is elementwise)."""
         return ops.array_equal(self, other)
 
-    def logical_and(self, other):
-        """The elementwise logical and of the tensor and `other`, broadcasting, any dtype
-        (nonzero is True): a bool tensor, outside the graph."""
-        return ops.logical_and(self, other)
-
-    def logical_or(self, other):
-        """The elementwise logical or of the tensor and `other`, broadcasting, any dtype
-        (nonzero is True): a bool tensor, outside the graph."""
-        return ops.logical_or(self, other)
-
-    def logical_xor(self, other):
-        """The elementwise logical xor of the tensor and `other`, broadcasting, any dtype
-        (nonzero is True): a bool tensor, outside the graph."""
-        return ops.logical_xor(self, other)
-
-    def logical_not(self):
-        """The elementwise logical not, any dtype (nonzero is True): a bool tensor,
-        outside the graph."""
-        return ops.logical_not(self)
-
-    def bitwise_and(self, other):
-        """`input & other`, elementwise, broadcasting, on integer or bool operands
-        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
-        return ops.bitwise_and(self, other)
-
-    def bitwise_or(self, other):
-        """`input | other`, elementwise, broadcasting, on integer or bool operands
-        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
-        return ops.bitwise_or(self, other)
-
-    def bitwise_xor(self, other):
-        """`input ^ other`, elementwise, broadcasting, on integer or bool operands
-        (promoted as in PyTorch; DTypeError otherwise); outside the graph."""
-        return ops.bitwise_xor(self, other)
-
-    def bitwise_not(self):
-        """`~input`, elementwise: each bit flipped for integers, the logical not for
-        bools (other dtypes are refused); outside the graph."""
-        return ops.bitwise_not(self)
-
-    def bitwise_left_shift(self, other):
-        """`input << other`, elementwise, broadcasting, on integers (a bool
-        operand promotes to an integer one); a shift by a negative count, or by the dtype's width or
-        more, gives 0. Outside the graph."""
-        return ops.bitwise_left_shift(self, other)
-
-    def bitwise_right_shift(self, other):
-        """`input >> other`, elementwise, broadcasting, on integers, the sign
-        filled in; a shift by a negative count, or by the dtype's width or more, gives 0 (-1 for a
-        negative element). Outside the graph."""
-        return ops.bitwise_right_shift(self, other)
-
-    def sign(self):
-        """-1, 0 or 1; the gradient is zero."""
-        return ops.sign(self)
-
-    def floor(self):
-        """Rounded down; the gradient is zero."""
-        return ops.floor(self)
-
-    def ceil(self):
-        """Rounded up; the gradient is zero."""
-        return ops.ceil(self)
-
-    def trunc(self):
-        """Rounded toward zero; the gradient is zero."""
-        return ops.trunc(self)
-
     def round(self, *, decimals: int = 0):
         """Rounded to `decimals` places, halves to even; the gradient is zero."""
         return ops.round(self, decimals)
 
-    def masked_fill(self, mask, value):
-        """`value` where the boolean mask is True, self elsewhere, in self's dtype."""
-        return ops.masked_fill(self, mask, value)
-
     def where(self, condition, other):
         """self where condition is True, other elsewhere: where(condition, self, other)."""
         return ops.where(condition, self, other)
-
-    def tril(self, diagonal: int = 0):
-        """The lower triangle of the last two dims (j <= i + diagonal), zeros above."""
-        return ops.tril(self, diagonal)
-
-    def triu(self, diagonal: int = 0):
-        """The upper triangle of the last two dims (j >= i + diagonal), zeros below."""
-        return ops.triu(self, diagonal)
 
     def relu(self):
         """`max(x, 0)`, elementwise; the gradient at 0 is 0. An integer tensor stays integer;

@@ -36,7 +36,7 @@ TORCH_ONLY = {
 def torch_parameter_names(function, method: bool = False) -> str:
     """The parameters of torch's `function` (a Tensor method: `method`, without self) as
     parameter_names writes them, TORCH_ONLY's left out: from its Python signature where it has
-    one, else from its docstring's first line ('logaddexp(input, other, *, out=None) -> ...')."""
+    one, else from its docstring's first line ('atan2(input, other, *, out=None) -> Tensor')."""
     if inspect.isfunction(function):
         signature = inspect.signature(function)
         kept = [p for p in signature.parameters.values() if p.name not in TORCH_ONLY]

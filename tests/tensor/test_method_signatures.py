@@ -38,7 +38,7 @@ def _y():
 BINDING = {
     **{
         name: ("other", lambda name=name: getattr(_x(), name)(other=_y()))
-        for name in ("mul", "multiply", "true_divide", "floor_divide", "fmod", "remainder",
+        for name in ("mul", "multiply", "true_divide", "floor_divide", "fmod", "fmod_", "remainder",
                      "logical_and", "logical_or", "logical_xor")
     },
     "mul_": ("other", lambda: _x().mul_(other=_y())),
@@ -46,7 +46,7 @@ BINDING = {
     **{
         name: ("other, *, rounding_mode",
                lambda name=name: getattr(_x(), name)(other=_y(), rounding_mode="floor"))
-        for name in ("div", "divide", "div_")
+        for name in ("div", "divide", "div_", "divide_")
     },
     **{
         name: ("other",
@@ -102,6 +102,9 @@ BINDING = {
     ),
     **{name: ("", lambda name=name: getattr(_x(), name)())
        for name in ("detach", "detach_", "relu", "relu_")},
+    # torch's docstring reads atanh_(other): its binding takes nothing
+    **{name: ("", lambda name=name: getattr(torch.rand(3), name)())
+       for name in ("atanh_", "arctanh_")},
     **{name: ("max", lambda name=name: getattr(_x(), name)(max=1.0))
        for name in ("clamp_max", "clamp_max_")},
     **{name: ("min", lambda name=name: getattr(_x(), name)(min=0.0))

@@ -1,11 +1,11 @@
 """What a user reaches an op by besides `minitrain.ops.<name>`, declared once beside its function,
 as PyTorch's native_functions.yaml declares `variants: function, method`: the top-level function
-(`minitrain.hypot(x, y)`), the Tensor method (`x.hypot(y)`) and the in-place twin
-(`x.hypot_(y)`). tensor.py binds the methods and twins and functions.py the functions from these
+(`minitrain.atan2(x, y)`), the Tensor method (`x.atan2(y)`) and the in-place twin
+(`x.atan2_(y)`). tensor.py binds the methods and twins and functions.py the functions from these
 declarations, so that putting an op on PyTorch's surface is one decorator:
 
     @variants("function", "method", "inplace")
-    def hypot(input, other):
+    def atan2(input, other):
         ...
 
 The function takes PyTorch's parameters, the tensor first as `input`: the method is the same

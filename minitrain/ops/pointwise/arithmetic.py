@@ -13,6 +13,7 @@ from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, is_integral, require_kind
 from ..core.op import Op
+from ..core.variants import variants
 
 __all__ = [
     "abs",
@@ -70,9 +71,10 @@ class Add(Op):
         return grad, grad
 
 
-def add(a, b, *, alpha=1):
-    """a + alpha * b, broadcasting (PyTorch's add: alpha scales b first)."""
-    return Add.apply(a, _scaled("add", a, b, alpha))
+@variants("function", "method", "inplace")
+def add(input, other, *, alpha=1):
+    """`input` + alpha * `other`, broadcasting (PyTorch's add: alpha scales `other` first)."""
+    return Add.apply(input, _scaled("add", input, other, alpha))
 
 
 def _scaled(caller: str, a, b, alpha):
@@ -109,9 +111,10 @@ class Sub(Op):
         return grad, -grad if ctx.needs_grad[1] else None
 
 
-def sub(a, b, *, alpha=1):
-    """a - alpha * b, broadcasting (PyTorch's sub)."""
-    return Sub.apply(a, _scaled("sub", a, b, alpha))
+@variants("function", "method", "inplace", aliases=("subtract",))
+def sub(input, other, *, alpha=1):
+    """`input` - alpha * `other`, broadcasting (PyTorch's sub)."""
+    return Sub.apply(input, _scaled("sub", input, other, alpha))
 
 
 class Mul(Op):
@@ -164,14 +167,15 @@ class Div(Op):
         )
 
 
-def div(a, b, *, rounding_mode=None):
-    """a / b, broadcasting; with `rounding_mode` 'trunc' or 'floor', the quotient rounded
-    (PyTorch's div: integers then divide exactly, and the gradient is zero)."""
+@variants("function", "method", "inplace", aliases=("divide",))
+def div(input, other, *, rounding_mode=None):
+    """`input` / `other`, broadcasting; with `rounding_mode` 'trunc' or 'floor', the quotient
+    rounded (PyTorch's div: integers then divide exactly, and the gradient is zero)."""
     if rounding_mode is None:
-        return Div.apply(a, b)
+        return Div.apply(input, other)
     from .rounding import rounded_div  # rounding builds on this module
 
-    return rounded_div(a, b, rounding_mode)
+    return rounded_div(input, other, rounding_mode)
 
 
 class Neg(Op):
@@ -250,19 +254,25 @@ def _integer_power(xp, a, b):
     return xp.where(b < 0, negative, out).astype(out.dtype)
 
 
-def pow(a, b):  # noqa: A001 (the op's name)
-    """a ** b; either may be a tensor or a number. An integer to a negative integer power is
-    refused, as in PyTorch (its value is not an integer)."""
-    base = a.data if isinstance(a, Tensor) else a
+@variants("method", "inplace")
+def pow(input, exponent):  # noqa: A001 (the op's name)
+    """`input` ** `exponent`; either may be a tensor or a number. An integer to a negative
+    integer power is refused, as in PyTorch (its value is not an integer)."""
+    base = input.data if isinstance(input, Tensor) else input
     # as PyTorch: a negative number exponent is refused for an integer base (a tensor of
     # exponents holding negatives gives 0 there, numpy's and PyTorch's integer power)
-    if isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b < 0 and is_integral(base):
+    if (
+        isinstance(exponent, (int, np.integer))
+        and not isinstance(exponent, bool)
+        and exponent < 0
+        and is_integral(base)
+    ):
         raise ArgumentError(
             f"pow: integers to negative integer powers are not allowed (base of dtype "
-            f"{getattr(base, 'dtype', type(base).__name__)}, exponent {int(b)}); cast the base "
-            f"to a floating dtype first"
+            f"{getattr(base, 'dtype', type(base).__name__)}, exponent {int(exponent)}); cast the "
+            f"base to a floating dtype first"
         )
-    return Pow.apply(a, b)
+    return Pow.apply(input, exponent)
 
 
 class Exp(Op):
@@ -282,9 +292,10 @@ class Exp(Op):
         return grad * ctx.out
 
 
-def exp(x):
-    """e ** x; integers and bools as float32."""
-    return Exp.apply(x)
+@variants("function", "method", "inplace")
+def exp(input):
+    """e ** `input`; integers and bools as float32."""
+    return Exp.apply(input)
 
 
 class Log(Op):
@@ -303,9 +314,10 @@ class Log(Op):
         return grad / ctx.x
 
 
-def log(x):
-    """The natural logarithm of x; integers and bools as float32."""
-    return Log.apply(x)
+@variants("function", "method", "inplace")
+def log(input):
+    """The natural logarithm of `input`; integers and bools as float32."""
+    return Log.apply(input)
 
 
 class Sqrt(Op):
@@ -325,9 +337,10 @@ class Sqrt(Op):
         return grad / (2 * ctx.out)
 
 
-def sqrt(x):
-    """The square root of x; integers and bools as float32."""
-    return Sqrt.apply(x)
+@variants("function", "method", "inplace")
+def sqrt(input):
+    """The square root of `input`; integers and bools as float32."""
+    return Sqrt.apply(input)
 
 
 class Abs(Op):
@@ -346,10 +359,11 @@ class Abs(Op):
         return grad * ctx.xp.sign(ctx.x)  # flat: a constant to the second derivative
 
 
-def abs(x):  # noqa: A001
-    """|x|; the gradient at 0 is 0. Bool x is refused, as in PyTorch."""
-    require_kind("abs", x, "iuf", NOT_BOOL, "int")
-    return Abs.apply(x)
+@variants("function", "method", "inplace")
+def abs(input):  # noqa: A001
+    """|`input`|; the gradient at 0 is 0. Bool `input` is refused, as in PyTorch."""
+    require_kind("abs", input, "iuf", NOT_BOOL, "int")
+    return Abs.apply(input)
 
 
 class Sin(Op):
@@ -368,9 +382,10 @@ class Sin(Op):
         return grad * ctx.xp.cos(ctx.x)
 
 
-def sin(x):
-    """The sine of x (radians); integers and bools as float32."""
-    return Sin.apply(x)
+@variants("function", "method", "inplace")
+def sin(input):
+    """The sine of `input` (radians); integers and bools as float32."""
+    return Sin.apply(input)
 
 
 class Cos(Op):
@@ -389,9 +404,10 @@ class Cos(Op):
         return -grad * ctx.xp.sin(ctx.x)
 
 
-def cos(x):
-    """The cosine of x (radians); integers and bools as float32."""
-    return Cos.apply(x)
+@variants("function", "method", "inplace")
+def cos(input):
+    """The cosine of `input` (radians); integers and bools as float32."""
+    return Cos.apply(input)
 
 
 def _pick_grads(xp, grad, a, b, a_wins):
@@ -423,9 +439,10 @@ class Maximum(Op):
         return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a > ctx.b)
 
 
-def maximum(a, b):
+@variants("method")
+def maximum(input, other):
     """Elementwise max; tied elements share the gradient equally."""
-    return Maximum.apply(a, b)
+    return Maximum.apply(input, other)
 
 
 class Minimum(Op):
@@ -448,9 +465,10 @@ class Minimum(Op):
         return _pick_grads(ctx.xp, grad, ctx.a, ctx.b, ctx.a < ctx.b)
 
 
-def minimum(a, b):
+@variants("method")
+def minimum(input, other):
     """Elementwise min; tied elements share the gradient equally."""
-    return Minimum.apply(a, b)
+    return Minimum.apply(input, other)
 
 
 class Clip(Op):
@@ -495,13 +513,14 @@ def _bound(value, name: str):
     return value
 
 
-def clip(x, min=None, max=None):  # noqa: A002
-    """x limited to [min, max]. Numpy scalar bounds count as Python numbers, as in PyTorch: an
-    np.float64 bound leaves a float16 x float16. At least one bound must be given, as in
+@variants("function", "method", "inplace", aliases=("clamp",))
+def clip(input, min=None, max=None):  # noqa: A002
+    """`input` limited to [min, max]. Numpy scalar bounds count as Python numbers, as in PyTorch: an
+    np.float64 bound leaves a float16 `input` float16. At least one bound must be given, as in
     PyTorch."""
     if min is None and max is None:
         raise ArgumentError("clip: at least one of min and max must not be None")
-    return Clip.apply(x, min=_bound(min, "min"), max=_bound(max, "max"))
+    return Clip.apply(input, min=_bound(min, "min"), max=_bound(max, "max"))
 
 
 class Cast(Op):

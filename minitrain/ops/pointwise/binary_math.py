@@ -17,6 +17,7 @@ from ...tensor import Tensor
 from ..core.checks import check_integer_divisor
 from ..core.op import Op, array_of, as_tensor
 from ..core.promotion import result_type
+from ..core.variants import variants
 from .arithmetic import widened
 from .rounding import rounded_div
 from .transcendental import floating_or_float32
@@ -78,6 +79,7 @@ class Atan2(Op):
         )
 
 
+@variants("function", "method", "inplace", aliases=("arctan2",))
 def atan2(input, other):  # noqa: A002 (PyTorch's name)
     """The angle of the point (other, input), elementwise, in [-pi, pi]; integers and bools as
     float32."""
@@ -109,6 +111,7 @@ class Hypot(Op):
         )
 
 
+@variants("function", "method", "inplace")
 def hypot(input, other):  # noqa: A002
     """sqrt(input^2 + other^2), elementwise, without overflow; floating operands only, as in
     PyTorch."""
@@ -142,6 +145,7 @@ class LogAddExp(Op):
             )
 
 
+@variants("function", "method")
 def logaddexp(input, other):  # noqa: A002
     """log(exp(input) + exp(other)), elementwise, without overflow; floating operands only, as
     in PyTorch."""
@@ -176,6 +180,7 @@ class Copysign(Op):
         )
 
 
+@variants("function", "method", "inplace")
 def copysign(input, other):  # noqa: A002
     """|input| with the sign of other (-0.0 counts as negative), elementwise; integers and bools
     as float32."""
@@ -225,6 +230,7 @@ class Lerp(Op):
         )
 
 
+@variants("function", "method", "inplace")
 def lerp(input, end, weight):  # noqa: A002
     """input + weight * (end - input), elementwise, all three broadcast; weight a tensor or a
     number. As in PyTorch, input and end are floating tensors of one dtype, and a weight tensor
@@ -274,6 +280,7 @@ class Fmod(Op):
         )
 
 
+@variants("function", "method", "inplace")
 def fmod(input, other):  # noqa: A002
     """The remainder of input / other with input's sign (C's fmod), elementwise; integers stay
     integers (a zero divisor is refused), bools are refused, as in PyTorch."""
@@ -308,6 +315,7 @@ class Remainder(Op):
         )
 
 
+@variants("method")
 def remainder(input, other):  # noqa: A002
     """input % other, with other's sign (Python's %), elementwise; input may be a number.
     Integers stay integers (a zero divisor is refused), bools are refused, as in PyTorch.
@@ -319,6 +327,7 @@ def remainder(input, other):  # noqa: A002
     return Remainder.apply(input, other)
 
 
+@variants("method")
 def floor_divide(input, other):  # noqa: A002
     """input // other, rounded down (Python's //), elementwise; input may be a number: div's
     'floor' rounding (`rounded_div`). Integers stay integers (a zero divisor is refused), bools

@@ -11,6 +11,7 @@ from ... import backend
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.op import Op, shape_of
+from ..core.variants import variants
 from .arithmetic import cast
 
 __all__ = ["masked_fill", "tril", "triu", "where"]
@@ -76,11 +77,13 @@ def _fill_value(caller: str, value, dtype: np.dtype):
     )
 
 
-def masked_fill(x, mask, value):
-    """x with `value` where the boolean mask is True (PyTorch's masked_fill): where(mask, value,
-    x). mask broadcasts against x; value is a number or a 0-d tensor (which gets the gradient of
-    the places it fills), and the result keeps x's dtype (a float fills an int x truncated)."""
-    x_shape, mask_shape = shape_of(x), shape_of(mask)
+@variants("function", "method", "inplace")
+def masked_fill(input, mask, value):
+    """`input` with `value` where the boolean mask is True (PyTorch's masked_fill): where(mask,
+    value, `input`). mask broadcasts against `input`; value is a number or a 0-d tensor (which gets
+    the gradient of the places it fills), and the result keeps `input`'s dtype (a float fills an int
+    `input` truncated)."""
+    x_shape, mask_shape = shape_of(input), shape_of(mask)
     if getattr(mask, "dtype", None) != np.bool_:
         raise DTypeError(
             f"masked_fill: mask must be boolean, got {getattr(mask, 'dtype', type(mask).__name__)}"
@@ -100,7 +103,7 @@ def masked_fill(x, mask, value):
         raise ShapeError(
             f"masked_fill: mask of shape {mask_shape} does not broadcast with x of shape {x_shape}"
         ) from None
-    dtype = x.dtype
+    dtype = input.dtype
     if isinstance(value, Tensor):
         if value.dtype != dtype:
             _fill_value("masked_fill", value.data.item(), dtype)  # refused where PyTorch does
@@ -108,7 +111,7 @@ def masked_fill(x, mask, value):
     else:
         # a numpy number of x's dtype: it cannot change the result's
         value = _fill_value("masked_fill", value, dtype)
-    return Where.apply(mask, value, x)
+    return Where.apply(mask, value, input)
 
 
 def _triangle(x, diagonal, name):
@@ -127,13 +130,15 @@ def _triangle(x, diagonal, name):
     return Where.apply(keep, x, x.dtype.type(0))
 
 
-def tril(x, diagonal: int = 0):
+@variants("function", "method", "inplace")
+def tril(input, diagonal: int = 0):
     """The lower triangle of the last two dims, zeros above: elements (i, j) with
     j <= i + diagonal kept (where over a constant mask; the gradient passes where kept)."""
-    return _triangle(x, diagonal, "tril")
+    return _triangle(input, diagonal, "tril")
 
 
-def triu(x, diagonal: int = 0):
+@variants("function", "method", "inplace")
+def triu(input, diagonal: int = 0):
     """The upper triangle of the last two dims, zeros below: elements (i, j) with
     j >= i + diagonal kept (where over a constant mask; the gradient passes where kept)."""
-    return _triangle(x, diagonal, "triu")
+    return _triangle(input, diagonal, "triu")

@@ -17,6 +17,7 @@ from ...arguments import as_array
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.promotion import result_type
+from ..core.variants import variants
 
 __all__ = [
     "allclose",
@@ -73,30 +74,35 @@ def _broadcasting(caller: str, function, x, y):
 # Floating-point classes. Integers and bools are finite: their answers are constant.
 
 
+@variants("function", "method")
 def isnan(input) -> Tensor:  # noqa: A002 (PyTorch's name)
     """True where input is NaN."""
     x = _operand("isnan", "input", input)
     return Tensor(backend.array_module(x).isnan(x))
 
 
+@variants("function", "method")
 def isinf(input) -> Tensor:  # noqa: A002
     """True where input is inf or -inf."""
     x = _operand("isinf", "input", input)
     return Tensor(backend.array_module(x).isinf(x))
 
 
+@variants("function", "method")
 def isposinf(input) -> Tensor:  # noqa: A002
     """True where input is inf."""
     x = _operand("isposinf", "input", input)
     return Tensor(backend.array_module(x).asarray(x == math.inf))
 
 
+@variants("function", "method")
 def isneginf(input) -> Tensor:  # noqa: A002
     """True where input is -inf."""
     x = _operand("isneginf", "input", input)
     return Tensor(backend.array_module(x).asarray(x == -math.inf))
 
 
+@variants("function", "method")
 def isfinite(input) -> Tensor:  # noqa: A002
     """True where input is neither NaN nor infinite."""
     x = _operand("isfinite", "input", input)
@@ -113,6 +119,7 @@ def _tolerance(caller: str, name: str, value) -> float:
     return float(value)
 
 
+@variants("function", "method")
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:  # noqa: A002
     """True where |input - other| <= atol + rtol * |other| (elementwise, broadcasting), or where
     they are equal (infinities of one sign); NaNs count as equal only with `equal_nan`.
@@ -140,6 +147,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:  #
     return Tensor(xp.asarray(close))
 
 
+@variants("function", "method")
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:  # noqa: A002
     """Whether isclose holds for every element (as a Python bool)."""
     return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
@@ -159,6 +167,7 @@ def array_equal(input, other) -> bool:  # noqa: A002
 # Logic: any dtype, nonzero is True; bool results.
 
 
+@variants("function", "method")
 def logical_and(input, other) -> Tensor:  # noqa: A002
     """input and other, elementwise (nonzero is True); a bool tensor."""
     x, y = _operand("logical_and", "input", input), _operand("logical_and", "other", other)
@@ -166,6 +175,7 @@ def logical_and(input, other) -> Tensor:  # noqa: A002
     return Tensor(xp.asarray(_broadcasting("logical_and", xp.logical_and, x, y)))
 
 
+@variants("function", "method")
 def logical_or(input, other) -> Tensor:  # noqa: A002
     """input or other, elementwise (nonzero is True); a bool tensor."""
     x, y = _operand("logical_or", "input", input), _operand("logical_or", "other", other)
@@ -173,6 +183,7 @@ def logical_or(input, other) -> Tensor:  # noqa: A002
     return Tensor(xp.asarray(_broadcasting("logical_or", xp.logical_or, x, y)))
 
 
+@variants("function", "method")
 def logical_xor(input, other) -> Tensor:  # noqa: A002
     """input xor other, elementwise (nonzero is True); a bool tensor."""
     x, y = _operand("logical_xor", "input", input), _operand("logical_xor", "other", other)
@@ -180,6 +191,7 @@ def logical_xor(input, other) -> Tensor:  # noqa: A002
     return Tensor(xp.asarray(_broadcasting("logical_xor", xp.logical_xor, x, y)))
 
 
+@variants("function", "method")
 def logical_not(input) -> Tensor:  # noqa: A002
     """not input, elementwise (nonzero is True); a bool tensor."""
     x = _operand("logical_not", "input", input)
@@ -207,24 +219,28 @@ def _integers(caller: str, input, other, kinds: str = "biu"):
     return x, y, xp
 
 
+@variants("method")
 def bitwise_and(input, other) -> Tensor:  # noqa: A002
     """input & other, elementwise, on integer or bool operands."""
     x, y, xp = _integers("bitwise_and", input, other)
     return Tensor(_broadcasting("bitwise_and", xp.bitwise_and, x, y))
 
 
+@variants("method")
 def bitwise_or(input, other) -> Tensor:  # noqa: A002
     """input | other, elementwise, on integer or bool operands."""
     x, y, xp = _integers("bitwise_or", input, other)
     return Tensor(_broadcasting("bitwise_or", xp.bitwise_or, x, y))
 
 
+@variants("method")
 def bitwise_xor(input, other) -> Tensor:  # noqa: A002
     """input ^ other, elementwise, on integer or bool operands."""
     x, y, xp = _integers("bitwise_xor", input, other)
     return Tensor(_broadcasting("bitwise_xor", xp.bitwise_xor, x, y))
 
 
+@variants("function", "method")
 def bitwise_not(input) -> Tensor:  # noqa: A002
     """~input, elementwise: each bit flipped, or not for bools."""
     x = _operand("bitwise_not", "input", input)
@@ -235,6 +251,7 @@ def bitwise_not(input) -> Tensor:  # noqa: A002
     return Tensor(xp.invert(xp.asarray(x).astype(dtype, copy=False)))
 
 
+@variants("method")
 def bitwise_left_shift(input, other) -> Tensor:  # noqa: A002
     """input << other, elementwise, on integers (a bool operand promoted to an integer one, as
     with a Python int); a shift by a negative count or by the dtype's width or more gives 0."""
@@ -242,6 +259,7 @@ def bitwise_left_shift(input, other) -> Tensor:  # noqa: A002
     return Tensor(_broadcasting("bitwise_left_shift", xp.left_shift, x, y))
 
 
+@variants("method")
 def bitwise_right_shift(input, other) -> Tensor:  # noqa: A002
     """input >> other, elementwise, on integers, with the sign filled in; a shift by a negative
     count or by the dtype's width or more gives 0, or -1 for a negative input."""

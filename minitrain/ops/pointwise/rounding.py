@@ -8,6 +8,7 @@ import numpy as np
 from ...errors import ArgumentError, DTypeError
 from ..core.checks import NOT_BOOL, check_integer_divisor, is_integral, require_kind
 from ..core.op import Op, array_of
+from ..core.variants import variants
 from .arithmetic import widened
 
 __all__ = ["ceil", "floor", "round", "rounded_div", "sign", "trunc"]
@@ -41,9 +42,10 @@ class Sign(_Step):
         return ctx.xp.where(ctx.xp.isnan(x), 0, sign).astype(x.dtype)
 
 
-def sign(x):
-    """-1, 0 or 1 by the sign of x; the gradient is zero."""
-    return Sign.apply(x)
+@variants("function", "method", "inplace")
+def sign(input):
+    """-1, 0 or 1 by the sign of `input`; the gradient is zero."""
+    return Sign.apply(input)
 
 
 class _Rounding(_Step, register=False):
@@ -62,10 +64,12 @@ class Floor(_Rounding):
     function = "floor"
 
 
-def floor(x):
-    """The largest whole number <= x; the gradient is zero. Bool x is refused, as in PyTorch."""
-    require_kind("floor", x, "iuf", NOT_BOOL, "int")
-    return Floor.apply(x)
+@variants("function", "method", "inplace")
+def floor(input):
+    """The largest whole number <= `input`; the gradient is zero. Bool `input` is refused, as in
+    PyTorch."""
+    require_kind("floor", input, "iuf", NOT_BOOL, "int")
+    return Floor.apply(input)
 
 
 class Ceil(_Rounding):
@@ -73,10 +77,12 @@ class Ceil(_Rounding):
     function = "ceil"
 
 
-def ceil(x):
-    """The smallest whole number >= x; the gradient is zero. Bool x is refused, as in PyTorch."""
-    require_kind("ceil", x, "iuf", NOT_BOOL, "int")
-    return Ceil.apply(x)
+@variants("function", "method", "inplace")
+def ceil(input):
+    """The smallest whole number >= `input`; the gradient is zero. Bool `input` is refused, as in
+    PyTorch."""
+    require_kind("ceil", input, "iuf", NOT_BOOL, "int")
+    return Ceil.apply(input)
 
 
 class Trunc(_Rounding):
@@ -86,10 +92,11 @@ class Trunc(_Rounding):
     function = "trunc"
 
 
-def trunc(x):
-    """x rounded toward zero; the gradient is zero. Bool x is refused, as in PyTorch."""
-    require_kind("trunc", x, "iuf", NOT_BOOL, "int")
-    return Trunc.apply(x)
+@variants("function", "method", "inplace")
+def trunc(input):
+    """`input` rounded toward zero; the gradient is zero. Bool `input` is refused, as in PyTorch."""
+    require_kind("trunc", input, "iuf", NOT_BOOL, "int")
+    return Trunc.apply(input)
 
 
 class Round(_Step):

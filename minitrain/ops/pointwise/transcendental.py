@@ -17,6 +17,7 @@ from ... import backend
 from ..activations.special import erfc as erfc_float64
 from ..core import numba_math
 from ..core.op import Op
+from ..core.variants import variants
 
 __all__ = [
     "acos",
@@ -65,9 +66,10 @@ class Log2(Op):
         return grad / (ctx.x * LN2)
 
 
-def log2(x):
-    """The base-2 logarithm of x; integers and bools as float32."""
-    return Log2.apply(x)
+@variants("function", "method", "inplace")
+def log2(input):
+    """The base-2 logarithm of `input`; integers and bools as float32."""
+    return Log2.apply(input)
 
 
 class Log10(Op):
@@ -86,9 +88,10 @@ class Log10(Op):
         return grad / (ctx.x * LN10)
 
 
-def log10(x):
-    """The base-10 logarithm of x; integers and bools as float32."""
-    return Log10.apply(x)
+@variants("function", "method", "inplace")
+def log10(input):
+    """The base-10 logarithm of `input`; integers and bools as float32."""
+    return Log10.apply(input)
 
 
 class Exp2(Op):
@@ -108,9 +111,10 @@ class Exp2(Op):
         return grad * ctx.out * LN2
 
 
-def exp2(x):
-    """2 ** x; integers and bools as float32."""
-    return Exp2.apply(x)
+@variants("function", "method", "inplace")
+def exp2(input):
+    """2 ** `input`; integers and bools as float32."""
+    return Exp2.apply(input)
 
 
 class Expm1(Op):
@@ -130,9 +134,10 @@ class Expm1(Op):
         return grad * (ctx.out + 1)
 
 
-def expm1(x):
-    """exp(x) - 1, exact for small x; integers and bools as float32."""
-    return Expm1.apply(x)
+@variants("function", "method", "inplace")
+def expm1(input):
+    """exp(`input`) - 1, exact for small `input`; integers and bools as float32."""
+    return Expm1.apply(input)
 
 
 class Log1p(Op):
@@ -151,9 +156,10 @@ class Log1p(Op):
         return grad / (ctx.x + 1)
 
 
-def log1p(x):
-    """log(1 + x), exact for small x; integers and bools as float32."""
-    return Log1p.apply(x)
+@variants("function", "method", "inplace")
+def log1p(input):
+    """log(1 + `input`), exact for small `input`; integers and bools as float32."""
+    return Log1p.apply(input)
 
 
 # erf near 0 by its Maclaurin series, erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1)),
@@ -242,10 +248,11 @@ class Erf(Op):
         return grad * (TWO_OVER_SQRT_PI * ctx.xp.exp(-(x * x)))
 
 
-def erf(x):
-    """The error function, 2 / sqrt(pi) * integral of exp(-t^2) from 0 to x; integers and bools
-    as float32."""
-    return Erf.apply(x)
+@variants("function", "method", "inplace")
+def erf(input):
+    """The error function, 2 / sqrt(pi) * integral of exp(-t^2) from 0 to `input`; integers and
+    bools as float32."""
+    return Erf.apply(input)
 
 
 class Erfc(Op):
@@ -265,10 +272,11 @@ class Erfc(Op):
         return grad * (-TWO_OVER_SQRT_PI * ctx.xp.exp(-(x * x)))
 
 
-def erfc(x):
-    """1 - erf(x), exact in the right tail where 1 - erf cancels; integers and bools as
+@variants("function", "method", "inplace")
+def erfc(input):
+    """1 - erf(`input`), exact in the right tail where 1 - erf cancels; integers and bools as
     float32."""
-    return Erfc.apply(x)
+    return Erfc.apply(input)
 
 
 class Tan(Op):
@@ -289,9 +297,10 @@ class Tan(Op):
         return grad * (1 + out * out)
 
 
-def tan(x):
-    """The tangent of x (radians); integers and bools as float32."""
-    return Tan.apply(x)
+@variants("function", "method", "inplace")
+def tan(input):
+    """The tangent of `input` (radians); integers and bools as float32."""
+    return Tan.apply(input)
 
 
 class Asin(Op):
@@ -311,10 +320,11 @@ class Asin(Op):
         return grad / ctx.xp.sqrt(1 - x * x)
 
 
-def asin(x):
-    """The arcsine of x, in [-pi/2, pi/2] (nan outside [-1, 1]); integers and bools as
+@variants("function", "method", "inplace", aliases=("arcsin",))
+def asin(input):
+    """The arcsine of `input`, in [-pi/2, pi/2] (nan outside [-1, 1]); integers and bools as
     float32."""
-    return Asin.apply(x)
+    return Asin.apply(input)
 
 
 class Acos(Op):
@@ -334,9 +344,10 @@ class Acos(Op):
         return -grad / ctx.xp.sqrt(1 - x * x)
 
 
-def acos(x):
-    """The arccosine of x, in [0, pi] (nan outside [-1, 1]); integers and bools as float32."""
-    return Acos.apply(x)
+@variants("function", "method", "inplace", aliases=("arccos",))
+def acos(input):
+    """The arccosine of `input`, in [0, pi] (nan outside [-1, 1]); integers and bools as float32."""
+    return Acos.apply(input)
 
 
 class Atan(Op):
@@ -356,9 +367,10 @@ class Atan(Op):
         return grad / (1 + x * x)
 
 
-def atan(x):
-    """The arctangent of x, in (-pi/2, pi/2); integers and bools as float32."""
-    return Atan.apply(x)
+@variants("function", "method", "inplace", aliases=("arctan",))
+def atan(input):
+    """The arctangent of `input`, in (-pi/2, pi/2); integers and bools as float32."""
+    return Atan.apply(input)
 
 
 class Sinh(Op):
@@ -377,9 +389,10 @@ class Sinh(Op):
         return grad * ctx.xp.cosh(ctx.x)
 
 
-def sinh(x):
-    """The hyperbolic sine of x; integers and bools as float32."""
-    return Sinh.apply(x)
+@variants("function", "method", "inplace")
+def sinh(input):
+    """The hyperbolic sine of `input`; integers and bools as float32."""
+    return Sinh.apply(input)
 
 
 class Cosh(Op):
@@ -398,9 +411,10 @@ class Cosh(Op):
         return grad * ctx.xp.sinh(ctx.x)
 
 
-def cosh(x):
-    """The hyperbolic cosine of x; integers and bools as float32."""
-    return Cosh.apply(x)
+@variants("function", "method", "inplace")
+def cosh(input):
+    """The hyperbolic cosine of `input`; integers and bools as float32."""
+    return Cosh.apply(input)
 
 
 class Asinh(Op):
@@ -420,9 +434,10 @@ class Asinh(Op):
         return grad / ctx.xp.sqrt(x * x + 1)
 
 
-def asinh(x):
-    """The inverse hyperbolic sine of x; integers and bools as float32."""
-    return Asinh.apply(x)
+@variants("function", "method", "inplace", aliases=("arcsinh",))
+def asinh(input):
+    """The inverse hyperbolic sine of `input`; integers and bools as float32."""
+    return Asinh.apply(input)
 
 
 class Acosh(Op):
@@ -442,9 +457,11 @@ class Acosh(Op):
         return grad / ctx.xp.sqrt(x * x - 1)
 
 
-def acosh(x):
-    """The inverse hyperbolic cosine of x, >= 0 (nan below 1); integers and bools as float32."""
-    return Acosh.apply(x)
+@variants("function", "method", "inplace", aliases=("arccosh",))
+def acosh(input):
+    """The inverse hyperbolic cosine of `input`, >= 0 (nan below 1); integers and bools as
+    float32."""
+    return Acosh.apply(input)
 
 
 class Atanh(Op):
@@ -464,7 +481,8 @@ class Atanh(Op):
         return grad / (1 - x * x)
 
 
-def atanh(x):
-    """The inverse hyperbolic tangent of x (+-inf at +-1, nan beyond); integers and bools as
+@variants("function", "method", "inplace", aliases=("arctanh",))
+def atanh(input):
+    """The inverse hyperbolic tangent of `input` (+-inf at +-1, nan beyond); integers and bools as
     float32."""
-    return Atanh.apply(x)
+    return Atanh.apply(input)
