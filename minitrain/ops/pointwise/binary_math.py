@@ -1,5 +1,5 @@
-"""Elementwise math of two tensors (lerp: three): atan2, hypot, logaddexp, copysign, lerp, and
-division's remainders and quotient: fmod, remainder, floor_divide.
+"""Elementwise math of two tensors (lerp: three): atan2, hypot, logaddexp, xlogy, copysign, lerp,
+and division's remainders and quotient: fmod, remainder, floor_divide.
 
 Op by op, each with PyTorch's backward beside it, written with ctx.xp so that it serves
 create_graph too. Operands broadcast and promote as PyTorch's do (either may be a number); the
@@ -31,6 +31,7 @@ __all__ = [
     "lerp",
     "logaddexp",
     "remainder",
+    "xlogy",
 ]
 
 
@@ -151,6 +152,47 @@ def logaddexp(input, other):  # noqa: A002
     in PyTorch."""
     _check_kinds("logaddexp", "f", "floating-point", input=input, other=other)
     return LogAddExp.apply(input, other)
+
+
+class XLogY(Op):
+    """input * log(other), 0 where input is 0 (nan where other is nan)."""
+
+    name = "xlogy"
+    inputs = ("input", "other")
+    saved = ("input", "other")
+    broadcast = True
+    promoted = ("input", "other")
+
+    @staticmethod
+    def forward(ctx, x, y):
+        xp = ctx.xp
+        ctx.save(input=x, other=y)  # each gradient reads both
+        with np.errstate(divide="ignore", invalid="ignore"):  # log(0) and 0 * -inf, replaced
+            return xp.where((x == 0) & ~xp.isnan(y), 0, x * xp.log(y))
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dinput = xlogy(grad, other), taken as 0 where input is 0 and other <= 0 (the forward
+        is flat 0 there), as PyTorch's; dother = grad * input / other."""
+        xp, x, y = ctx.xp, ctx.input, ctx.other
+        grad_x = grad_y = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if ctx.needs_grad[0]:
+                flat = xp.logical_or(  # xlogy(0, other) is 0 unless other is nan
+                    xp.logical_and(x == 0, y <= 0), xp.logical_and(grad == 0, ~xp.isnan(y))
+                )
+                grad_x = xp.where(flat, 0, grad * xp.log(y))
+            if ctx.needs_grad[1]:
+                grad_y = grad * x / y
+        return grad_x, grad_y
+
+
+@variants("function", "method", "inplace")
+def xlogy(input, other):  # noqa: A002
+    """input * log(other), elementwise, broadcasting, and 0 where input is 0 unless other is nan:
+    0 * log(0) is 0, the limit entropy and KL terms want (PyTorch's xlogy). Either operand may be
+    a number; integers compute in float32."""
+    return XLogY.apply(input, other)
 
 
 class Copysign(Op):

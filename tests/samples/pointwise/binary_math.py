@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from op_samples import Sample, draws, nonzero, normal, uniform
+from op_samples import Sample, draws, nonzero, normal, positive, uniform
 from reference import torch
 
 from minitrain import ops
@@ -77,6 +77,8 @@ SAMPLES: dict[str, list[Sample]] = {
             lambda a, b: torch.logaddexp(a, b),
         )
     ],
+    # other positive (log); input away from 0, where PyTorch's gradient is 0, not log(other)
+    "xlogy": _binary(ops.xlogy, lambda a, b: torch.xlogy(*_as_torch(a, b)), nonzero, positive, 1.5),
     # |input| away from 0, where its gradient jumps; other's sign only matters
     "copysign": _binary(ops.copysign, lambda a, b: torch.copysign(a, b), nonzero, nonzero, -1.5),
     "lerp": [
