@@ -296,6 +296,23 @@ def test_logaddexp_at_infinities_matches_torch():
         np.testing.assert_array_equal(got, want.numpy())
 
 
+def test_xlogy_at_zeros_nans_and_infinities_matches_torch():
+    # 0 * log(0) is 0; a nan other stays nan; PyTorch's gradient of input is 0 where input is 0
+    # and other <= 0, and where the upstream gradient is 0
+    a = np.array([0.0, 0.0, 1.0, 2.0, 0.0, 3.0, 0.0, -1.0])
+    b = np.array([0.0, np.nan, 0.0, 3.0, 2.0, 0.0, np.inf, np.inf])
+    upstream = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0])
+    x, y = mt.tensor(a, requires_grad=True), mt.tensor(b, requires_grad=True)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out, t_out = mt.xlogy(x, y), torch.xlogy(tx, ty)
+        np.testing.assert_array_equal(out.numpy(), t_out.detach().numpy())
+        got = mt.grad(out, [x, y], grad_outputs=mt.tensor(upstream))
+    want = torch.autograd.grad(t_out, [tx, ty], grad_outputs=torch.tensor(upstream))
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
 # lerp
 
 
