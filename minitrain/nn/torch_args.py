@@ -15,7 +15,8 @@ import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops.convolution.adaptive_pooling import adaptive_avg_pool_as
-from ..ops.convolution.pooling import avg_pool_as, max_pool_as, max_pool_forward
+from ..ops.convolution.average_pooling import avg_pool_as
+from ..ops.convolution.max_pooling import max_pool_as, max_pool_forward
 from ..ops.convolution.standard import conv_as
 from ..ops.convolution.transposed import conv_transpose_as
 from ..ops.convolution.window import pool_window, spatial_ints

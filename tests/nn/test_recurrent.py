@@ -354,15 +354,15 @@ def test_numba_gate_kernels_agree_with_the_generic_ones(op, gates, scale, dtype,
 
 @pytest.mark.parametrize("op, gates", [(ops.lstm_cell, 4), (ops.gru_cell, 3)])
 def test_parallel_and_serial_gate_kernels_agree_exactly(monkeypatch, record_builds, op, gates):
-    from minitrain.ops.sequence import recurrent
+    from minitrain.ops.sequence import gru, lstm
 
-    factory = "_lstm_kernels" if gates == 4 else "_gru_kernels"
-    builds = record_builds(recurrent, factory)
+    module, factory = (lstm, "_lstm_kernels") if gates == 4 else (gru, "_gru_kernels")
+    builds = record_builds(module, factory)
     arrays = _cell_arrays(gates, batch=6, inputs=5, hidden=7, dtype=np.float32)
     upstream = np.ones(arrays[1].shape, np.float32)
     results = []
     for threshold in (0, 1 << 62):
-        monkeypatch.setattr(recurrent, "_PARALLEL_ELEMENTS", threshold)
+        monkeypatch.setattr(module, "_PARALLEL_ELEMENTS", threshold)
         results.append(_values_and_grads(op, arrays, upstream))
     assert builds == [True, True, False, False]  # forward and gradient, each build
     for a, b in zip(*results, strict=True):

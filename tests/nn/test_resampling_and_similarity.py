@@ -3,7 +3,7 @@ similarity, distances, normalize, softmin, one_hot, the losses of pairs) against
 composed functions' samples run through the registry's checks, PyTorch's rules worked through
 by hand (interpolate's sizes and scales, its nearest indices in float32), the numba kernels
 against the numpy ones, the layers, and the errors. (The registered ops' gradchecks and PyTorch
-comparisons run from tests/samples/resampling/interpolation.py.)"""
+comparisons run from the samples in tests/samples/resampling/.)"""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from minitrain.nn import functional as F  # noqa: N812 (PyTorch's idiom)
 
 COMPOSED = {
     name: samples
-    for module in ("resampling.interpolation", "losses.similarity", "losses.pair_loss")
+    for module in ("resampling.shuffle", "losses.similarity", "losses.pair_loss")
     for name, samples in importlib.import_module(f"samples.{module}").COMPOSED.items()
 }
 

@@ -11,7 +11,7 @@ import minitrain as mt
 from minitrain import backend, ops
 from minitrain.errors import ArgumentError, DimensionError, DTypeError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's spelling)
-from minitrain.ops.sequence import attention
+from minitrain.ops.sequence import attention, attention_blocks, attention_numba
 
 
 @pytest.fixture(params=[False, True], ids=["generic", "numba"])
@@ -263,11 +263,11 @@ def test_blocks_give_what_one_block_gives(monkeypatch, numba, rows, case):
     want, want_grads = _ours(arrays, mask, **kw)
     # blocks of `rows` query rows (generic: of as many scores), of 3 keys (online softmax across
     # them), one head per chunk, chunks on threads: every boundary, the causal limit moving
-    monkeypatch.setattr(attention, "_BLOCK_ELEMENTS", rows * 2 * 3 * 7)
-    monkeypatch.setattr(attention, "_ROW_BLOCK", rows)
-    monkeypatch.setattr(attention, "_KEY_BLOCK", 3)
-    monkeypatch.setattr(attention, "_CHUNK_BYTES", 1)
-    monkeypatch.setattr(attention, "_THREADED_SCORES", 0)
+    monkeypatch.setattr(attention_blocks, "_BLOCK_ELEMENTS", rows * 2 * 3 * 7)
+    monkeypatch.setattr(attention_numba, "_ROW_BLOCK", rows)
+    monkeypatch.setattr(attention_numba, "_KEY_BLOCK", 3)
+    monkeypatch.setattr(attention_numba, "_CHUNK_BYTES", 1)
+    monkeypatch.setattr(attention_numba, "_THREADED_SCORES", 0)
     mt.manual_seed(1)
     out, grads = _ours(arrays, mask, **kw)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-14)
@@ -296,13 +296,13 @@ def test_numba_agrees_with_generic(case, dtype, tol):
 
 def test_numba_path_runs_where_it_applies(monkeypatch):
     runs = []
-    original = attention._numba_forward
+    original = attention.numba_forward
 
     def spy(*args):
         runs.append(args[1].dtype)
         return original(*args)
 
-    monkeypatch.setattr(attention, "_numba_forward", spy)
+    monkeypatch.setattr(attention, "numba_forward", spy)
     rng = np.random.default_rng(19)
     arrays = [rng.standard_normal(s) for s in ((2, 3, 4), (2, 5, 4), (2, 5, 3))]
     with backend.use_numba(True):

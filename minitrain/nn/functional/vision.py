@@ -10,7 +10,8 @@ import numpy as np
 
 from ... import ops
 from ...errors import ArgumentError, ShapeError
-from ...ops.resampling.interpolation import fold_patches_as, max_unpool_as, unfold_patches_as
+from ...ops.resampling.patches import fold_patches_as, unfold_patches_as
+from ...ops.resampling.unpooling import max_unpool_as
 from ...tensor import Tensor
 from ..torch_args import (
     TORCH_NAMES,

@@ -4,8 +4,9 @@ they share."""
 from types import ModuleType as _ModuleType
 
 from .adaptive_pooling import *  # noqa: F403
+from .average_pooling import *  # noqa: F403
 from .columns import *  # noqa: F403
-from .pooling import *  # noqa: F403
+from .max_pooling import *  # noqa: F403
 from .standard import *  # noqa: F403
 from .transposed import *  # noqa: F403
 

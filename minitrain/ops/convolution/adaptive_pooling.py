@@ -15,7 +15,7 @@ from ... import backend
 from ...errors import ShapeError
 from ...tensor import Tensor
 from ..core.op import Op, shape_of
-from .pooling import check_pool_float
+from .pooling_common import check_pool_float
 from .window import check_pool_input, spatial_ints
 
 __all__ = ["adaptive_avg_pool", "adaptive_avg_pool_grad"]

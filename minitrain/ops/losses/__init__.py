@@ -3,6 +3,7 @@
 from types import ModuleType as _ModuleType
 
 from .class_loss import *  # noqa: F403
+from .nll import *  # noqa: F403
 from .pair_loss import *  # noqa: F403
 from .pointwise_loss import *  # noqa: F403
 from .similarity import *  # noqa: F403

@@ -1,6 +1,6 @@
-"""The losses of class scores: cross_entropy (log-softmax and negative log-likelihood fused in
-one op, with its backward kernel softmax_cross_entropy_grad and its numba row kernels) and
-nll_loss.
+"""cross_entropy, the loss of class scores: log-softmax and negative log-likelihood fused in one
+op, with its backward kernel softmax_cross_entropy_grad and its numba row kernels (nll_loss, on
+log-probabilities, is in nll.py).
 
 The class axis is axis 1, as in PyTorch: logits (N, C) or (N, C, d1, ..., dk) with class-index
 targets (N,) or (N, d1, ..., dk); a single sample (C,) takes a class-index target 0-d or (1,).
@@ -15,13 +15,20 @@ from types import SimpleNamespace
 import numpy as np
 
 from ... import backend
-from ...errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
+from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import check_floating
 from ..core.op import Op, array_of, device_module, value_of
-from ..shapes.indexing import GetItemGrad, along
 from ..shapes.shape import reshape
+from .class_targets import (
+    check_class_range,
+    check_class_target,
+    check_weight,
+    class_total,
+    class_weights,
+    one_sample,
+)
 from .loss_reduction import (
     check_constant,
     check_reduction,
@@ -31,70 +38,12 @@ from .loss_reduction import (
     reduce_losses,
 )
 
-__all__ = ["cross_entropy", "nll_loss", "softmax_cross_entropy_grad"]
+__all__ = ["cross_entropy", "softmax_cross_entropy_grad"]
 
 # Logits (rows * classes) from which the fused numba kernels run their parallel build; below it
 # the serial one, as a parallel region waits for a core longer than the serial loop takes (see
 # numba_math.loop).
 _PARALLEL_WORK = 1 << 20
-
-
-def _check_class_target(caller: str, input, target, weight) -> None:
-    """target: integers shaped like input without its class axis 1; weight: one per class."""
-    if target.dtype.kind not in "iu":
-        raise DTypeError(
-            f"{caller}: class-index targets must be integers, got dtype {target.dtype}"
-        )
-    expected = input.shape[:1] + input.shape[2:]
-    if target.shape != expected:
-        raise ShapeError(
-            f"{caller}: target {target.shape} does not fit input {input.shape}: class-index "
-            f"targets have the input's shape without its class axis 1, {expected}"
-        )
-    _check_weight(caller, weight, input.shape[1])
-
-
-def _check_weight(caller: str, weight, classes: int) -> None:
-    """weight: None, or floating point with one value per class."""
-    if weight is None:
-        return
-    check_floating(caller, weight=weight)
-    if weight.shape != (classes,):
-        raise ShapeError(
-            f"{caller}: weight {weight.shape} must hold one value per class, ({classes},)"
-        )
-
-
-def _check_class_range(caller: str, target, classes: int, ignore_index: int) -> None:
-    """Every target is a class in [0, classes) or ignore_index: an error, never a wrong read.
-    On a GPU the check is deferred to the next read of a GPU value (backend.defer_check: read
-    now, it would wait for the GPU on every step); meanwhile CuPy's indexing wraps around."""
-    bad = (target != ignore_index) & ((target < 0) | (target >= classes))
-    any_bad = bad.any()
-    if type(target) is not np.ndarray and backend.defer_check(
-        any_bad,
-        IndexOutOfRangeError,
-        f"{caller}: a target is out of range for {classes} classes (valid: 0 to {classes - 1}, "
-        f"or ignore_index={ignore_index}); found on the GPU after the op ran",
-    ):
-        return
-    if any_bad:
-        value = int(target[bad].ravel()[0])
-        raise IndexOutOfRangeError(
-            f"{caller}: target {value} is out of range for {classes} classes (valid: 0 to "
-            f"{classes - 1}, or ignore_index={ignore_index})"
-        )
-
-
-def _class_weights(xp, target, weight, ignore_index: int, dtype):
-    """(valid, safe, target_weights): valid marks the positions not ignored; safe is target
-    with ignored positions set to class 0 (a harmless index); target_weights is weight[target]
-    (1 without weight) and 0 where ignored."""
-    valid = target != ignore_index
-    safe = xp.where(valid, target, 0)
-    if weight is None:
-        return valid, safe, valid.astype(dtype)
-    return valid, safe, xp.where(valid, weight.astype(dtype, copy=False)[safe], 0)
 
 
 def _class_axis(weight, ndim: int):
@@ -105,33 +54,6 @@ def _class_axis(weight, ndim: int):
 def _along_classes(xp, values):
     """Per-position values (the target's shape, or 0-d) with a class axis 1 of size 1."""
     return xp.expand_dims(values, 1) if values.ndim else values
-
-
-def _class_total(caller: str, target_weights):
-    """The 'mean' divisor of class-index losses: the summed weights of the non-ignored targets."""
-    what = "no targets (all ignored, or their weights summing to 0)"
-    return mean_divisor(caller, target_weights.sum(), what)
-
-
-def _one_sample(caller: str, input, target, probabilities: bool):  # noqa: A002
-    """One sample's input (C,) and its target as a batch of one, as PyTorch takes them: input
-    (1, C) with class indices (1,), given 0-d or (1,), or with class probabilities (1, C), given
-    (C,) (where `probabilities`). Shape errors name the shapes the caller gave."""
-    (classes,), t = loss_array(input).shape, loss_array(target)
-    if not classes:
-        raise ShapeError(f"{caller}: input (0,) holds no classes")
-    if probabilities and t.dtype.kind == "f":
-        if t.shape == (classes,):
-            return reshape(input, (1, classes)), reshape(target, (1, classes))
-        expected = f"probability targets ({classes},)"
-    else:
-        if t.shape in ((), (1,)):
-            return reshape(input, (1, classes)), reshape(target, (1,))
-        expected = "class-index targets () or (1,)"
-    raise ShapeError(
-        f"{caller}: target {t.shape} does not fit input ({classes},): a single sample takes "
-        f"{expected}"
-    )
 
 
 def _smoothed(probabilities, eps: float, classes: int):
@@ -146,7 +68,7 @@ def _class_distribution(xp, target, weight, ignore_index: int, eps: float, shape
     (N, C, d1, ...), and w[target] (0 where ignored) for the 'mean' divisor. Arrays: the
     constants of cross entropy's tensor_backward."""
     classes = shape[1]
-    valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, dtype)
+    valid, safe, target_weights = class_weights(xp, target, weight, ignore_index, dtype)
     q = xp.zeros(shape, dtype)
     onehot = xp.expand_dims((1 - eps) * target_weights, 1)
     xp.put_along_axis(q, xp.expand_dims(safe, 1), onehot, axis=1)
@@ -204,9 +126,9 @@ def softmax_cross_entropy_grad(
             q = q * _class_axis(weight.astype(probs.dtype, copy=False), probs.ndim)
         return scale * (q.sum(axis=1, keepdims=True) * probs - q)
 
-    _check_class_range("softmax_cross_entropy_grad", target, classes, ignore_index)
-    valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, probs.dtype)
-    divisor = _class_total("cross_entropy", target_weights) if reduction == "mean" else None
+    check_class_range("softmax_cross_entropy_grad", target, classes, ignore_index)
+    valid, safe, target_weights = class_weights(xp, target, weight, ignore_index, probs.dtype)
+    divisor = class_total("cross_entropy", target_weights) if reduction == "mean" else None
     scale = position_scale(dY, reduction, divisor)
     weight_sum = classes if weight is None else weight.sum(dtype=probs.dtype)
     onehot = scale * (1 - eps) * target_weights  # s * (1 - eps) * w[target], 0 where ignored
@@ -236,15 +158,15 @@ def _check_xent_inputs(logits, target, weight, ignore_index: int) -> str:
             )
         if ignore_index != -100:
             raise ArgumentError(f"{caller}: ignore_index is not supported for probability targets")
-        _check_weight(caller, weight, logits.shape[1])
+        check_weight(caller, weight, logits.shape[1])
         return "probabilities"
     if target.dtype.kind not in "iu":
         raise DTypeError(
             f"{caller}: target must hold class indices (integers) or class probabilities "
             f"(floating point), got dtype {target.dtype}"
         )
-    _check_class_target(caller, logits, target, weight)
-    _check_class_range(caller, target, logits.shape[1], ignore_index)
+    check_class_target(caller, logits, target, weight)
+    check_class_range(caller, target, logits.shape[1], ignore_index)
     return "classes"
 
 
@@ -262,8 +184,8 @@ def _xent_finish(ctx, losses, probs, log_probs, target, weight):
         divisor = mean_divisor("cross_entropy", losses.size, "an empty batch")
     else:
         dtype = losses.dtype
-        _, _, target_weights = _class_weights(ctx.xp, target, weight, ctx.ignore_index, dtype)
-        divisor = _class_total("cross_entropy", target_weights)
+        _, _, target_weights = class_weights(ctx.xp, target, weight, ctx.ignore_index, dtype)
+        divisor = class_total("cross_entropy", target_weights)
     return reduce_losses(losses, "mean", divisor)
 
 
@@ -286,7 +208,7 @@ def _xent_class_forward(xp, logits, target, weight, ignore_index: int, eps: floa
     totals = probs.sum(axis=1, keepdims=True)
     probs /= totals
     log_totals = xp.log(totals)
-    valid, safe, target_weights = _class_weights(xp, target, weight, ignore_index, logits.dtype)
+    valid, safe, target_weights = class_weights(xp, target, weight, ignore_index, logits.dtype)
     # -log p[target] = log(sum(exp(shifted))) - shifted[target]
     picked = xp.take_along_axis(shifted, xp.expand_dims(safe, 1), axis=1)
     nll = xp.where(valid, (log_totals - picked).squeeze(1), 0)
@@ -440,7 +362,7 @@ class SoftmaxCrossEntropy(Op):
             )
             divisor = None
             if ctx.reduction == "mean":
-                divisor = _class_total("cross_entropy", target_weights)
+                divisor = class_total("cross_entropy", target_weights)
         scale = _scale_along_classes(position_scale(grad, ctx.reduction, divisor), shape)
         dx = dt = None
         if ctx.needs_grad[0]:
@@ -460,10 +382,10 @@ class SoftmaxCrossEntropy(Op):
         rows = _to_rows(probs)  # no copy when the numba forward made probs
         divisor = None
         if ctx.reduction == "mean":
-            _, _, target_weights = _class_weights(
+            _, _, target_weights = class_weights(
                 np, target, ctx.weight, ctx.ignore_index, probs.dtype
             )
-            divisor = _class_total("cross_entropy", target_weights)
+            divisor = class_total("cross_entropy", target_weights)
         scale = np.broadcast_to(position_scale(grad, ctx.reduction, divisor), target.shape)
         dx = np.empty_like(rows)
         _softmax_cross_entropy_kernels(rows.size >= _PARALLEL_WORK).grad(
@@ -591,7 +513,7 @@ def cross_entropy(
         target = np.asarray(target)
     single = loss_array(logits).ndim == 1  # one sample (C,): PyTorch's unbatched form
     if single:
-        logits, target = _one_sample(caller, logits, target, probabilities=True)
+        logits, target = one_sample(caller, logits, target, probabilities=True)
     out = SoftmaxCrossEntropy.apply(
         logits,
         target,
@@ -599,83 +521,5 @@ def cross_entropy(
         reduction=reduction,
         ignore_index=int(ignore_index),
         label_smoothing=float(label_smoothing),
-    )
-    return reshape(out, ()) if single and reduction == "none" else out
-
-
-class NLLLoss(Op):
-    """Negative log-likelihood of class indices: -w[target] * log_probs[target] per position, 0
-    where target == ignore_index. Its gradient is -s * w[target] at the target class and 0 at the
-    others (s: the upstream gradient, over D for 'mean')."""
-
-    name = "nll_loss"
-    inputs = ("log_probs", "target", "weight")
-    attrs = ("reduction", "ignore_index")
-    saved = ("target", "weight")
-    grad_kernel = "NLLLossGrad"
-
-    @staticmethod
-    def forward(ctx, log_probs, target, weight):
-        xp, caller = ctx.xp, "nll_loss"
-        check_floating(caller, log_probs=log_probs)
-        if log_probs.ndim < 2:
-            raise ShapeError(f"{caller}: log_probs {log_probs.shape} need a class axis 1")
-        _check_class_target(caller, log_probs, target, weight)
-        _check_class_range(caller, target, log_probs.shape[1], ctx.ignore_index)
-        valid, safe, target_weights = _class_weights(
-            xp, target, weight, ctx.ignore_index, log_probs.dtype
-        )
-        picked = xp.take_along_axis(log_probs, xp.expand_dims(safe, 1), axis=1).squeeze(1)
-        losses = -target_weights * xp.where(valid, picked, 0)
-        ctx.save(target=target, weight=weight)
-        if ctx.reduction == "mean":
-            return reduce_losses(losses, "mean", _class_total(caller, target_weights))
-        return reduce_losses(losses, ctx.reduction)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dlog_probs = -s * w[target] at the target class, 0 at the others and where ignored.
-
-        s = grad, or grad / D for 'mean' (D: the summed w[target] of the non-ignored targets).
-        Linear in grad: the second derivative in log_probs is 0 (target and weight constants)."""
-        xp = device_module(ctx)  # target and weight are constants
-        shape, dtype = ctx.shapes[0], ctx.dtypes[0]
-        weight = array_of(ctx.weight)
-        _, safe, target_weights = _class_weights(
-            xp, array_of(ctx.target), weight, ctx.ignore_index, dtype
-        )
-        divisor = _class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
-        scale = position_scale(grad, ctx.reduction, divisor)
-        picked = ctx.xp.expand_dims(-scale * target_weights, 1)
-        return _placed_along_classes(xp, shape, dtype, xp.expand_dims(safe, 1), picked), None, None
-
-
-def _placed_along_classes(xp, shape, dtype, index, values):
-    """Zeros of `shape` with `values` put along the class axis 1 at `index` (each (N, 1, d1,
-    ...)), as numpy's put_along_axis, which writes only in place: a Tensor of values
-    (create_graph) cannot go in, so for one the scatter is recorded as getitem_grad, whose own
-    gradient reads the values back at the index. xp: the device's array module."""
-    if isinstance(values, Tensor):
-        return GetItemGrad.apply(values, shape=tuple(shape), index=along(xp, index, 1))
-    placed = xp.zeros(shape, dtype)
-    xp.put_along_axis(placed, index, values, axis=1)
-    return placed
-
-
-def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean"):
-    """Negative log-likelihood loss, as PyTorch's F.nll_loss: log_probs (N, C), (N, C, d1, ...)
-    or (C,); target class indices shaped like log_probs without axis 1 (0-d or (1,) for (C,));
-    weight (C,) a constant. 'mean' divides by the summed weights of the non-ignored targets
-    (raises where that is 0). Its own op (NLLLossGrad): a gather forward, a scatter backward."""
-    caller = "nll_loss"
-    check_reduction(caller, reduction)
-    check_constant(caller, weight=weight)
-    if not isinstance(target, Tensor) and not backend.is_array(target):
-        target = np.asarray(target)
-    single = loss_array(log_probs).ndim == 1
-    if single:
-        log_probs, target = _one_sample(caller, log_probs, target, probabilities=False)
-    out = NLLLoss.apply(
-        log_probs, target, weight, reduction=reduction, ignore_index=int(ignore_index)
     )
     return reshape(out, ()) if single and reduction == "none" else out

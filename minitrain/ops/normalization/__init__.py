@@ -3,7 +3,9 @@
 from types import ModuleType as _ModuleType
 
 from .batch import *  # noqa: F403
+from .group import *  # noqa: F403
 from .layer import *  # noqa: F403
+from .rms import *  # noqa: F403
 
 __all__ = [
     name

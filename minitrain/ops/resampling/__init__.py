@@ -3,6 +3,9 @@
 from types import ModuleType as _ModuleType
 
 from .interpolation import *  # noqa: F403
+from .patches import *  # noqa: F403
+from .shuffle import *  # noqa: F403
+from .unpooling import *  # noqa: F403
 
 __all__ = [
     name

@@ -3,7 +3,8 @@
 from types import ModuleType as _ModuleType
 
 from .attention import *  # noqa: F403
-from .recurrent import *  # noqa: F403
+from .gru import *  # noqa: F403
+from .lstm import *  # noqa: F403
 
 __all__ = [
     name

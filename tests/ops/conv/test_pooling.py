@@ -2,7 +2,7 @@
 ceil_mode's last window, count_include_pad, divisor_override, adaptive windows), the gradient
 kernels called directly against PyTorch, the numba kernels against the numpy ones, and the
 errors. (Gradchecks and PyTorch comparisons of the ops run from their samples,
-tests/samples/convolution/pooling.py and adaptive_pooling.py.)"""
+tests/samples/convolution/max_pooling.py, average_pooling.py and adaptive_pooling.py.)"""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from minitrain import backend, ops
 from minitrain.errors import DTypeError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's name for it)
 
-pooling = importlib.import_module("minitrain.ops.convolution.pooling")
+max_pooling = importlib.import_module("minitrain.ops.convolution.max_pooling")
+average_pooling = importlib.import_module("minitrain.ops.convolution.average_pooling")
 window_module = importlib.import_module("minitrain.ops.convolution.window")
 
 
@@ -344,7 +345,8 @@ POOLS = [
 @pytest.mark.parametrize("name, shape, call", POOLS, ids=[p[0] for p in POOLS])
 def test_numba_pooling_matches_numpy(monkeypatch, name, shape, call, parallel, dtype):
     if parallel:  # these inputs are small: make the parallel build run anyway
-        monkeypatch.setattr(pooling, "_PARALLEL_WORK", 0)
+        monkeypatch.setattr(max_pooling, "_PARALLEL_WORK", 0)
+        monkeypatch.setattr(average_pooling, "_PARALLEL_WORK", 0)
     rng = np.random.default_rng(5)
     values = rng.standard_normal(shape).astype(dtype)
     upstream = None
@@ -382,7 +384,7 @@ def test_numba_max_pool_picks_the_numpy_element_among_ties_and_nans(
     monkeypatch, geometry, parallel, dtype
 ):
     if parallel:
-        monkeypatch.setattr(pooling, "_PARALLEL_WORK", 0)
+        monkeypatch.setattr(max_pooling, "_PARALLEL_WORK", 0)
     (kernel, strides, pads, dilations, ceil_mode), shape = MAX_GEOMETRIES[geometry]
     rng = np.random.default_rng(11)
     values = rng.integers(-3, 4, shape).astype(dtype)  # many ties
@@ -390,9 +392,9 @@ def test_numba_max_pool_picks_the_numpy_element_among_ties_and_nans(
     values[rng.random(shape) < 0.05] = -np.inf
     window = window_module.pool_window("t", shape, kernel, strides, pads, dilations, ceil_mode)
     with backend.use_numba(True):
-        y_numba, at_numba = pooling.max_pool_forward(values, window)
+        y_numba, at_numba = max_pooling.max_pool_forward(values, window)
     with backend.use_numba(False):
-        y, at = pooling.max_pool_forward(values, window)
+        y, at = max_pooling.max_pool_forward(values, window)
     assert y_numba.dtype == dtype and at_numba.dtype == np.int64
     np.testing.assert_array_equal(y_numba, y)
     np.testing.assert_array_equal(at_numba, at)

@@ -9,12 +9,12 @@ import pytest
 
 from minitrain import backend
 from minitrain.ops.normalization import batch as batch_normalization
-from minitrain.ops.normalization import layer as layer_normalization
+from minitrain.ops.normalization import rows as row_normalization
 
 # each module's factory of numba kernels
 KERNEL_FACTORIES = [
     (batch_normalization, "_batch_norm_kernels"),
-    (layer_normalization, "_row_kernels"),
+    (row_normalization, "_row_kernels"),
 ]
 
 

@@ -15,7 +15,7 @@ from normalization_cases import CASES, assert_all_close, run
 import minitrain as mt
 from minitrain import backend, ops
 from minitrain.ops.normalization import batch as batch_normalization
-from minitrain.ops.normalization import layer as layer_normalization
+from minitrain.ops.normalization import rows as row_normalization
 
 LAYOUTS = {
     "contiguous": lambda a: a,
@@ -65,7 +65,7 @@ def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(
     x, weight, bias, dy = case.make(dtype, seed=6, affine=True)
     module, factory = (batch_normalization, "_batch_norm_kernels")
     if case.op != "batch_norm":
-        module, factory = layer_normalization, "_row_kernels"
+        module, factory = row_normalization, "_row_kernels"
     builds = record_builds(module, factory)
     results = {}
     # at the threshold (x.size) the parallel builds run, one above it the serial ones

@@ -11,6 +11,7 @@ import minitrain as mt
 from minitrain import backend, ops
 from minitrain.ops.normalization import batch as batch_normalization
 from minitrain.ops.normalization import layer as layer_normalization
+from minitrain.ops.normalization import rms as rms_normalization
 
 GRAD_KERNELS = {
     "batch_norm": "BatchNormalizationGrad",
@@ -32,7 +33,9 @@ WIRING = {
 def test_backward_calls_its_kernel_with_what_forward_saved(monkeypatch, case):
     kernel_name, saved_names = WIRING[case.op]
     calls = []
-    module = batch_normalization if case.op == "batch_norm" else layer_normalization
+    module = {"batch_norm": batch_normalization, "rms_norm": rms_normalization}.get(
+        case.op, layer_normalization
+    )
     kernel = getattr(module, kernel_name)
     monkeypatch.setattr(module, kernel_name, lambda *args: calls.append(args) or kernel(*args))
     x, weight, bias, dy = case.make()
