@@ -8,10 +8,11 @@ Each backward calls its public kernel (`relu_grad`, `tanh_grad`, ...): a plain a
 numpy or CuPy in and out, callable on its own. Sigmoid, tanh and leaky relu save their forward
 *output*: their gradients need only that, so the input can be freed. Relu and gelu (both forms)
 also have numba kernels, which run instead on the CPU when numba is enabled (serial builds for
-small inputs, parallel loops for large ones: see _PARALLEL_ELEMENTS). Each op's
-tensor_backward, which create_graph runs, is its kernel's formula in tensor ops (exact gelu's
-reads Phi through the NormalCdf op, so every derivative has one again). softmax and log_softmax
-live in ops/softmax_family.py, PyTorch's other activations in ops/pytorch_activations.py, and
+small inputs, parallel loops for large ones: see _PARALLEL_ELEMENTS). Each kernel is written
+with `backend.array_module` of its arguments, so the backward that calls it serves create_graph
+too: handed Tensors, it records itself (the sigmoids in it as the sigmoid op, exact gelu's Phi as
+the erfc op), and every derivative has a form in ops again. softmax and log_softmax live in
+ops/softmax_family.py, PyTorch's other activations in ops/pytorch_activations.py, and
 the special functions they compute with (erfc, the normal CDF, the stable sigmoid) in
 ops/special.py.
 """
@@ -31,8 +32,6 @@ from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import NOT_BOOL, check_real, check_same_shape, require_kind
 from ..core.op import Op, as_tensor
-from ..pointwise.arithmetic import clip, exp
-from ..pointwise.masking import where
 from .special import SQRT1_2, normal_cdf, stable_sigmoid
 
 __all__ = [
@@ -114,14 +113,9 @@ class Relu(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad where x > 0, else 0 (a select: NaN grad where x <= 0 gives 0)."""
+        """dx = grad where x > 0, else 0 (a select: NaN grad where x <= 0 gives 0). The mask
+        is a constant, the select linear in grad: the second derivative in x is 0."""
         return relu_grad(grad, ctx.x)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """dx = grad where x > 0, else 0: a select on a constant mask, linear in grad; the
-        second derivative in x is 0 (relu is piecewise linear)."""
-        return where(ctx.x.data > 0, grad, 0.0)
 
     @staticmethod
     def numba_forward(ctx, x):
@@ -200,14 +194,9 @@ class LeakyRelu(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad where out > 0, else alpha * grad (out > 0 exactly where x > 0)."""
+        """dx = grad where out > 0, else alpha * grad (out > 0 exactly where x > 0). out only
+        picks the side, a constant mask: the second derivative in x is 0."""
         return leaky_relu_grad(grad, ctx.out, ctx.alpha)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """dx = grad where out > 0, else alpha * grad: a constant mask, so the second derivative
-        in x is 0 (leaky relu is piecewise linear)."""
-        return where(ctx.out.data > 0, grad, grad * ctx.alpha)
 
 
 def leaky_relu(x, alpha: float = 0.01) -> Tensor:
@@ -238,13 +227,9 @@ class Sigmoid(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad * out * (1 - out)."""
+        """dx = grad * out * (1 - out); out in the graph under create_graph, so sigmoid'' =
+        s (1 - s) (1 - 2 s)."""
         return sigmoid_grad(grad, ctx.out)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """dx = grad * out * (1 - out), out in the graph: sigmoid'' = s (1 - s) (1 - 2 s)."""
-        return grad * ctx.out * (1 - ctx.out)
 
 
 def sigmoid(x) -> Tensor:
@@ -274,13 +259,9 @@ class Tanh(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad * (1 - out * out)."""
+        """dx = grad * (1 - out * out); out in the graph under create_graph, so tanh'' =
+        -2 t (1 - t^2)."""
         return tanh_grad(grad, ctx.out)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """dx = grad * (1 - out * out), out in the graph: tanh'' = -2 t (1 - t^2)."""
-        return grad * (1 - ctx.out * ctx.out)
 
 
 def tanh(x) -> Tensor:
@@ -318,13 +299,6 @@ class QuickGelu(Op):
     def backward(ctx, grad):
         """dx = grad * s * (1 + v * (1 - s)), v = alpha * x, s = sigmoid(v)."""
         return quick_gelu_grad(grad, ctx.x, ctx.alpha)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """quick_gelu_grad's formula in tensor ops, s through the sigmoid op."""
-        v = ctx.x * ctx.alpha
-        s = sigmoid(v)
-        return grad * s * (1 + v * (1 - s))
 
 
 def quick_gelu(x, alpha: float = 1.702) -> Tensor:
@@ -374,38 +348,6 @@ def gelu_grad(dY, X, approximate: str = "none"):
     return dY * (0.5 * (1 + t) + slope)
 
 
-def _normal_pdf(x_tail: Tensor) -> Tensor:
-    """phi(x) = exp(-x^2 / 2) / sqrt(2 pi) in tensor ops, x clipped to +-_GAUSSIAN_TAIL by the
-    caller (x * x cannot overflow there, and phi is 0 beyond)."""
-    return exp(x_tail * x_tail * -0.5) * _INV_SQRT_2PI
-
-
-class NormalCdf(Op, register=False):
-    """Phi(x), the standard normal CDF, as an op (not a public one): the exact gelu's
-    tensor_backward reads it. Its derivative phi(x) is in tensor ops, so gelu has derivatives of
-    every order."""
-
-    name = "normal_cdf"
-    inputs = ("x",)
-    saved = ("x",)
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save(x=x)
-        return normal_cdf(ctx.xp, x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = grad * phi(x)."""
-        x_tail = ctx.xp.clip(ctx.x, -_GAUSSIAN_TAIL, _GAUSSIAN_TAIL)
-        return grad * (ctx.xp.exp(x_tail * x_tail * -0.5) * _INV_SQRT_2PI)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """dx = grad * phi(x) in tensor ops."""
-        return grad * _normal_pdf(clip(ctx.x, -_GAUSSIAN_TAIL, _GAUSSIAN_TAIL))
-
-
 class Gelu(Op):
     """x * Phi(x), Phi the standard normal CDF (exact, through erfc), or its tanh approximation
     x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). On the CPU with numba enabled, either
@@ -428,21 +370,10 @@ class Gelu(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad * (Phi(x) + x * phi(x)); the tanh form's derivative: see gelu_grad."""
+        """dx = grad * (Phi(x) + x * phi(x)); the tanh form's derivative: see gelu_grad. Under
+        create_graph Phi is the erfc op's, so gelu'' = phi(x) (2 - x^2) for the exact form, and
+        every further derivative has a form in ops too."""
         return gelu_grad(grad, ctx.x, ctx.approximate)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """gelu_grad's formulas in tensor ops: Phi through the NormalCdf op, so that every
-        derivative has a form in tensor ops again (gelu'' = phi(x) (2 - x^2) for the exact form)."""
-        x = ctx.x
-        x_tail = clip(x, -_GAUSSIAN_TAIL, _GAUSSIAN_TAIL)  # flat where the density terms are 0
-        if ctx.approximate == "none":
-            return grad * (NormalCdf.apply(x) + x * _normal_pdf(x_tail))
-        x_sq = x_tail * x_tail
-        t = tanh(_SQRT_2_OVER_PI * x_tail * (1 + _GELU_TANH_CUBIC * x_sq))
-        slope = 0.5 * x_tail * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * _GELU_TANH_CUBIC * x_sq)
-        return grad * (0.5 * (1 + t) + slope)
 
     @staticmethod
     def numba_forward(ctx, x):

@@ -4,13 +4,14 @@ Op by op: hardtanh (relu6), elu (selu, celu), softplus, mish, hardswish, hardsig
 softsign and prelu as ops, and tanhshrink and glu composed from ops.
 
 Each op saves its input x; its backward formulas, at the kinks too, are PyTorch's (see each
-op). Its tensor_backward, which create_graph runs, is the same formula in tensor ops, the masks
-of its selects constants; where a second derivative jumps (elu at 0, softplus at its
-threshold), its value there is PyTorch's too.
+op). Written with ctx.xp, each backward serves create_graph too (handed Tensors, it records
+itself), the masks of its selects constants; where a second derivative jumps (elu at 0, softplus
+at its threshold), its value there is PyTorch's too.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -20,8 +21,6 @@ from ...tensor import Tensor
 from ..core.checks import check_real, normalize_one_axis
 from ..core.op import Op, as_tensor, shape_of
 from ..pointwise import arithmetic as elementwise
-from ..pointwise.arithmetic import exp
-from ..pointwise.masking import where
 from ..shapes.shape import split
 from .activation import floating_input, sigmoid, tanh
 from .special import stable_sigmoid, stable_softplus
@@ -53,6 +52,15 @@ def _check_limit(caller: str, name: str, value) -> float:
     return float(value)
 
 
+@functools.cache
+def _largest_below(kink: float, dtype: np.dtype):
+    """The largest number of `dtype` below `kink`: a backward that reads x through
+    minimum(x, _largest_below(kink)) reads x itself wherever x < kink and a constant from the
+    kink on, with no tie at the kink (where minimum would split the slope evenly)."""
+    with np.errstate(over="ignore"):  # a kink past the dtype's range: inf, below which is its max
+        return np.nextafter(dtype.type(kink), dtype.type(-np.inf))
+
+
 class Hardtanh(Op):
     """x clipped to [min_val, max_val]; relu6 is hardtanh(x, 0, 6)."""
 
@@ -68,15 +76,10 @@ class Hardtanh(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad where min_val < x < max_val, else 0 (0 at both kinks, as PyTorch)."""
+        """dx = grad where min_val < x < max_val, else 0 (0 at both kinks, as PyTorch). The
+        mask is a constant, the select linear in grad: the second derivative in x is 0."""
         x = ctx.x
         return ctx.xp.where((x > ctx.min_val) & (x < ctx.max_val), grad, 0)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """The same select on a constant mask, linear in grad: the second derivative in x is 0."""
-        x = ctx.x.data
-        return where((x > ctx.min_val) & (x < ctx.max_val), grad, 0.0)
 
 
 _INT64 = np.iinfo(np.int64)
@@ -172,20 +175,15 @@ class Elu(Op):
     def backward(ctx, grad):
         """dx = grad * scale * (1 for x > 0, else alpha * c * exp(c * x)), c = input_scale.
 
-        At x = 0 the second form, as PyTorch: alpha for elu, scale * alpha for selu, 1 for celu."""
-        xp, x = ctx.xp, ctx.x
-        slope = ctx.alpha * ctx.input_scale * xp.exp(xp.minimum(x, 0) * ctx.input_scale)
-        return grad * (ctx.scale * xp.where(x > 0, 1, slope))
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's slope in tensor ops: exp reads x where x < 0 and a constant 0 elsewhere, so
-        the second derivative is scale * alpha * c^2 * exp(c * x) for x < 0 and 0 from x = 0 on
-        (PyTorch's choice at the kink, where the first derivative takes the left form)."""
-        x, c = ctx.x, ctx.input_scale
-        negative_part = where(x.data < 0, x, 0.0)
-        slope = exp(negative_part * c) * (ctx.scale * ctx.alpha * c)
-        return grad * where(x.data > 0, ctx.scale, slope)
+        At x = 0 the second form, as PyTorch: alpha for elu, scale * alpha for selu, 1 for celu.
+        The second derivative is scale * alpha * c^2 * exp(c * x) for x < 0 and 0 from x = 0 on
+        (PyTorch's choice at the kink): exp reads min(x, z), z the largest negative number of
+        x's dtype, which is x itself wherever x < 0 and from 0 on a constant whose exp is 1 (a
+        min with 0 would split the slope at 0 evenly; a select would cost a compare more)."""
+        xp, x, c = ctx.xp, ctx.x, ctx.input_scale
+        negative_part = xp.minimum(x, _largest_below(0, x.dtype))
+        slope = xp.exp(negative_part * c) * (ctx.scale * ctx.alpha * c)
+        return grad * xp.where(x > 0, ctx.scale, slope)
 
 
 def elu(x, alpha: float = 1.0) -> Tensor:
@@ -234,19 +232,17 @@ class Softplus(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad * sigmoid(beta * x), and grad where beta * x > threshold."""
-        scaled = ctx.x * ctx.beta
-        return ctx.xp.where(scaled > ctx.threshold, grad, grad * stable_sigmoid(ctx.xp, scaled))
+        """dx = grad * sigmoid(beta * x), and grad where beta * x > threshold.
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's select in tensor ops: the second derivative is grad * beta * s * (1 - s)
-        where beta * x < threshold, 0 from it on (PyTorch's choice: at the threshold the first
-        derivative is the sigmoid's, read from x as a constant)."""
+        The second derivative is grad * beta * s * (1 - s) where beta * x < threshold, 0 from it
+        on (PyTorch's choice: at the threshold the first derivative is the sigmoid's, of a
+        constant). So the sigmoid reads min(beta * x, t), t the largest number of x's dtype below
+        the threshold: beta * x itself below the threshold, from it on a constant whose sigmoid
+        is the threshold's to within a rounding (one min pass, cheaper than a select)."""
+        xp = ctx.xp
         scaled = ctx.x * ctx.beta
-        values = scaled.data
-        curved = where(values < ctx.threshold, scaled, values)
-        return where(values > ctx.threshold, grad, grad * sigmoid(curved))
+        curved = xp.minimum(scaled, _largest_below(ctx.threshold, scaled.dtype))
+        return xp.where(scaled > ctx.threshold, grad, grad * stable_sigmoid(xp, curved))
 
 
 def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -280,13 +276,6 @@ class Mish(Op):
         t = xp.tanh(stable_softplus(xp, x))
         return grad * (t + x * stable_sigmoid(xp, x) * (1 - t * t))
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's formula in tensor ops; softplus without its switch to x (threshold inf)."""
-        x = ctx.x
-        t = tanh(softplus(x, 1.0, math.inf))
-        return grad * (t + x * sigmoid(x) * (1 - t * t))
-
 
 def mish(x) -> Tensor:
     """x * tanh(softplus(x)), stable for any x."""
@@ -309,18 +298,11 @@ class Hardswish(Op):
     def backward(ctx, grad):
         """dx = 0 for x <= -3, grad * (x / 3 + 1/2) for -3 < x < 3, grad for x >= 3.
 
-        PyTorch's choice at the kinks: 0 at x = -3, 1 at x = 3 (and at a NaN x)."""
+        PyTorch's choice at the kinks: 0 at x = -3, 1 at x = 3 (and at a NaN x). The second
+        derivative is grad / 3 for -3 < x < 3, 0 elsewhere."""
         xp, x = ctx.xp, ctx.x
         slope = xp.where(x < 3, x / 3 + 0.5, 1)
         return xp.where(x <= -3, 0, grad * slope)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's selects in tensor ops: the second derivative is grad / 3 for -3 < x < 3,
-        0 elsewhere."""
-        x = ctx.x
-        slope = where(x.data < 3, x / 3 + 0.5, 1.0)
-        return where(x.data <= -3, 0.0, grad * slope)
 
 
 def hardswish(x) -> Tensor:
@@ -345,15 +327,10 @@ class Hardsigmoid(Op):
         """dx = grad / 6 where -3 < x < 3, else 0 (0 at both kinks, as PyTorch).
 
         PyTorch's float64 kernel multiplies by 1/6 rounded to float32 (0.16666667163...); this
-        one divides by 6 exactly."""
+        one divides by 6 exactly. The mask is a constant, the select linear in grad: the second
+        derivative in x is 0."""
         x = ctx.x
         return ctx.xp.where((x > -3) & (x < 3), grad / 6, 0)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """The same select on a constant mask, linear in grad: the second derivative in x is 0."""
-        x = ctx.x.data
-        return where((x > -3) & (x < 3), grad / 6, 0.0)
 
 
 def hardsigmoid(x) -> Tensor:
@@ -378,11 +355,6 @@ class Logsigmoid(Op):
     def backward(ctx, grad):
         """dx = grad * sigmoid(-x) (= grad * (1 - sigmoid(x)), computed without cancellation)."""
         return grad * stable_sigmoid(ctx.xp, -ctx.x)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """dx = grad * sigmoid(-x), through the sigmoid op."""
-        return grad * sigmoid(-ctx.x)
 
 
 def logsigmoid(x) -> Tensor:
@@ -417,14 +389,9 @@ class Softsign(Op):
 
         PyTorch composes softsign (abs, add, div), whose gradient 1/b - |x|/b^2 (b = 1 + |x|)
         cancels for large |x|; this form keeps full relative accuracy (1e-60 at |x| = 1e30).
-        Divided twice: the square of 1 + |x| would overflow float32 from |x| = 2e19."""
+        Divided twice: the square of 1 + |x| would overflow float32 from |x| = 2e19. Its
+        derivative: softsign'' = -2 sign(x) / (1 + |x|)^3."""
         denominator = ctx.xp.abs(ctx.x) + 1
-        return grad / denominator / denominator
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's formula in tensor ops: softsign'' = -2 sign(x) / (1 + |x|)^3."""
-        denominator = ctx.x.abs() + 1
         return grad / denominator / denominator
 
 
@@ -442,9 +409,9 @@ def tanhshrink(x) -> Tensor:
 
 
 def _channel_weight(weight, ndim: int):
-    """PReLU's weight shaped to broadcast along axis 1 of an ndim input: one weight as a 0-d
-    array, C weights as (1, C, 1, ..., 1)."""
-    if weight.size == 1:
+    """PReLU's weight (an array, or a Tensor under create_graph) shaped to broadcast along axis
+    1 of an ndim input: one weight as 0-d, C weights as (1, C, 1, ..., 1)."""
+    if math.prod(weight.shape) == 1:
         return weight.reshape(())
     return weight.reshape((1, -1) + (1,) * (ndim - 2))
 
@@ -468,7 +435,8 @@ class Prelu(Op):
         """dx = grad where x > 0, else weight * grad; dweight = sum of grad * x where x <= 0.
 
         The weight's gradient is summed over every axis but the channel axis 1 (over all of
-        them for a single weight). At x = 0, dx = weight * grad, as PyTorch."""
+        them for a single weight). At x = 0, dx = weight * grad, as PyTorch. The mixed second
+        derivatives (dx in weight, dweight in x) are grad where x <= 0."""
         xp, x, weight = ctx.xp, ctx.x, ctx.weight
         positive = x > 0
         dx = dweight = None
@@ -476,27 +444,11 @@ class Prelu(Op):
             dx = xp.where(positive, grad, _channel_weight(weight, x.ndim) * grad)
         if ctx.needs_grad[1]:
             contributions = xp.where(positive, 0, grad * x)
-            if weight.size == 1:
+            if math.prod(weight.shape) == 1:
                 dweight = contributions.sum().reshape(weight.shape)
             else:
                 axes = tuple(a for a in range(x.ndim) if a != 1)
                 dweight = contributions.sum(axis=axes).reshape(weight.shape)
-        return dx, dweight
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's formulas in tensor ops, x and weight in the graph: the mixed second
-        derivatives (dx in weight, dweight in x) are grad where x <= 0."""
-        x, weight = ctx.x, ctx.weight
-        positive = x.data > 0
-        dx = dweight = None
-        if ctx.needs_grad[0]:
-            slopes = weight.reshape(_channel_weight(weight.data, x.ndim).shape)
-            dx = where(positive, grad, slopes * grad)
-        if ctx.needs_grad[1]:
-            contributions = where(positive, 0.0, grad * x)
-            axes = None if weight.numel() == 1 else tuple(a for a in range(x.ndim) if a != 1)
-            dweight = contributions.sum(axis=axes).reshape(weight.shape)
         return dx, dweight
 
 

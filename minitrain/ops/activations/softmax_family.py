@@ -1,9 +1,10 @@
 """softmax and log_softmax: their ops, gradient kernels (docs/kernels.md section 1) and numba.
 
 Both save their forward *output*: their gradients need only that, so the input can be freed (and
-their tensor_backward, which create_graph runs, differentiates through it). On the CPU with numba
-enabled, numba row kernels run both ways instead: they see the tensor as a C-contiguous
-(rows, cols) matrix, one softmax per row, and run their parallel build from _PARALLEL_ELEMENTS on.
+under create_graph their backward, the gradient kernel handed Tensors, differentiates through
+it). On the CPU with numba enabled, numba row kernels run both ways instead: they see the tensor
+as a C-contiguous (rows, cols) matrix, one softmax per row, and run their parallel build from
+_PARALLEL_ELEMENTS on.
 """
 
 from __future__ import annotations
@@ -206,15 +207,8 @@ class Softmax(_RowSoftmax):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = out * (grad - sum_axis(out * grad))."""
+        """dx = out * (grad - sum_axis(out * grad)); out in the graph under create_graph."""
         return softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """softmax_grad's formula in tensor ops, out in the graph."""
-        out = ctx.out
-        _, axes = _softmax_axes("softmax", out.ndim, ctx.axis, ctx.opset)
-        return out * (grad - (out * grad).sum(axis=axes, keepdims=True))
 
 
 def softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:
@@ -256,14 +250,9 @@ class LogSoftmax(_RowSoftmax):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad - exp(out) * sum_axis(grad)."""
+        """dx = grad - exp(out) * sum_axis(grad); out in the graph under create_graph (exp(out)
+        the softmax)."""
         return log_softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """log_softmax_grad's formula in tensor ops, out in the graph (exp(out) the softmax)."""
-        _, axes = _softmax_axes("log_softmax", ctx.out.ndim, ctx.axis, ctx.opset)
-        return grad - ctx.out.exp() * grad.sum(axis=axes, keepdims=True)
 
 
 def log_softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:

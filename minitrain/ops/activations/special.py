@@ -1,7 +1,9 @@
 """Array math the activations share: stable sigmoid and softplus, the normal CDF, numpy's erfc.
 
-Plain array functions, not ops: they record nothing. The xp ones take numpy or CuPy arrays;
-`erfc`, for numpy, which has none, computes it by Cody's rational approximations.
+Plain array functions, not ops. The xp ones take numpy or CuPy arrays, and, in a backward under
+create_graph, Tensors with xp the graph math (ops/core/graph_math.py), where they record ops, so
+that the backward formulas computing with them are differentiable again; `erfc`, for numpy,
+which has none, computes it by Cody's rational approximations.
 """
 
 from __future__ import annotations
@@ -11,26 +13,37 @@ import math
 import numpy as np
 
 from ... import backend
+from ...tensor import Tensor
 
 SQRT1_2 = 1.0 / math.sqrt(2.0)  # 1 / sqrt(2): Phi(x) = erfc(-x * SQRT1_2) / 2
 
 
 def stable_sigmoid(xp, x):
     """1 / (1 + exp(-x)) in the stable two-branch form: with e = exp(-|x|) <= 1 (never
-    overflows), 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0. Exact 0 and 1 in the tails."""
+    overflows), 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0. Exact 0 and 1 in the tails.
+
+    A Tensor x (xp the graph math) gets the sigmoid op, the graph math's `expit`: this form's
+    slope at x = 0 would be abs's there, 0, where the sigmoid's is 1/4."""
+    if isinstance(x, Tensor):
+        return xp.expit(x)
     e = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1, e) / (1 + e)
 
 
 def stable_softplus(xp, v):
     """log(1 + exp(v)) as max(v, 0) + log1p(exp(-|v|)): exp never overflows, log1p keeps the
-    small values exact."""
+    small values exact. Recorded for Tensors, its slope is right at v = 0 too: maximum's tie
+    gives half, abs's slope 0, and sigmoid(0) = 1/2."""
     return xp.maximum(v, 0) + xp.log1p(xp.exp(-xp.abs(v)))
 
 
 def normal_cdf(xp, x):
     """Phi(x) = erfc(-x / sqrt(2)) / 2, in x's dtype. erfc rather than 1 + erf(x / sqrt(2)) keeps
-    full relative accuracy in the left tail, where 1 + erf cancels."""
+    full relative accuracy in the left tail, where 1 + erf cancels. numpy's arrays through
+    `erfc` below, in float64; CuPy's through cupyx's; a Tensor x (xp the graph math) through
+    the erfc op, so that Phi's derivative phi is recorded too, and so on to any order."""
+    if isinstance(x, Tensor):
+        return 0.5 * xp.erfc(-SQRT1_2 * x)  # the op keeps x's dtype
     if xp is np:
         return (0.5 * erfc(-SQRT1_2 * np.asarray(x, np.float64))).astype(x.dtype, copy=False)
     return (0.5 * backend.special(xp).erfc(-SQRT1_2 * x)).astype(x.dtype, copy=False)

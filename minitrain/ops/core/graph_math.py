@@ -138,6 +138,12 @@ class GraphMath:
     flip = _recorded(shapes.flip)
     reshape = _recorded(shapes.reshape)
     cumsum = _recorded(reductions.cumsum)
+
+    def cumprod(self, x, axis=None):
+        if isinstance(x, Tensor):
+            return reductions.cumprod(x, axis)
+        return self.xp.cumprod(x, axis=axis)
+
     sum = _reduction(reductions.sum, "sum")  # noqa: A003
     mean = _reduction(reductions.mean, "mean")
 
@@ -164,6 +170,13 @@ class GraphMath:
         if isinstance(x, Tensor):
             return pointwise.erfc(x)
         return backend.special(self.xp).erfc(x)
+
+    def expit(self, x):
+        """The logistic sigmoid (scipy.special's name): the sigmoid op, whose slope s (1 - s)
+        holds at 0 too (stable_sigmoid's two-branch form would take abs's slope there, 0)."""
+        if isinstance(x, Tensor):
+            return activations.sigmoid(x)
+        return activations.special.stable_sigmoid(self.xp, x)
 
     def where(self, condition, a, b):
         if isinstance(a, Tensor) or isinstance(b, Tensor):
@@ -233,6 +246,8 @@ class GraphMath:
     isinf = _constant("isinf")
     isfinite = _constant("isfinite")
     equal = _constant("equal")
+    greater = _constant("greater")
+    less = _constant("less")
     argsort = _constant("argsort")
     logical_and = _constant("logical_and")
     logical_or = _constant("logical_or")
