@@ -1,7 +1,7 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
 # allocator first: it sets malloc's thresholds before minitrain makes any array
-from . import allocator, cuda, data, distributed, functions, nn, ops, optim, train, viz
+from . import cuda, data, distributed, functions, nn, ops, optim, train, viz
 from .autograd import Tape, grad
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.gradcheck import gradcheck, gradgradcheck
@@ -34,6 +34,7 @@ from .creation import (
 from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
 from .io import load, save
 from .ops import concat, matmul, maximum, minimum, stack, where
+from .runtime import allocator
 from .tensor import Tensor
 
 cat = concat

@@ -6,10 +6,6 @@ hessian, hvp, vhp), which is built from ops and so imported by the package once 
 The grad modes are re-exported here as PyTorch has them: `minitrain.autograd.no_grad`, ..."""
 
 from .api import backward, grad, root_grads
-from .hooks import RemovableHandle
-from .node import BackwardScope, Node, unbroadcast
-from .tape import Tape, distinct_bytes
-from .walk import graph_nodes, propagate, replay_backward
 from .grad_mode import (
     detect_anomaly,
     enable_grad,
@@ -19,6 +15,10 @@ from .grad_mode import (
     set_detect_anomaly,
     set_grad_enabled,
 )
+from .hooks import RemovableHandle
+from .node import BackwardScope, Node, unbroadcast
+from .tape import Tape, distinct_bytes
+from .walk import graph_nodes, propagate, replay_backward
 
 __all__ = [
     "BackwardScope",

@@ -10,8 +10,8 @@ import weakref
 import numpy as np
 
 from .. import distributed
-from ..autograd.hooks import queue_callback, register_gradient_ready_hook
 from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.hooks import queue_callback, register_gradient_ready_hook
 from ..errors import ArgumentError, DeviceError, DistributedError, DTypeError
 from ..tensor import Tensor
 from .module import Module

@@ -18,11 +18,9 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "minitrain"
 LAYERS = {
     "foundation": (
         "minitrain.errors",
-        "minitrain.environment",
-        "minitrain.allocator",
+        "minitrain.runtime",
         "minitrain.backend",
         "minitrain.cuda",
-        "minitrain.threads",
         # in autograd/ with the engine, but below Tensor, which reads its mode and versions
         "minitrain.autograd.versions",
         "minitrain.autograd.grad_mode",

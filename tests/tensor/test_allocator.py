@@ -22,7 +22,7 @@ _PROGRAM = """
 import json, resource
 import numpy as np
 import minitrain
-from minitrain import allocator
+from minitrain.runtime import allocator
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 for _ in range(3):

@@ -2,11 +2,10 @@
 
 The batch goes through in chunks of images, in the column layout that makes the GEMMs fastest
 (Columns): each chunk's columns are written by im2col and read by the GEMM while still in the
-last-level cache. A big batch's chunks run side by side, one thread per core BLAS uses, each GEMM
-on one core (minitrain.threads), so that the serial kernels between the GEMMs run in parallel
-too. On a GPU there is no cache to stay in and no thread to share: chunks would only multiply
-the kernel launches, so the whole batch goes through in one (bounded only by device memory).
-"""
+last-level cache. A big batch's chunks run side by side, one thread per core BLAS uses, each GEMM on
+one core (minitrain.runtime.threads), so that the serial kernels between the GEMMs run in parallel
+too. On a GPU there is no cache to stay in and no thread to share: chunks would only multiply the
+kernel launches, so the whole batch goes through in one (bounded only by device memory)."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import backend
-from ...threads import side_by_side, side_by_side_threads
+from ...runtime.threads import side_by_side, side_by_side_threads
 from .columns import Columns
 from .window import Window
 
@@ -51,12 +50,12 @@ def _shares(N: int, chunk_bytes, threads: int, xp=np) -> list[list[slice]]:
 
 
 def _thread_count(xp, N: int, chunk_bytes, weight_bytes: int) -> int:
-    """Threads to run the batch's chunks on: as many as minitrain.threads has (BLAS's, on the
-    main thread), where the whole batch's buffers, chunk_bytes(N), take at least
-    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU). At most one per image, and only as many
-    as have their smallest working sets fit _COL_CHUNK_BYTES together: a one-image chunk's
-    buffers and, in the backward, dW's sum and product (so that memory does not grow with the
-    cores where one image fills the budget)."""
+    """Threads to run the batch's chunks on: as many as minitrain.runtime.threads has (BLAS's, on
+    the main thread), where the whole batch's buffers, chunk_bytes(N), take at least
+    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU). At most one per image, and only as many as have
+    their smallest working sets fit _COL_CHUNK_BYTES together: a one-image chunk's buffers and, in
+    the backward, dW's sum and product (so that memory does not grow with the cores where one image
+    fills the budget)."""
     if xp is not np or N < 2 or chunk_bytes(N) < _SIDE_BY_SIDE_BYTES:
         return 1
     fitting = _COL_CHUNK_BYTES // (chunk_bytes(1) + 2 * weight_bytes)
@@ -96,7 +95,7 @@ def _stacked_weights(W, group: int, columns: Columns):
 
 class Chunked(NamedTuple):
     """What conv and conv_grad both set up: the layout, W stacked for it, the batch's chunks,
-    one share of them per thread (see minitrain.threads), and each thread's buffers a chunk
+    one share of them per thread (see minitrain.runtime.threads), and each thread's buffers a chunk
     works in, its columns (group, C/group * Kc, width(n)) and the rows the GEMM multiplies
     them with, (group, S * M/group, width(n)): the GEMM's output in the forward, dY once per
     shift in the backward."""

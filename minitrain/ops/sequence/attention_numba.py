@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ... import backend
-from ...threads import side_by_side, side_by_side_threads
+from ...runtime.threads import side_by_side, side_by_side_threads
 from ..core import numba_math
 from .attention_blocks import generic_backward
 
@@ -247,7 +247,7 @@ def _mask_block(bias3, r0: int, r1: int, c0: int, c1: int):
 def numba_forward(xp, q5, k5, v5, bias5, causal: bool, scale: float, keep5, keep_scale):
     """generic_forward's (out, lse) by the numba row kernels and BLAS: per chunk of heads, a
     block of query rows against a block of keys at a time (online softmax across key blocks),
-    the chunks shared among threads (minitrain.threads)."""
+    the chunks shared among threads (minitrain.runtime.threads)."""
     q4, k4, v4, bias3, mask_of, keep4 = _flat_heads(q5, k5, v5, bias5, keep5)
     heads, groups, length, _ = q4.shape
     keys = k4.shape[-2]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from minitrain import threads as threads_module
+from minitrain.runtime import threads as threads_module
 
 chunking = importlib.import_module("minitrain.ops.convolution.chunking")
 convolution = importlib.import_module("minitrain.ops.convolution.standard")

@@ -1,4 +1,4 @@
-"""minitrain.threads: chunks side by side, BLAS held to one thread meanwhile and given back."""
+"""minitrain.runtime.threads: chunks side by side, BLAS held to one thread meanwhile, given back."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from minitrain import threads
+from minitrain.runtime import threads
 
 
 @pytest.fixture
