@@ -20,9 +20,7 @@ from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, normalize_axis, normalize_one_axis, require_kind
 from ..core.op import Op, shape_of, value_of
 from ..pointwise import arithmetic as elementwise
-from ..pointwise.masking import where
 from ..shapes.indexing import gather
-from ..shapes.shape import broadcast_to, flip, permute
 
 __all__ = [
     "all",
@@ -43,8 +41,8 @@ __all__ = [
 
 
 def _kept(ctx, grad):
-    """The upstream gradient with the reduced dims back in place (size 1): an array, or a
-    Tensor in a tensor_backward."""
+    """The upstream gradient (or the saved output) with the reduced dims back in place (size
+    1): an array, or a Tensor under create_graph."""
     if ctx.keepdims:
         return grad
     return grad.reshape(tuple(1 if d in ctx.axis else n for d, n in enumerate(ctx.shapes[0])))
@@ -93,10 +91,6 @@ class Sum(Op):
         """dx = grad broadcast back over the summed axes."""
         return ctx.xp.broadcast_to(_kept(ctx, grad), ctx.shapes[0])
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return broadcast_to(_kept(ctx, grad), ctx.shapes[0])
-
 
 def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 (the op's name)
     """Sum over axis; integer and bool x sum to int64, as in PyTorch."""
@@ -119,18 +113,8 @@ class Mean(Op):
         """dx = grad / M broadcast back over the reduced axes, M the count of values averaged
         (none: x is empty, and so is dx)."""
         shape = ctx.shapes[0]
-        count = _count(shape, ctx.axis)
-        if not count:
-            return ctx.xp.zeros(shape, grad.dtype)
+        count = _count(shape, ctx.axis) or 1  # none: the broadcast is empty, whatever it holds
         return ctx.xp.broadcast_to(_kept(ctx, grad) / count, shape)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        shape = ctx.shapes[0]
-        count = _count(shape, ctx.axis)
-        if not count:
-            return Tensor.wrap(ctx.xp.zeros(shape, grad.dtype))
-        return broadcast_to(_kept(ctx, grad) / count, shape)
 
 
 def mean(x, axis=None, keepdims: bool = False):
@@ -157,36 +141,16 @@ class Prod(Op):
         """dx_i = grad * (the product of the other elements of x_i's slice over axis).
 
         Not grad * out / x_i, which is 0 / 0 at a zero: with one zero in a slice, only that
-        element gets a gradient (the product of the rest); with two or more, none does."""
+        element gets a gradient (the product of the rest); with two or more, none does. The
+        product of the others is a polynomial in x (running products, no division), so its
+        own derivatives are exact at zeros too."""
         return _kept(ctx, grad) * _product_of_the_others(ctx.xp, ctx.x, ctx.axis)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's rule in tensor ops. Without zeros in x, the product of the others is
-        prod / x, recomputed in the graph. With zeros, it is the product of n copies of each
-        slice of n, each with its own element set to 1 (an n x n grid per slice): O(n^2), but
-        exact at zeros, as the cumulative products of the array kernel are, and differentiable
-        again."""
-        x, axis = ctx.x, ctx.axis
-        if not x.data.size:
-            return Tensor.wrap(ctx.xp.zeros_like(x.data))
-        if not (x.data == 0).any():
-            return _kept(ctx, grad) * (prod(x, axis, keepdims=True) / x)
-        kept = [d for d in range(x.ndim) if d not in axis]
-        order = tuple(kept + list(axis))
-        moved = permute(x, order)
-        rows = moved.reshape(moved.shape[: len(kept)] + (-1,))
-        n = rows.shape[-1]
-        grid = broadcast_to(rows.unsqueeze(-2), rows.shape[:-1] + (n, n))
-        others = prod(where(ctx.xp.eye(n, dtype=bool), 1.0, grid), axis=-1)
-        back = permute(others.reshape(moved.shape), tuple(int(d) for d in np.argsort(order)))
-        return _kept(ctx, grad) * back
 
 
 def _product_of_the_others(xp, x, axis):
     """For each element of x, the product of the other elements of its slice over `axis`,
     without division: the product of those before it times the product of those after it."""
-    if x.size == 0:
+    if not math.prod(x.shape):
         return xp.zeros_like(x)
     kept = [d for d in range(x.ndim) if d not in axis]
     order = kept + list(axis)  # the reduced dims last, then merged into one of n elements
@@ -195,7 +159,8 @@ def _product_of_the_others(xp, x, axis):
     one = xp.ones_like(rows[..., :1])
     before = xp.cumprod(xp.concatenate([one, rows[..., :-1]], axis=-1), axis=-1)
     after = xp.cumprod(xp.concatenate([one, rows[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    return xp.transpose((before * after).reshape(moved.shape), tuple(np.argsort(order)))
+    back = tuple(int(d) for d in np.argsort(order))
+    return xp.transpose((before * after).reshape(moved.shape), back)
 
 
 def prod(x, axis=None, keepdims: bool = False):
@@ -223,15 +188,10 @@ class CumSum(Op):
     def backward(ctx, grad):
         """dx_i = sum of grad_j for j >= i along axis: the running sum of grad taken backwards."""
         xp, axis = ctx.xp, ctx.axis
+        if axis is None:  # a 0-d x: out is its one element
+            return grad
         total = xp.cumsum(xp.flip(elementwise.widened(grad), axis), axis=axis)
-        return xp.flip(total, axis).reshape(grad.shape)  # (the engine casts float16 back)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        axis = ctx.axis
-        if axis is None:  # a 0-d x: its one element
-            return grad.reshape(())
-        return flip(cumsum(flip(grad, axis), axis), axis)
+        return xp.flip(total, axis)  # (the engine casts float16 back)
 
 
 def cumsum(x, axis: int):
@@ -259,22 +219,16 @@ class _Extreme(Op, register=False):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad / k where x equals its slice's max (min), else 0; k: the ties in that slice."""
-        return _to_extremes(ctx, grad, ctx.x)
+        """dx = grad / k where x equals its slice's max (min), else 0; k: the ties in that slice.
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return _to_extremes(ctx, grad, ctx.x.data)  # the hits are constants
-
-
-def _to_extremes(ctx, grad, x):
-    """max / min's gradient (an array, or a Tensor in tensor_backward) sent to x's extremes."""
-    hit = x == ctx.extreme
-    if ctx.nan_takes_grad:
-        hit |= ctx.xp.isnan(x)  # a NaN is only in a slice whose extreme is NaN
-    ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):  # amax's NaN slice: no hit, 0 / 0
-        return (_kept(ctx, grad) / ties) * hit
+        The hits are constants (xp.equal: an array whatever x is): dx is linear in grad."""
+        xp, x = ctx.xp, ctx.x
+        hit = xp.equal(x, ctx.extreme)
+        if ctx.nan_takes_grad:
+            hit |= xp.isnan(x)  # a NaN is only in a slice whose extreme is NaN
+        ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):  # amax's NaN slice: no hit, 0 / 0
+            return (_kept(ctx, grad) / ties) * hit
 
 
 class Max(_Extreme):
@@ -307,46 +261,36 @@ class Norm(Op):
     name = "norm"
     inputs = ("x",)
     attrs = ("p", "axis", "keepdims")
-    saved = ("x", "total")  # total: the norm with the reduced dims kept
+    saved = ("x", "out")  # out: the norm; under create_graph this op's output, moving with x
 
     @staticmethod
     def forward(ctx, x):
         xp, p = ctx.xp, ctx.p
         wide = elementwise.widened(x)  # float16's squares overflow at 256
         if p == 2:
-            out = xp.sqrt((wide * wide).sum(axis=ctx.axis, keepdims=True))
+            total = xp.sqrt((wide * wide).sum(axis=ctx.axis, keepdims=True))
         else:
-            out = (xp.abs(wide) ** p).sum(axis=ctx.axis, keepdims=True) ** (1 / p)
-        ctx.save(x=x, total=out)
-        return (out if ctx.keepdims else out.squeeze(ctx.axis)).astype(x.dtype, copy=False)
+            total = (xp.abs(wide) ** p).sum(axis=ctx.axis, keepdims=True) ** (1 / p)
+        out = (total if ctx.keepdims else total.squeeze(ctx.axis)).astype(x.dtype, copy=False)
+        ctx.save(x=x, out=out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
         """dx = grad * sign(x) |x|^(p-1) / out^(p-1) (p = 2: grad * x / out), 0 where out = 0.
 
         A slice whose norm is 0 is all zeros, where the norm has no derivative: 0 is taken, as
-        PyTorch does (and so is 0 at x = 0 for p < 1, where |x|^(p-1) is infinite)."""
-        xp, x, out, p = ctx.xp, elementwise.widened(ctx.x), ctx.total, ctx.p
-        with np.errstate(divide="ignore", invalid="ignore"):  # discarded by the where()s
-            scale = xp.where(out == 0, 0, _kept(ctx, grad) / out ** (p - 1))
+        PyTorch does (and so is 0 at x = 0 for p < 1, where |x|^(p-1) is infinite). Where a
+        value is discarded, the power and the division read a stand-in of 1 instead of the 0,
+        so that their derivatives (create_graph) stay finite there too; sign(x) is 0 at x = 0."""
+        xp, x, p = ctx.xp, elementwise.widened(ctx.x), ctx.p
+        total = _kept(ctx, elementwise.widened(ctx.out))
+        zero = xp.equal(total, 0)
+        with np.errstate(divide="ignore", invalid="ignore"):  # inf and NaN in x or grad
+            scale = xp.where(zero, 0, _kept(ctx, grad) / xp.where(zero, 1, total) ** (p - 1))
             if p == 2:
                 return scale * x
-            return scale * xp.where(x == 0, 0, xp.sign(x) * xp.abs(x) ** (p - 1))
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's rule in tensor ops, the norm recomputed from x (the saved one is kept
-        with the reduced dims, not the output). Each where() divides by a safe stand-in at the
-        positions it discards, so their gradients stay finite too."""
-        x, p = ctx.x, ctx.p
-        total = norm(x, p, ctx.axis, keepdims=True)
-        zero = total.data == 0
-        scale = where(zero, 0.0, _kept(ctx, grad) / where(zero, 1.0, total) ** (p - 1))
-        if p == 2:
-            return scale * x
-        at_zero = x.data == 0
-        magnitude = where(at_zero, 1.0, elementwise.abs(x)) ** (p - 1)
-        return scale * where(at_zero, 0.0, ctx.xp.sign(x.data) * magnitude)
+            return scale * (xp.sign(x) * xp.where(xp.equal(x, 0), 1, xp.abs(x)) ** (p - 1))
 
 
 def norm(x, p=2, axis=None, keepdims: bool = False):
@@ -392,9 +336,12 @@ def _centered_variance(ctx, x):
         return centered, squares / dof
 
 
-def _centered_in_graph(ctx):
-    """var's and std's saved x - mean(x) as a Tensor that moves with x (their tensor_backward:
-    `value_of`, so x need not be kept): it is linear in x, with derivative grad - mean(grad)."""
+def _centered(ctx):
+    """var's and std's saved x - mean(x): the array itself in a first-order backward; under
+    create_graph (whose ctx knows the node, which `value_of` needs) a Tensor that moves with x
+    (`value_of`, so x need not be kept): it is linear in x, with derivative grad - mean(grad)."""
+    if getattr(ctx, "node", None) is None:
+        return ctx.centered
     axis = ctx.axis
 
     def centering(grad, centered):
@@ -442,13 +389,7 @@ class Var(Op):
         M: the number of values reduced into each output; x - mean(x) is saved as `centered`.
         With no degrees of freedom, inf and nan, as PyTorch's."""
         with np.errstate(invalid="ignore"):  # inf * 0 where there are no degrees of freedom
-            return _kept(ctx, grad) * _over_dof(ctx, 2.0) * ctx.centered
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        centered = _centered_in_graph(ctx)
-        with np.errstate(invalid="ignore"):
-            return _kept(ctx, grad) * _over_dof(ctx, 2.0) * centered
+            return _kept(ctx, grad) * _over_dof(ctx, 2.0) * _centered(ctx)
 
 
 def var(x, axis=None, keepdims: bool = False, correction: int = 1):
@@ -463,40 +404,28 @@ class Std(Op):
     name = "std"
     inputs = ("x",)
     attrs = ("axis", "keepdims", "correction")
-    saved = ("centered", "std")
+    saved = ("centered", "out")  # out: the std; under create_graph this op's output
 
     @staticmethod
     def forward(ctx, x):
         centered, variance = _centered_variance(ctx, x)
         std = ctx.xp.sqrt(variance)
-        ctx.save(centered=centered, std=std)
-        return std if ctx.keepdims else std.squeeze(axis=ctx.axis)
+        out = std if ctx.keepdims else std.squeeze(axis=ctx.axis)
+        ctx.save(centered=centered, out=out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
         """dx = grad * (x - mean(x)) / ((M - correction) * std), and 0 where std = 0.
 
         There every x in the slice is equal and the derivative 0 / 0: 0 is a subgradient
-        (PyTorch's choice too), where sqrt(var)'s chain rule would give inf * 0 = NaN."""
-        zero = ctx.std == 0
+        (PyTorch's choice too), where sqrt(var)'s chain rule would give inf * 0 = NaN. The
+        division reads a stand-in of 1 there, so that its derivative (create_graph) is finite."""
+        xp, std = ctx.xp, _kept(ctx, ctx.out)
+        zero = xp.equal(std, 0)
         with np.errstate(divide="ignore", invalid="ignore"):  # no degrees of freedom: nan
-            scale = ctx.xp.where(
-                zero, 0, 1 / (_dof(ctx, ctx.shapes[0]) * ctx.xp.where(zero, 1, ctx.std))
-            )
-            return _kept(ctx, grad) * scale * ctx.centered
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward in tensor ops, std = sqrt(sum(centered^2) / dof) rebuilt from centered,
-        which moves with x (std depends on x through it alone)."""
-        centered = _centered_in_graph(ctx)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            squares = (centered * centered).sum(axis=ctx.axis, keepdims=True)
-            deviation = elementwise.sqrt(squares * _over_dof(ctx, 1.0))
-        zero = deviation.data == 0
-        with np.errstate(divide="ignore", invalid="ignore"):  # no degrees of freedom: nan
-            scale = where(zero, 0.0, 1 / (_dof(ctx, ctx.shapes[0]) * where(zero, 1.0, deviation)))
-            return _kept(ctx, grad) * scale * centered
+            scale = xp.where(zero, 0, 1 / (_dof(ctx, ctx.shapes[0]) * xp.where(zero, 1, std)))
+            return _kept(ctx, grad) * scale * _centered(ctx)
 
 
 def std(x, axis=None, keepdims: bool = False, correction: int = 1):
@@ -511,7 +440,7 @@ class LogSumExp(Op):
     name = "logsumexp"
     inputs = ("x",)
     attrs = ("axis", "keepdims")
-    saved = ("x", "total")  # total: logsumexp with the reduced dims kept
+    saved = ("x", "out")  # out: under create_graph this op's output, moving with x
 
     @staticmethod
     def forward(ctx, x):
@@ -525,19 +454,15 @@ class LogSumExp(Op):
             shift = xp.where(xp.isfinite(shift), shift, 0)  # rows of -inf stay -inf, not nan
         with np.errstate(divide="ignore"):
             out = xp.log(xp.exp(x - shift).sum(axis=ctx.axis, keepdims=True)) + shift
-        ctx.save(x=x, total=out)
-        return out if ctx.keepdims else out.squeeze(ctx.axis)
+        out = out if ctx.keepdims else out.squeeze(ctx.axis)
+        ctx.save(x=x, out=out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad * exp(x - total) = grad * softmax(x) over axis, total = logsumexp(x)."""
+        """dx = grad * exp(x - out) = grad * softmax(x) over axis, out = logsumexp(x)."""
         # d/dx log(sum(exp(x))) = exp(x - logsumexp(x)): the softmax of x
-        return _kept(ctx, grad) * ctx.xp.exp(ctx.x - ctx.total)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        total = logsumexp(ctx.x, ctx.axis, keepdims=True)
-        return _kept(ctx, grad) * elementwise.exp(ctx.x - total)
+        return _kept(ctx, grad) * ctx.xp.exp(ctx.x - _kept(ctx, ctx.out))
 
 
 def logsumexp(x, axis=None, keepdims: bool = False):

@@ -4,6 +4,8 @@ reduction.py beside sum.)"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import DTypeError
@@ -11,9 +13,6 @@ from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, as_tensor, shape_of
 from ..pointwise import arithmetic as elementwise
-from ..pointwise.masking import where
-from ..shapes.shape import broadcast_to, flip, permute
-from .reduction import cumsum
 from .sorting import ValuesIndices, only_element, values_at
 
 __all__ = ["cummax", "cummin", "cumprod", "logcumsumexp"]
@@ -24,13 +23,10 @@ def _scan_dim(input, dim, caller: str):  # noqa: A002
     return normalize_one_axis(dim, len(shape_of(input)), caller)
 
 
-def _last(x, dim: int):
+def _last(xp, x, dim: int):
     """x (an array or a Tensor) with dim moved last, and the order that moves it back."""
     order = tuple(d for d in range(x.ndim) if d != dim) + (dim,)
-    back = tuple(int(d) for d in np.argsort(order))
-    if isinstance(x, Tensor):
-        return permute(x, order), back
-    return x.transpose(order), back
+    return xp.transpose(x, order), tuple(int(d) for d in np.argsort(order))
 
 
 def _running(xp, ufunc: str, array, axis: int):
@@ -38,7 +34,11 @@ def _running(xp, ufunc: str, array, axis: int):
     ufunc.accumulate on the CPU. CuPy accumulates only add and multiply, so elsewhere a
     Hillis-Steele scan: at step s (1, 2, 4, ...) each element combines with the one s before
     it, holding after it the combination of the 2s elements up to it; log2(n) whole-array
-    steps, exact for these associative ufuncs up to the rounding of logaddexp."""
+    steps, exact for these associative ufuncs up to the rounding of logaddexp. On a Tensor
+    (logcumsumexp's backward under create_graph) logaddexp's is the logcumsumexp op, recorded:
+    numpy has it only as a ufunc method, which the graph math cannot give."""
+    if isinstance(array, Tensor):
+        return logcumsumexp(array, axis)
     combine = getattr(xp, ufunc)
     if xp is np:
         return combine.accumulate(array, axis=axis)
@@ -55,6 +55,24 @@ def _running(xp, ufunc: str, array, axis: int):
 def _reverse_cumsum(xp, values):
     """sum of values[..., j] for j >= i, at each i: the running sum taken from the end."""
     return xp.flip(xp.cumsum(xp.flip(values, -1), -1), -1)
+
+
+def _reverse_recurrence(xp, coefficients, values):
+    """s with s_i = values_i + coefficients_i * s_(i+1) along the last dim (nothing past the
+    end), without division: a Hillis-Steele scan of these affine maps. At step k (1, 2, 4, ...)
+    s_i = values_i + coefficients_i * s_(i+k) holds, and substituting s_(i+k) doubles k, so
+    log2(n) steps of whole-array products and sums: a polynomial in the coefficients, its
+    derivatives exact everywhere. The last coefficient is never read."""
+    n = values.shape[-1]
+    step = 1
+    while step < n:
+        head = values[..., : n - step] + coefficients[..., : n - step] * values[..., step:]
+        values = xp.concatenate([head, values[..., n - step :]], axis=-1)
+        if 2 * step < n:  # the coefficients of the next step (the last step needs none)
+            head = coefficients[..., : n - step] * coefficients[..., step:]
+            coefficients = xp.concatenate([head, coefficients[..., n - step :]], axis=-1)
+        step *= 2
+    return values
 
 
 class CumProd(Op):
@@ -79,54 +97,26 @@ class CumProd(Op):
     def backward(ctx, grad):
         """dx_k = sum over j >= k of grad_j * (the product of x_m for m <= j, m != k).
 
-        Without zeros that is (sum over j >= k of grad_j out_j) / x_k. Along a slice whose
-        first zero is at z: before z it still is (the terms j >= z hold the zero), after z every
-        term holds x_z = 0, and at z it is out_{z-1} * sum over j >= z of grad_j * (the product
-        of x_m for z < m <= j): exact, with no division by zero (PyTorch's rule)."""
+        Without zeros in x that is (sum over j >= k of grad_j out_j) / x_k, out recomputed.
+        With zeros, without division: p_k s_k, p_k the product of the x_m before k and s_k =
+        sum over j >= k of grad_j * (the product of x_m for k < m <= j), the recurrence s_k =
+        grad_k + x_(k+1) s_(k+1) scanned in log2(n) steps. Both are exact, and so are their
+        own derivatives (create_graph), being polynomials in x (rational without zeros), where
+        PyTorch's O(n) first derivative at zeros (masks cut at the first zero) is exact to the
+        first order only. Whether x holds a zero is read on the host, as PyTorch reads it."""
         xp = ctx.xp
         if ctx.dim is None:  # a 0-d x: out = x
             return grad
-        if ctx.x.size == 0:
-            return xp.zeros(ctx.x.shape, grad.dtype)
-        x, back = _last(elementwise.widened(ctx.x), ctx.dim)
-        grad, _ = _last(elementwise.widened(grad), ctx.dim)
-        position = xp.arange(x.shape[-1])
-        zero = x == 0
-        first_zero = xp.where(zero.any(-1), zero.argmax(-1), x.shape[-1])[..., None]
-        before = position < first_zero
-        safe = xp.where(before, x, 1)
-        prefix = xp.cumprod(safe, -1)  # out_j before the first zero, then out_{z-1}
-        dx = xp.where(before, _reverse_cumsum(xp, xp.where(before, grad * prefix, 0)) / safe, 0)
-        # at the first zero: out_{z-1} times the running products of what follows it
-        following = xp.cumprod(xp.where(position > first_zero, x, 1), -1)
-        at_zero = prefix[..., -1:] * xp.where(position >= first_zero, grad * following, 0).sum(
-            -1, keepdims=True
-        )
-        dx = xp.where(position == first_zero, at_zero, dx)
-        return dx.transpose(back)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        """backward's rule in tensor ops. Without zeros in x: dx_j = sum over i >= j of
-        grad_i out_i / x_j, a running sum taken from the end, out recomputed in the graph. With
-        zeros: for each k, the running product of x with x_k set to 1 (an n x n grid per slice,
-        O(n^2) as prod's), read at j >= k: exact there, and differentiable again."""
-        if ctx.dim is None:
-            return grad.reshape(())
-        x, back = _last(ctx.x, ctx.dim)
-        grad, _ = _last(grad, ctx.dim)
-        n = x.shape[-1]
-        if n == 0:
-            return permute(x * 0, back)
-        if not (x.data == 0).any():
-            later = flip(cumsum(flip(grad * cumprod(x, -1), -1), -1), -1)
-            return permute(later / x, back)
-        eye = ctx.xp.eye(n, dtype=bool)  # [k, j]: j is k, whose x is left out
-        grid = broadcast_to(x.unsqueeze(-2), x.shape[:-1] + (n, n))
-        others = cumprod(where(eye, 1.0, grid), -1)  # [k, j]: product of x_m, m <= j, m != k
-        later = ctx.xp.triu(ctx.xp.ones((n, n), dtype=bool))  # j >= k
-        dx = where(later, grad.unsqueeze(-2) * others, 0.0).sum(-1)
-        return permute(dx, back)
+        if not math.prod(ctx.x.shape):
+            return xp.zeros_like(ctx.x, dtype=grad.dtype)
+        x, back = _last(xp, elementwise.widened(ctx.x), ctx.dim)
+        grad, _ = _last(xp, elementwise.widened(grad), ctx.dim)
+        if not xp.equal(x, 0).any():
+            return xp.transpose(_reverse_cumsum(xp, grad * xp.cumprod(x, -1)) / x, back)
+        one = xp.ones_like(x[..., :1])
+        before = xp.cumprod(xp.concatenate([one, x[..., :-1]], axis=-1), -1)
+        after = _reverse_recurrence(xp, xp.concatenate([x[..., 1:], one], axis=-1), grad)
+        return xp.transpose(before * after, back)
 
 
 def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
@@ -170,7 +160,8 @@ class LogCumSumExp(Op):
         """dx_i = sum over j >= i of grad_j exp(x_i - out_j): softmax weights of the prefixes.
 
         Summed in log space, the positive and negative parts of grad apart (PyTorch's rule):
-        exp(x_i + reverse logcumsumexp(log grad_j - out_j)), each exponent at most log |grad|."""
+        exp(x_i + reverse logcumsumexp(log grad_j - out_j)), each exponent at most log |grad|.
+        The running logaddexp is this op's own kernel, and under create_graph the op itself."""
         if ctx.dim is None:
             return grad
         xp, dim = ctx.xp, ctx.dim
@@ -178,30 +169,16 @@ class LogCumSumExp(Op):
         x, out = elementwise.widened(ctx.x), elementwise.widened(ctx.out)
         lowest = _lowest(x.dtype)
         parts = []
-        # log 0 where grad is 0 is replaced by `lowest`; an out of -inf (every x so far -inf)
-        # gives NaN, as in PyTorch; `lowest` plus a very negative x (as the second derivative
-        # reads them) is -inf, whose exp is the 0 meant
+        # log 0 where grad is 0 is replaced by `lowest`, and log reads 1 there, so that its
+        # derivative (create_graph) is finite too; an out of -inf (every x so far -inf) gives
+        # NaN, as in PyTorch; `lowest` plus a very negative x (as the second derivative reads
+        # them) is -inf, whose exp is the 0 meant
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            log_size = xp.log(xp.abs(grad))
-            for sign in (grad > 0, grad < 0):
+            log_size = xp.log(xp.where(xp.equal(grad, 0), 1, xp.abs(grad)))
+            for sign in (xp.greater(grad, 0), xp.less(grad, 0)):
                 logs = xp.where(sign, log_size, lowest) - out
                 reverse = xp.flip(_running(xp, "logaddexp", xp.flip(logs, dim), dim), dim)
                 parts.append(xp.exp(reverse + x))
-        return parts[0] - parts[1]
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        if ctx.dim is None:
-            return grad.reshape(())
-        x, out, dim = ctx.x, ctx.out, ctx.dim
-        zero = grad.data == 0
-        log_size = elementwise.log(where(zero, 1.0, elementwise.abs(grad)))  # finite everywhere
-        lowest = _lowest(x.dtype)
-        parts = []
-        for sign in (grad.data > 0, grad.data < 0):
-            logs = where(sign, log_size, lowest) - out
-            with np.errstate(over="ignore"):  # -inf, as in backward
-                parts.append(elementwise.exp(flip(logcumsumexp(flip(logs, dim), dim), dim) + x))
         return parts[0] - parts[1]
 
 

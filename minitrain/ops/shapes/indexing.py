@@ -13,7 +13,7 @@ from ...errors import DTypeError, ShapeError
 from ...inplace import write_in_place
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
-from ..core.op import Op, array_of, shape_of
+from ..core.op import Op, array_of, device_module, shape_of
 
 __all__ = ["assign", "gather", "getitem", "getitem_grad", "setitem"]
 
@@ -42,16 +42,8 @@ class GetItem(Op):
 
         Where the index picks each element once (slices, ints, masks), dx is a SliceSum
         (autograd/deferred.py): the gradients of x's slices add up into one array of x's size,
-        not one each (x[t] for every t: O(T), not O(T^2))."""
-        if not ctx.accumulate:
-            return SliceSum(ctx.shapes[0], ctx.index, grad)
-        grad_x = ctx.xp.zeros(ctx.shapes[0], dtype=grad.dtype)
-        backend.scatter_add(ctx.xp, grad_x, ctx.index, grad)
-        return grad_x
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return GetItemGrad.apply(grad, shape=ctx.shapes[0], index=ctx.index)
+        not one each (x[t] for every t: O(T), not O(T^2)). Under create_graph, getitem_grad."""
+        return _added_at(ctx.xp, grad, ctx.shapes[0], ctx.index, once=not ctx.accumulate)
 
 
 class GetItemGrad(Op):
@@ -67,21 +59,38 @@ class GetItemGrad(Op):
 
     @staticmethod
     def forward(ctx, grad):
-        out = ctx.xp.zeros(ctx.shape, dtype=grad.dtype)
-        if any(backend.is_array(entry) for entry in ctx.index):
-            backend.scatter_add(ctx.xp, out, ctx.index, grad)
-        else:  # basic indices pick each element once (and may hold None, which add.at refuses)
-            out[ctx.index] = grad
-        return out
+        return _zeros_added_at(ctx.xp, grad, ctx.shape, ctx.index)
 
     @staticmethod
     def backward(ctx, grad):
-        """dgrad = grad[index]: the values added at the index, read back."""
+        """dgrad = grad[index]: the values added at the index, read back (a getitem of a
+        Tensor grad: the index never mixes ints with arrays, where PyTorch's reading and
+        numpy's differ, as getitem_grad splits such an index in two)."""
         return grad[ctx.index]
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return GetItem.apply(grad, index=ctx.index, accumulate=True)
+
+def _zeros_added_at(xp, grad, shape, index):
+    """Zeros of `shape` with grad added at `index`, an element indexed twice receiving both:
+    getitem_grad's kernel."""
+    out = xp.zeros(shape, dtype=grad.dtype)
+    if any(backend.is_array(entry) for entry in index):
+        backend.scatter_add(xp, out, index, grad)
+    else:  # basic indices pick each element once (and may hold None, which add.at refuses)
+        out[index] = grad
+    return out
+
+
+def _added_at(xp, grad, shape, index, once: bool = False):
+    """The gradient of x (of `shape`) from that of x[index] (getitem's, gather's backward): zeros
+    with grad added at index. On arrays (a first-order backward), where the index picks each
+    element once (`once`), a SliceSum, which the engine adds up with the other slices of x in
+    one array; else getitem_grad's kernel. On a Tensor (create_graph), the getitem_grad op,
+    recorded: numpy adds at an index only in place, which a Tensor cannot take."""
+    if isinstance(grad, Tensor):
+        return GetItemGrad.apply(grad, shape=tuple(shape), index=index)
+    if once:
+        return SliceSum(shape, index, grad)
+    return _zeros_added_at(xp, grad, shape, index)
 
 
 def getitem_grad(grad, shape, index):
@@ -239,12 +248,11 @@ class SetItem(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad with zeros where value went; dvalue = grad[index], summed back over the
-        dims value broadcast along."""
+        """dx = grad with zeros where value went (a setitem of grad); dvalue = grad[index],
+        summed back over the dims value broadcast along."""
         dx = dvalue = None
         if ctx.needs_grad[0]:
-            dx = ctx.xp.array(grad, copy=True)  # grad may be a numpy scalar (0-d x)
-            _assign(dx, ctx.first, ctx.second, 0)
+            dx = _written(ctx.xp, grad, ctx.first, ctx.second, 0)
         if ctx.needs_grad[1]:
             dvalue = _region(grad, ctx.first, ctx.second)
             missing = len(ctx.shapes[1]) - dvalue.ndim  # value (1, 3) assigned to (3,)
@@ -252,19 +260,16 @@ class SetItem(Op):
                 dvalue = dvalue.reshape((1,) * missing + dvalue.shape)
         return dx, dvalue
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        dx = dvalue = None
-        if ctx.needs_grad[0]:
-            dx = SetItem.apply(grad, grad.dtype.type(0), first=ctx.first, second=ctx.second)
-        if ctx.needs_grad[1]:
-            dvalue = GetItem.apply(grad, index=ctx.first, accumulate=True)
-            if ctx.second is not None:
-                dvalue = GetItem.apply(dvalue, index=ctx.second, accumulate=True)
-            missing = len(ctx.shapes[1]) - dvalue.ndim
-            if missing > 0:
-                dvalue = dvalue.reshape((1,) * missing + dvalue.shape)
-        return dx, dvalue
+
+def _written(xp, x, first, second, value):
+    """A copy of x with x[first][second] = value (setitem's backward, on grad): on arrays in
+    place into the copy; on a Tensor (create_graph) the setitem op, recorded: numpy writes at an
+    index only in place, which a Tensor cannot take."""
+    if isinstance(x, Tensor):
+        return SetItem.apply(x, value, first=first, second=second)
+    out = xp.array(x, copy=True)  # x may be a numpy scalar (a 0-d gradient)
+    _assign(out, first, second, value)
+    return out
 
 
 def setitem(x, index, value):
@@ -312,16 +317,10 @@ class Gather(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = zeros of x's shape with dx[.., index, ..] += grad (a repeated index gets both)."""
-        xp = ctx.xp
-        grad_x = xp.zeros(ctx.shapes[0], dtype=grad.dtype)
-        backend.scatter_add(xp, grad_x, along(xp, ctx.index, ctx.axis), grad)
-        return grad_x, None
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        index = along(ctx.xp, array_of(ctx.index), ctx.axis)
-        return GetItemGrad.apply(grad, shape=ctx.shapes[0], index=index), None
+        """dx = zeros of x's shape with dx[.., index, ..] += grad (a repeated index gets both):
+        getitem_grad (the index a constant)."""
+        index = along(device_module(ctx), array_of(ctx.index), ctx.axis)
+        return _added_at(ctx.xp, grad, ctx.shapes[0], index), None
 
 
 def along(xp, index, axis) -> tuple:

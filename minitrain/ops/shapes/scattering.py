@@ -17,7 +17,6 @@ from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, array_of, device_module, shape_of
 from ..core.promotion import dtype_of
-from ..pointwise.masking import masked_fill, where
 from .indexing import along, gather, getitem, setitem
 from .shape import broadcast_to, reshape
 
@@ -314,7 +313,10 @@ class ScatterReduce(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad * dout/dx, dsrc = (grad * dout/dsrc)[index]: _scales, or _prod_backward."""
+        """dx = grad * dout/dx, dsrc = (grad * dout/dsrc)[index]: _scales, or _prod_backward.
+
+        Reading at index is a getitem of a Tensor grad (create_graph), whose own backward is
+        getitem_grad; the scales and masks are constants."""
         if ctx.reduce == "prod":
             return _prod_backward(ctx, grad)
         self_scale, src_scale = _scales(ctx, grad.dtype)
@@ -324,21 +326,7 @@ class ScatterReduce(Op):
         if ctx.needs_grad[1]:
             dsrc = (grad if src_scale is None else grad * src_scale)[ctx.index]
             if ctx.reduce in ("amax", "amin"):
-                dsrc = dsrc * (ctx.src == ctx.out[ctx.index])
-        return dx, dsrc
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        if ctx.reduce == "prod":
-            return _prod_tensor_backward(ctx, grad)
-        self_scale, src_scale = _scales(ctx, grad.dtype)
-        dx = dsrc = None
-        if ctx.needs_grad[0]:
-            dx = grad if self_scale is None else grad * self_scale
-        if ctx.needs_grad[1]:
-            dsrc = getitem(grad if src_scale is None else grad * src_scale, ctx.index)
-            if ctx.reduce in ("amax", "amin"):
-                dsrc = dsrc * (ctx.src.data == ctx.out.data[ctx.index]).astype(grad.dtype)
+                dsrc = dsrc * (array_of(ctx.src) == array_of(ctx.out)[ctx.index])
         return dx, dsrc
 
 
@@ -374,24 +362,43 @@ def _scales(ctx, dtype) -> tuple:
 def _prod_backward(ctx, grad):
     """PyTorch's: dx = grad * prod(the others), computed as result(x with zeros as 1) / x; a
     src element that is the only zero reaching its element gets grad * the product of the
-    others, the others grad * result / src (zero wherever a zero reaches)."""
+    others, the others grad * result / src (zero wherever a zero reaches).
+
+    Under create_graph the products are scatter_reduce itself, recorded, and so are PyTorch's
+    second derivatives, which it refuses, as this does, for src where two or more zeros of src
+    reach one element (the zeros' gradient there is not a function of src these formulas
+    give)."""
     xp, index, include_self = ctx.xp, ctx.index, ctx.include_self
     x, src, out = ctx.x, ctx.src, ctx.out
+    constants = device_module(ctx)  # the masks
     dx = dsrc = None
     if ctx.needs_grad[0]:
-        masked_x = xp.where(x == 0, x.dtype.type(1), x)
-        dx = grad * _reduce_into(xp, masked_x, src, index, "prod", include_self) / masked_x
+        masked_x = xp.where(xp.equal(x, 0), x.dtype.type(1), x)
+        dx = grad * _product_into(xp, masked_x, src, index, include_self) / masked_x
         if not include_self:
-            dx[_touched(xp, x.shape, index)] = 0
+            dx = xp.where(_touched(constants, x.shape, index), 0, dx)
     if ctx.needs_grad[1]:
-        zero, zeros_there = _src_zeros(xp, x.shape, index, src)
+        zero, zeros_there = _src_zeros(constants, x.shape, index, array_of(src))
+        if isinstance(grad, Tensor) and (zeros_there > 1).any():  # create_graph: refused
+            raise GraphError(
+                "ScatterReduceGrad: scatter_reduce(reduce='prod') has no second derivative for "
+                "src where two or more zeros of src reach one element (PyTorch refuses it too); "
+                "create_graph=True cannot differentiate through it here"
+            )
         single = zero & (zeros_there == 1)
-        others = _reduce_into(
-            xp, x, xp.where(single, src.dtype.type(1), src), index, "prod", include_self
-        )
+        others = _product_into(xp, x, xp.where(single, src.dtype.type(1), src), index, include_self)
         divisor = xp.where(zero, src.dtype.type(1), src)
         dsrc = xp.where(single, (grad * others)[index], (grad * out)[index] / divisor)
     return dx, dsrc
+
+
+def _product_into(xp, x, src, index, include_self):
+    """x with src multiplied in at index (scatter_reduce's prod): on arrays its kernel; on
+    Tensors (create_graph) the op, recorded: numpy multiplies at an index only in place, which a
+    Tensor cannot take."""
+    if isinstance(x, Tensor) or isinstance(src, Tensor):
+        return ScatterReduce.apply(x, src, index=index, reduce="prod", include_self=include_self)
+    return _reduce_into(xp, x, src, index, "prod", include_self)
 
 
 def _src_zeros(xp, shape, index, src) -> tuple:
@@ -400,40 +407,6 @@ def _src_zeros(xp, shape, index, src) -> tuple:
     zeros_there = xp.zeros(shape, dtype=np.int64)
     backend.scatter_add(xp, zeros_there, index, zero.astype(np.int64))
     return zero, zeros_there[index]
-
-
-def _prod_tensor_backward(ctx, grad):
-    """_prod_backward in tensor ops, PyTorch's formula, so that its second derivatives are
-    PyTorch's too (which it refuses, as this does, where two zeros of src reach one element)."""
-    index, include_self = ctx.index, ctx.include_self
-    x, src, out = ctx.x, ctx.src, ctx.out
-    xp = device_module(ctx)  # the masks are constants
-    dx = dsrc = None
-    if ctx.needs_grad[0]:
-        masked_x = masked_fill(x, x.data == 0, 1)
-        dx = grad * _prod(masked_x, src, index, include_self) / masked_x
-        if not include_self:
-            dx = masked_fill(dx, _touched(xp, x.shape, index), 0)
-    if ctx.needs_grad[1]:
-        zero, zeros_there = _src_zeros(xp, x.shape, index, src.data)
-        if (zeros_there > 1).any():
-            raise GraphError(
-                "ScatterReduceGrad: scatter_reduce(reduce='prod') has no second derivative for "
-                "src where two or more zeros of src reach one element (PyTorch refuses it too); "
-                "create_graph=True cannot differentiate through it here"
-            )
-        single = zero & (zeros_there == 1)
-        others = _prod(x, masked_fill(src, single, 1), index, include_self)
-        dsrc = where(
-            single,
-            getitem(grad * others, index),
-            getitem(grad * out, index) / masked_fill(src, zero, 1),
-        )
-    return dx, dsrc
-
-
-def _prod(x, src, index, include_self):
-    return ScatterReduce.apply(x, src, index=index, reduce="prod", include_self=include_self)
 
 
 def _scatter_index(caller: str, x, dim, index, src=None) -> tuple:

@@ -123,10 +123,6 @@ class Transpose(Op):
         """dx = grad with dim0 and dim1 swapped back."""
         return ctx.xp.swapaxes(grad, ctx.dim0, ctx.dim1)
 
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return Transpose.apply(grad, dim0=ctx.dim0, dim1=ctx.dim1)
-
 
 def transpose(x, dim0: int, dim1: int):
     """x with dims dim0 and dim1 swapped."""
@@ -153,11 +149,7 @@ class Permute(Op):
     @staticmethod
     def backward(ctx, grad):
         """dx = grad permuted by the inverse permutation, argsort(dims)."""
-        return ctx.xp.transpose(grad, tuple(np.argsort(ctx.dims)))
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return Permute.apply(grad, dims=tuple(int(d) for d in np.argsort(ctx.dims)))
+        return ctx.xp.transpose(grad, tuple(int(d) for d in np.argsort(ctx.dims)))
 
 
 def permute(x, dims):
@@ -233,13 +225,10 @@ class Concat(Op):
 
     @staticmethod
     def backward(ctx, grad):
-        """dtensors[i] = the slice of grad along axis where tensors[i] sits."""
-        ends = np.cumsum([shape[ctx.axis] for shape in ctx.shapes])[:-1].tolist()  # host ints
-        return tuple(ctx.xp.split(grad, ends, axis=ctx.axis))
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return _pieces(grad, ctx.axis, [shape[ctx.axis] for shape in ctx.shapes])
+        """dtensors[i] = the slice of grad along axis where tensors[i] sits (views of an array,
+        getitems of a Tensor)."""
+        sizes = [shape[ctx.axis] for shape in ctx.shapes]
+        return tuple(grad[index] for index in _slices(ctx.axis, sizes))
 
 
 def concat(tensors, dim: int = 0, *, axis: int | None = None):
@@ -343,13 +332,15 @@ def _whole(value) -> int:
     return int(value)
 
 
+def _slices(axis, sizes) -> list:
+    """The indices of consecutive slices of the given sizes along axis."""
+    lead, ends = (slice(None),) * axis, np.cumsum([0, *sizes]).tolist()
+    return [lead + (slice(start, end),) for start, end in zip(ends[:-1], ends[1:], strict=True)]
+
+
 def _pieces(x, axis, sizes) -> tuple:
     """x cut along axis into consecutive slices of the given sizes."""
-    lead, ends = (slice(None),) * axis, np.cumsum([0, *sizes]).tolist()
-    return tuple(
-        GetItem.apply(x, index=lead + (slice(start, end),), accumulate=False)
-        for start, end in zip(ends[:-1], ends[1:], strict=True)
-    )
+    return tuple(GetItem.apply(x, index=index, accumulate=False) for index in _slices(axis, sizes))
 
 
 def split(x, split_size_or_sections, axis: int = 0) -> tuple:
@@ -429,10 +420,6 @@ class Flip(Op):
     def backward(ctx, grad):
         """dx = grad flipped back along the same axes."""
         return ctx.xp.flip(grad, ctx.axes)
-
-    @staticmethod
-    def tensor_backward(ctx, grad):
-        return Flip.apply(grad, axes=ctx.axes)
 
 
 def flip(x, axis):
