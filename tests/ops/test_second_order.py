@@ -1,8 +1,11 @@
 """Second derivatives of every registered op, driven by the sample table: gradgradcheck against
 finite differences of the gradient in float64, PyTorch's double backward on the same values, and
-the registry's promise that each op has a tensor_backward or says why not."""
+the registry's promise that a derivative is written twice only beside a fused kernel."""
 
 from __future__ import annotations
+
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -36,6 +39,17 @@ CASES = REGISTERED + _cases(COMPOSED)  # the composed functions' samples too
 # gradgradcheck compares the whole second-derivative matrix up to this many input elements
 # (the sample's inputs and one gradient per output), random directions above it.
 FULL_UP_TO = 48
+
+
+def test_a_second_definition_stays_only_beside_a_fused_backward_a_bench_row_measures():
+    # an op keeping a tensor_backward beside its backward names in fused_backward the
+    # `make bench` row whose speed keeps its fused kernel (rows: benchmarks/README.md's table)
+    table = (pathlib.Path(__file__).parents[2] / "benchmarks" / "README.md").read_text()
+    rows = [name.lower() for name in re.findall(r"`([^`|]+)`", table)]
+    kept = {name: op for name, op in ops.registry().items() if op.tensor_backward is not None}
+    for name, op in kept.items():
+        row = op.fused_backward.lower()
+        assert any(r.startswith(row) for r in rows), f"{name}: no bench row {op.fused_backward!r}"
 
 
 def _sizes(sample, inputs):

@@ -530,6 +530,12 @@ def _validate_header(cls) -> None:
         raise GraphError(f"{subject}: names {sorted(clash)} clash between attrs, saved and ctx")
     if cls.forward is Op.forward or cls.backward is Op.backward:
         raise GraphError(f"{subject}: define both forward and backward")
+    if cls.tensor_backward is not None and not cls.fused_backward:
+        raise GraphError(
+            f"{subject}: a tensor_backward is a second copy of the derivative, kept only beside "
+            f"a fused backward a benchmark shows pays: name its `make bench` row in "
+            f"fused_backward, or write backward once, with ctx.xp"
+        )
 
 
 def registry() -> dict[str, type[Op]]:

@@ -106,7 +106,7 @@ class GRUCell(Op):
     grad_kernel = "GRUCellGrad"
     same_dtype = True
     # the gate kernels and the per-step weight sums of the LSTM's, which that row measures
-    fused_backward = "train step LSTM"
+    fused_backward = "train step LSTM"  # no row runs a GRU: its kernel is the LSTM's design
 
     @staticmethod
     def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh):
