@@ -13,7 +13,7 @@ import numpy as np
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.op import Op, device_module, shape_of
-from ..pointwise.arithmetic import cast
+from ..pointwise.conversion import cast
 from ..shapes.indexing import GetItemGrad
 from ..shapes.shape import Reshape
 

@@ -13,7 +13,8 @@ from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import array_of, shape_of
 from ..core.promotion import result_type
-from ..pointwise.arithmetic import abs, cast, clip, pow
+from ..pointwise.arithmetic import abs, clip, pow
+from ..pointwise.conversion import cast
 from ..reductions.reduction import norm, sum
 from ..shapes.shape import broadcast_to
 

@@ -5,6 +5,7 @@ from types import ModuleType as _ModuleType
 
 from .arithmetic import *  # noqa: F403
 from .binary_math import *  # noqa: F403
+from .conversion import *  # noqa: F403
 from .masking import *  # noqa: F403
 from .predicates import *  # noqa: F403
 from .rounding import *  # noqa: F403

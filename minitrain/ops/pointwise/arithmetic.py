@@ -1,15 +1,11 @@
 """Elementwise arithmetic and math: add, sub, mul, div, neg, pow, exp, log, sqrt, abs, sin,
-cos, maximum, minimum, clip; casts and device moves; and the comparisons, which have no
-gradient."""
+cos, maximum, minimum, clip (casts, device moves and comparisons: conversion.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ... import backend
-from ...arguments import as_dtype
-from ...autograd.grad_mode import is_grad_enabled
-from ...errors import ArgumentError, DTypeError, ShapeError
+from ...errors import ArgumentError, DTypeError
 from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, is_integral, require_kind
 from ..core.op import Op
@@ -18,28 +14,19 @@ from ..core.variants import variants
 __all__ = [
     "abs",
     "add",
-    "cast",
-    "cast_first",
     "clip",
     "cos",
     "div",
-    "equal",
     "exp",
-    "greater",
-    "greater_equal",
-    "less",
-    "less_equal",
     "log",
     "maximum",
     "minimum",
     "mul",
     "neg",
-    "not_equal",
     "pow",
     "sin",
     "sqrt",
     "sub",
-    "to_device",
 ]
 
 
@@ -521,112 +508,3 @@ def clip(input, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise ArgumentError("clip: at least one of min and max must not be None")
     return Clip.apply(input, min=_bound(min, "min"), max=_bound(max, "max"))
-
-
-class Cast(Op):
-    """x converted to another dtype; the gradient is converted back."""
-
-    name = "cast"
-    inputs = ("x",)
-    attrs = ("dtype",)
-    exact_dtype = True
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.astype(ctx.dtype)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = grad cast back to x's dtype."""
-        return grad.astype(ctx.dtypes[0])
-
-
-def cast(x, dtype):
-    """x as another dtype: recorded to a floating dtype (the gradient comes back in x's),
-    outside the graph to an integer or bool one, which has no gradient, as in PyTorch."""
-    dtype = as_dtype(dtype, "cast")
-    if dtype.kind != "f" and isinstance(x, Tensor):
-        x = x.detach()
-    return Cast.apply(x, dtype=dtype)
-
-
-def cast_first(x, dtype, caller: str, int64: bool = False):
-    """x cast to a reduction's or softmax's `dtype=` argument, if given (recorded: the gradient
-    flows back), as PyTorch casts before the op. Only to a floating dtype, or to int64 where
-    `int64` is set (sum, prod and cumsum keep it; their results of other integer dtypes come
-    out int64, where PyTorch keeps the dtype asked for). As in PyTorch, int64 is refused for an
-    x that requires grad while gradients are recorded: it has none."""
-    if dtype is None:
-        return x
-    dtype = as_dtype(dtype, caller)
-    if dtype.kind != "f" and not (int64 and dtype == np.int64):
-        raise DTypeError(
-            f"{caller}: dtype must be a floating dtype (np.float32, np.float64, ...)"
-            f"{' or int64' if int64 else ''}, got {dtype}"
-        )
-    if dtype.kind != "f" and x.requires_grad and is_grad_enabled():
-        raise DTypeError(
-            f"{caller}: dtype {dtype} has no gradient, and the input requires grad (as in "
-            f"PyTorch); pass input.detach(), or compute under minitrain.no_grad()"
-        )
-    return x.to(dtype=dtype)
-
-
-class ToDevice(Op):
-    """x copied to another device; the gradient is copied back."""
-
-    name = "to_device"
-    inputs = ("x",)
-    attrs = ("device",)
-    saved = ("source",)
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save(source=backend.device_of(x))
-        out = backend.to_device(x, ctx.device)
-        return out.copy() if out is x else out  # an op's output never aliases its input
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = grad copied back to x's device."""
-        return _moved(grad, ctx.source)
-
-
-def _moved(value, device):
-    """value copied to `device`. No array module moves arrays between devices, so there is no
-    graph math of it: a Tensor (create_graph's gradient) is moved by the recorded op, whose own
-    gradient moves back again, an array by the backend's copy."""
-    if isinstance(value, Tensor):
-        return to_device(value, device)
-    return backend.to_device(value, device)
-
-
-def to_device(x, device):
-    """x on another device (recorded: the gradient comes back to x's device)."""
-    return ToDevice.apply(x, device=backend.device(device))
-
-
-def _comparison(ufunc_name):
-    def compare(a, b):
-        x, y = (v.data if isinstance(v, Tensor) else v for v in (a, b))
-        xp = backend.array_module(x, y)
-        if xp is not np:
-            backend.check_same_device(ufunc_name, (x, y))
-        try:
-            return Tensor(getattr(xp, ufunc_name)(x, y))
-        except ValueError:
-            raise ShapeError(
-                f"{ufunc_name}: shapes do not broadcast: {np.shape(x)} and {np.shape(y)}"
-            ) from None
-
-    compare.__name__ = ufunc_name
-    compare.__doc__ = f"Elementwise {ufunc_name} as a boolean tensor (no gradient)."
-    return compare
-
-
-equal = _comparison("equal")
-not_equal = _comparison("not_equal")
-less = _comparison("less")
-less_equal = _comparison("less_equal")
-greater = _comparison("greater")
-greater_equal = _comparison("greater_equal")

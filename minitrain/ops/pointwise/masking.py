@@ -12,7 +12,7 @@ from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.op import Op, shape_of
 from ..core.variants import variants
-from .arithmetic import cast
+from .conversion import cast
 
 __all__ = ["masked_fill", "tril", "triu", "where"]
 

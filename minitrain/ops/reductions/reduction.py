@@ -20,6 +20,7 @@ from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, normalize_axis, normalize_one_axis, require_kind
 from ..core.op import Op, shape_of, value_of
 from ..pointwise import arithmetic as elementwise
+from ..pointwise import conversion
 from ..shapes.indexing import gather
 
 __all__ = [
@@ -528,7 +529,7 @@ def values_and_indices(x, which: str, dim, keepdim: bool):
     if dim is None:
         return reduce(x, None, False, nan_takes_grad=True)
     # PyTorch's argmax / argmin refuse bool, but its max / min along a dim take it
-    keys = elementwise.cast(x, np.uint8) if x.dtype == np.bool_ else x
+    keys = conversion.cast(x, np.uint8) if x.dtype == np.bool_ else x
     if not isinstance(dim, (int, np.integer)):
         raise DTypeError(
             f"{which}: takes one int dim (and returns values and indices); "

@@ -13,6 +13,7 @@ from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, as_tensor, shape_of
 from ..pointwise import arithmetic as elementwise
+from ..pointwise import conversion
 from .sorting import ValuesIndices, only_element, values_at
 
 __all__ = ["cummax", "cummin", "cumprod", "logcumsumexp"]
@@ -123,7 +124,7 @@ def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
     """The running product along dim; the shape stays. Integer and bool input multiplies in
     int64, as in PyTorch; `dtype` casts input first. The gradient is exact where input holds
     zeros."""
-    x = elementwise.cast_first(as_tensor(input), dtype, "cumprod", int64=True)
+    x = conversion.cast_first(as_tensor(input), dtype, "cumprod", int64=True)
     return CumProd.apply(x, dim=_scan_dim(x, dim, "cumprod"))
 
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
 from op_samples import Sample, draws, nonzero, normal, off_grid, on_grid, positive, unary_samples
 from reference import torch
 
-import minitrain as mt
 from minitrain import ops
 
 
@@ -96,34 +94,6 @@ SAMPLES: dict[str, list[Sample]] = {
             draws(off_grid(step=0.25)),
             lambda x: ops.clip(x, -0.5, 0.5),
             lambda x: torch.clamp(x, -0.5, 0.5),
-        ),
-    ],
-    "cast": [
-        Sample(
-            "to_float32",
-            draws(normal(3, 4)),
-            lambda x: ops.cast(x, np.float32),
-            lambda x: x.to(torch.float32),
-            check={"eps": 1e-3, "atol": 1e-3},
-            float32=False,
-        ),
-        Sample(
-            "to_float64",
-            draws(normal(3, 4)),
-            lambda x: ops.cast(x, "float64"),
-            lambda x: x.to(torch.float64),
-            float32=False,
-        ),
-    ],
-    "to_device": [
-        Sample(
-            "cpu", draws(normal(3, 4)), lambda x: ops.to_device(x, "cpu"), lambda x: x.to("cpu")
-        ),
-        Sample(
-            "cpu_device_object_zero_d",
-            draws(normal()),
-            lambda x: ops.to_device(x, mt.device("cpu")),
-            lambda x: x.to("cpu"),
         ),
     ],
 }
