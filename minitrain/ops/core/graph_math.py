@@ -17,6 +17,7 @@ falls back to numpy on a Tensor's values, which would cut the graph silently.
 from __future__ import annotations
 
 import functools
+import types
 
 import numpy as np
 
@@ -93,7 +94,9 @@ class GraphMath:
         # dtypes and constants (float32, inf, newaxis) are the array module's; a function is
         # refused, so that no numpy function runs on a Tensor's values behind the graph's back
         value = getattr(self.xp, name)
-        if callable(value) and not isinstance(value, type):
+        if isinstance(value, types.ModuleType) or (
+            callable(value) and not isinstance(value, type)
+        ):  # a function, or a module of them (xp.linalg, xp.fft)
             raise AttributeError(
                 f"graph math has no '{name}': a backward rule that computes with xp.{name} has "
                 f"no form in recorded ops yet, so create_graph cannot differentiate it (add "
