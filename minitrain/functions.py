@@ -18,11 +18,11 @@ from .tensor import Tensor
 __all__ = [
     "mul", "multiply", "true_divide", "neg",
     "negative", "meshgrid",
-    "nonzero", "argwhere", "masked_select", "masked_scatter", "index_select", "take_along_dim",
-    "scatter", "scatter_add", "scatter_reduce", "index_add", "einsum",
+
+    "einsum",
     "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
-    "cumprod", "cummax", "cummin", "logcumsumexp", "std_mean", "var_mean", "aminmax",
-    "count_nonzero", "median", "quantile",
+    "cumprod", "cummax", "cummin", "logcumsumexp", "std_mean", "var_mean",
+
 
 
     "remainder",
@@ -31,9 +31,9 @@ __all__ = [
     "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
     "rsqrt", "square", "reciprocal",
     "round", "pow", "clamp_min", "clamp_max",
-    "relu", "sigmoid", "tanh", "softmax", "log_softmax", "sum", "mean", "prod",
+    "softmax", "log_softmax", "sum", "mean", "prod",
     "cumsum", "norm", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any", "var", "std",
-    "logsumexp", "reshape", "flatten", "transpose", "permute", "t", "squeeze", "unsqueeze",
+    "logsumexp", "reshape", "permute", "t", "squeeze", "unsqueeze",
     "broadcast_to", "tile", "flip", "split", "chunk", "unbind", "gather", "clone", "detach",
     "numel", "is_tensor", "from_numpy", "float", "double", "half", "long", "int", "short", "int8",
     "int16", "uint8", "bool",
@@ -197,9 +197,6 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
 
 
 # activations
-relu = _of_tensor(Tensor.relu)
-sigmoid = _of_tensor(Tensor.sigmoid)
-tanh = _of_tensor(Tensor.tanh)
 
 
 # dtype after dim: PyTorch's docs make it keyword-only, but torch.softmax(x, 1, torch.float64)
@@ -230,10 +227,6 @@ cumprod = _of_tensor(Tensor.cumprod)
 cummax = _of_tensor(Tensor.cummax)
 cummin = _of_tensor(Tensor.cummin)
 logcumsumexp = _of_tensor(Tensor.logcumsumexp)
-aminmax = _of_tensor(Tensor.aminmax)
-count_nonzero = _of_tensor(Tensor.count_nonzero)
-median = _of_tensor(Tensor.median)
-quantile = _of_tensor(Tensor.quantile)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
@@ -250,8 +243,6 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 # shapes: PyTorch's functions take the shape or dims as one sequence, where the Tensor methods
 # also take them spread out (x.reshape(2, 3))
-flatten = _of_tensor(Tensor.flatten)
-transpose = _of_tensor(Tensor.transpose)
 t = _of_tensor(Tensor.t)
 squeeze = _of_tensor(Tensor.squeeze)
 unsqueeze = _of_tensor(Tensor.unsqueeze)
@@ -260,16 +251,6 @@ unbind = _of_tensor(Tensor.unbind)
 gather = _of_tensor(Tensor.gather)
 
 # selection and scatter by index
-nonzero = _of_tensor(Tensor.nonzero)
-argwhere = _of_tensor(Tensor.argwhere)
-masked_select = _of_tensor(Tensor.masked_select)
-masked_scatter = _of_tensor(Tensor.masked_scatter)
-index_select = _of_tensor(Tensor.index_select)
-take_along_dim = _of_tensor(Tensor.take_along_dim)
-scatter = _of_tensor(Tensor.scatter)
-scatter_add = _of_tensor(Tensor.scatter_add)
-scatter_reduce = _of_tensor(Tensor.scatter_reduce)
-index_add = _of_tensor(Tensor.index_add)
 
 
 def reshape(input, shape):  # noqa: A002

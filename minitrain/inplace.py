@@ -257,18 +257,6 @@ class InPlaceMethods:
             )
         return write_in_place(self, lambda: self.cumsum(dim), "cumsum_")
 
-    def relu_(self):
-        """In-place `relu`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.relu, "relu_")
-
-    def sigmoid_(self):
-        """In-place `sigmoid`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.sigmoid, "sigmoid_")
-
-    def tanh_(self):
-        """In-place `tanh`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.tanh, "tanh_")
-
     def clamp_min_(self, min):  # noqa: A002
         """In-place `clamp_min`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: self.clamp_min(min), "clamp_min_")

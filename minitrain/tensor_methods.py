@@ -92,21 +92,6 @@ class TensorMethods:
         """self where condition is True, other elsewhere: where(condition, self, other)."""
         return ops.where(condition, self, other)
 
-    def relu(self):
-        """`max(x, 0)`, elementwise; the gradient at 0 is 0. An integer tensor stays integer;
-        a bool tensor is refused, as in PyTorch."""
-        return ops.relu(self)
-
-    def sigmoid(self):
-        """`1 / (1 + exp(-x))`, elementwise, without overflow; integer and bool tensors
-        compute in float32, as in PyTorch."""
-        return ops.sigmoid(self)
-
-    def tanh(self):
-        """The elementwise hyperbolic tangent; integer and bool tensors compute in float32, as
-        in PyTorch."""
-        return ops.tanh(self)
-
     def softmax(self, dim=None, dtype=None, *, axis=None):
         """Softmax over one dim, the last by default (torch's `dim`, numpy's `axis`), of self
         cast to `dtype` first if given."""
@@ -263,28 +248,6 @@ class TensorMethods:
         over no elements it is -inf. `keepdim`, `axis` and `keepdims` as in `sum`."""
         return ops.logsumexp(self, dim_arg(dim, axis, "logsumexp"), keepdim_arg(keepdim, keepdims))
 
-    def aminmax(self, *, dim=None, keepdim=False):
-        """(min, max) of all elements or along one dim."""
-        return ops.aminmax(self, dim=dim, keepdim=keepdim)
-
-    def count_nonzero(self, dim=None):
-        """The number of nonzero elements (NaN counts) over `dim`: an int, a tuple of
-        ints, or None for all. An int64 tensor, outside the graph."""
-        return ops.count_nonzero(self, dim)
-
-    def median(self, dim=None, keepdim=False):
-        """The lower median of all elements, or (values, indices) along one dim."""
-        return ops.median(self, dim, keepdim)
-
-    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
-        """The `q`-th quantiles along `dim` (of all elements where None), as PyTorch's.
-
-        `q` is a number or a 1-D tensor of the tensor's dtype, in [0, 1]; a 1-D `q` adds a leading
-        dim, one quantile per level. `interpolation` says how a rank between two sorted values is
-        read: "linear", "lower", "higher", "midpoint" or "nearest". A slice holding NaN gives NaN.
-        Floating, non-empty tensors only; the gradient goes to the elements read."""
-        return ops.quantile(self, q, dim, keepdim, interpolation=interpolation)
-
     # Sorting: values gathered where the indices say, the indices outside the graph.
 
     # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
@@ -317,15 +280,6 @@ class TensorMethods:
     def reshape_as(self, other: Tensor):
         """Reshaped to `other`'s shape: `reshape(other.shape)`."""
         return ops.reshape(self, other.shape)
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        """Dims `start_dim` to `end_dim` (both included) merged into one; a 0-d tensor
-        becomes 1-D."""
-        return ops.flatten(self, start_dim, end_dim)
-
-    def transpose(self, dim0: int, dim1: int):
-        """Dims `dim0` and `dim1` swapped (a view)."""
-        return ops.transpose(self, dim0, dim1)
 
     def permute(self, *dims):
         """The dims reordered, given spread out or as one sequence: the result's dim `i` is
@@ -406,63 +360,10 @@ class TensorMethods:
 
     # Selection and scatter by index (ops/scattering.py), and their in-place forms.
 
-    def nonzero(self, *, as_tuple: bool = False):
-        """The indices of the nonzero elements (NaN counts), in row-major order, outside
-        the graph: an int64 tensor of shape `(count, ndim)`, or with `as_tuple=True` one 1-D int64
-        tensor per dim (a 0-d tensor counting as 1-D)."""
-        return ops.nonzero(self, as_tuple=as_tuple)
-
-    def argwhere(self):
-        """The indices of the nonzero elements as the rows of an int64 `(count, ndim)`
-        tensor, outside the graph: `nonzero()`."""
-        return ops.argwhere(self)
-
-    def masked_select(self, mask):
-        """The elements where the bool `mask` is True, as a 1-D tensor in row-major
-        order; the tensor and `mask` broadcast against each other first. The gradient goes back to
-        the elements selected."""
-        return ops.masked_select(self, mask)
-
-    def masked_scatter(self, mask, source):
-        """A copy with the places where the bool `mask` is True filled, in row-major
-        order, by the first elements of `source` (taken flat; at least as many as the mask selects).
-
-        `mask` broadcasts with the tensor; `source` must have its dtype. The gradient goes to the
-        tensor outside the mask and to the elements of `source` used."""
-        return ops.masked_scatter(self, mask, source)
-
     def masked_scatter_(self, mask, source):
         """`masked_scatter` in place: changes the tensor and returns it. As in
         PyTorch, a leaf that requires grad changes in place only under `no_grad`."""
         return write_in_place(self, lambda: self.masked_scatter(mask, source), "masked_scatter_")
-
-    def index_select(self, dim: int, index):
-        """The slices at `index` (a 1-D int64 or int32 tensor, or a 0-d one) along
-        `dim`, in index's order, repeats allowed: the shape with `dim` of size `len(index)`. An
-        element picked more than once gets the sum of its gradients."""
-        return ops.index_select(self, dim, index)
-
-    def take_along_dim(self, indices, dim=None):
-        """The elements at `indices` (an int64 tensor) along `dim`: `gather` after the
-        tensor and `indices` broadcast against each other in the other dims; with `dim` None, the
-        flattened tensor at the flattened indices. Negative or too large indices are refused."""
-        return ops.take_along_dim(self, indices, dim)
-
-    def scatter(self, dim: int, index, src=None, *, value=None, reduce=None):
-        """A copy with `src` written at `index` along `dim`: `out[..., index[p], ...] = src[p]`.
-
-        Args:
-            dim: the dim that `index` indexes; the other coordinates are p's own.
-            index: an int64 or int32 tensor with the tensor's number of dims, no larger than `src`,
-                nor than the tensor outside `dim`.
-            src: a tensor of the tensor's dtype, or a number (as `value`).
-            value: a number written instead of `src`.
-            reduce: None (where `index` repeats a place, the last write wins), or "add" or
-                "multiply", reducing into the tensor's values as `scatter_reduce`'s "sum" and
-                "prod".
-
-        The gradient goes to the tensor where nothing was written, and to `src` at `index`."""
-        return ops.scatter(self, dim, index, src, value=value, reduce=reduce)
 
     def scatter_(self, dim: int, index, src=None, *, value=None, reduce=None):
         """`scatter` in place: changes the tensor and returns it. As in PyTorch, a leaf
@@ -471,26 +372,10 @@ class TensorMethods:
             self, lambda: self.scatter(dim, index, src, value=value, reduce=reduce), "scatter_"
         )
 
-    def scatter_add(self, dim: int, index, src):
-        """A copy with each element of `src` added at `index` along `dim`:
-        `out[..., index[p], ...] += src[p]` (`scatter_reduce`'s "sum"); `index` and `src` as in
-        `scatter`. The gradient goes to the tensor as is, and to `src` read back at `index`."""
-        return ops.scatter_add(self, dim, index, src)
-
     def scatter_add_(self, dim: int, index, src):
         """`scatter_add` in place: changes the tensor and returns it. As in PyTorch, a
         leaf that requires grad changes in place only under `no_grad`."""
         return write_in_place(self, lambda: self.scatter_add(dim, index, src), "scatter_add_")
-
-    def scatter_reduce(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
-        """A copy with each element of `src` reduced into `out[..., index[p], ...]`
-        along `dim`, by `reduce`: "sum", "prod", "mean" (an integer mean rounds down), "amax" or
-        "amin".
-
-        `index` and `src` as in `scatter` (`src` of the tensor's dtype). With `include_self=False`,
-        the tensor's own value is left out where `src` reaches. Gradients as PyTorch's: "prod" gets
-        the product of the others, "amax" and "amin" split evenly among ties."""
-        return ops.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
 
     def scatter_reduce_(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
         """`scatter_reduce` in place: changes the tensor and returns it. As in
@@ -500,13 +385,6 @@ class TensorMethods:
             lambda: self.scatter_reduce(dim, index, src, reduce, include_self=include_self),
             "scatter_reduce_",
         )
-
-    def index_add(self, dim: int, index, source, *, alpha=1):
-        """A copy with `alpha * source` added at `index` (1-D, int64 or int32) along
-        `dim`: slice `i` of `source` is added to slice `index[i]`, repeats adding up. `source` has
-        the tensor's dtype, and its shape but `len(index)` along `dim`; for an integer tensor,
-        `alpha` must be a whole number."""
-        return ops.index_add(self, dim, index, source, alpha=alpha)
 
     def index_add_(self, dim: int, index, source, *, alpha=1):
         """`index_add` in place: changes the tensor and returns it. As in PyTorch, a

@@ -32,6 +32,7 @@ from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import NOT_BOOL, check_real, check_same_shape, require_kind
 from ..core.op import Op, as_tensor
+from ..core.variants import variants
 from .special import SQRT1_2, normal_cdf, stable_sigmoid
 
 __all__ = [
@@ -151,11 +152,12 @@ def _relu_kernels(parallel: bool) -> SimpleNamespace:
     return SimpleNamespace(relu=relu_flat, relu_grad=relu_grad_flat)
 
 
-def relu(x) -> Tensor:
-    """max(x, 0); the gradient at 0 is 0. Integer x stays integer; bool x is refused, as in
-    PyTorch."""
-    require_kind("relu", x, "iuf", NOT_BOOL, "int")
-    return Relu.apply(x)
+@variants("function", "method", "inplace")
+def relu(input) -> Tensor:
+    """max(`input`, 0); the gradient at 0 is 0. Integer `input` stays integer; bool `input` is
+    refused, as in PyTorch."""
+    require_kind("relu", input, "iuf", NOT_BOOL, "int")
+    return Relu.apply(input)
 
 
 def _check_leaky_alpha(caller: str, alpha) -> float:
@@ -232,10 +234,11 @@ class Sigmoid(Op):
         return sigmoid_grad(grad, ctx.out)
 
 
-def sigmoid(x) -> Tensor:
-    """1 / (1 + exp(-x)), finite and exactly 0 or 1 in the far tails, with no overflow. Integer
-    and bool input is computed in float32, as PyTorch does."""
-    return Sigmoid.apply(floating_input("sigmoid", x, ints_as_float32=True))
+@variants("function", "method", "inplace")
+def sigmoid(input) -> Tensor:
+    """1 / (1 + exp(-`input`)), finite and exactly 0 or 1 in the far tails, with no overflow.
+    Integer and bool input is computed in float32, as PyTorch does."""
+    return Sigmoid.apply(floating_input("sigmoid", input, ints_as_float32=True))
 
 
 def tanh_grad(dY, Y):
@@ -264,10 +267,11 @@ class Tanh(Op):
         return tanh_grad(grad, ctx.out)
 
 
-def tanh(x) -> Tensor:
-    """tanh(x); the backward reads only the output: 1 - tanh(x)^2. Integer and bool input is
-    computed in float32, as PyTorch does."""
-    return Tanh.apply(floating_input("tanh", x, ints_as_float32=True))
+@variants("function", "method", "inplace")
+def tanh(input) -> Tensor:
+    """tanh(`input`); the backward reads only the output: 1 - tanh(`input`)^2. Integer and bool
+    input is computed in float32, as PyTorch does."""
+    return Tanh.apply(floating_input("tanh", input, ints_as_float32=True))
 
 
 def quick_gelu_grad(dY, X, alpha: float = 1.702):

@@ -18,6 +18,7 @@ from ...errors import ArgumentError, DeviceError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import normalize_axis, normalize_one_axis, require_kind
 from ..core.op import Op, array_of, as_tensor
+from ..core.variants import variants
 from ..pointwise.masking import where
 from ..shapes.shape import permute, reshape
 from . import reduction
@@ -56,6 +57,7 @@ class Median(Op):
         return grad * ctx.share
 
 
+@variants("function", "method")
 def median(input, dim: int | None = None, keepdim: bool = False):  # noqa: A002
     """The lower median: the ((n - 1) // 2)-th smallest of n values, NaN where a NaN is among
     them (PyTorch's median; nanmedian skips them).
@@ -119,6 +121,7 @@ def _quantile_levels(q, x) -> tuple:
     return levels, tensor, scalar
 
 
+@variants("function", "method")
 def quantile(input, q, dim: int | None = None, keepdim: bool = False, *, interpolation="linear"):  # noqa: A002
     """The q-th quantiles of input along dim (of all elements when None), q a number or a 1-D
     tensor in [0, 1] (its quantiles then lead the result's dims), as PyTorch's quantile.
@@ -210,6 +213,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correctio
 MinAndMax = namedtuple("MinAndMax", ["min", "max"])
 
 
+@variants("function", "method")
 def aminmax(input, *, dim: int | None = None, keepdim: bool = False):  # noqa: A002
     """(min, max) of all elements, or along one int dim: amin's and amax's, their gradients
     split evenly among tied extremes (a NaN makes both NaN), as PyTorch's aminmax."""
@@ -225,6 +229,7 @@ def aminmax(input, *, dim: int | None = None, keepdim: bool = False):  # noqa: A
     return MinAndMax(reduction.min(x, dim, keepdim), reduction.max(x, dim, keepdim))
 
 
+@variants("function", "method")
 def count_nonzero(input, dim=None) -> Tensor:  # noqa: A002
     """The number of nonzero elements (NaN counts) over dim (an int, a tuple, or None for all
     elements): an int64 tensor outside the graph."""

@@ -17,6 +17,7 @@ from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, array_of, device_module, shape_of
 from ..core.promotion import dtype_of
+from ..core.variants import variants
 from .indexing import along, gather, getitem, setitem
 from .shape import broadcast_to, reshape
 
@@ -78,11 +79,12 @@ def _at_least_1d(value):
     return reshape(value, (1,)) if shape_of(value) == () else value
 
 
-def nonzero(x, *, as_tuple: bool = False):
-    """The indices of x's nonzero elements (NaN counts), in row-major order, outside the graph:
-    an int64 tensor of shape (count, ndim), or with as_tuple one int64 tensor of count indices
-    per dim (a 0-d x counts as 1-d there, as in PyTorch)."""
-    array = array_of(x)
+@variants("function", "method")
+def nonzero(input, *, as_tuple: bool = False):
+    """The indices of `input`'s nonzero elements (NaN counts), in row-major order, outside the
+    graph: an int64 tensor of shape (count, ndim), or with as_tuple one int64 tensor of count
+    indices per dim (a 0-d `input` counts as 1-d there, as in PyTorch)."""
+    array = array_of(input)
     if not backend.is_array(array):
         array = np.asarray(array)
     xp = backend.array_module(array)
@@ -92,18 +94,21 @@ def nonzero(x, *, as_tuple: bool = False):
     return Tensor(xp.argwhere(array).astype(np.int64))
 
 
-def argwhere(x):
-    """The indices of x's nonzero elements as rows of an int64 (count, ndim) tensor, outside
-    the graph: nonzero(x)."""
-    return nonzero(x)
+@variants("function", "method")
+def argwhere(input):
+    """The indices of `input`'s nonzero elements as rows of an int64 (count, ndim) tensor, outside
+    the graph: nonzero(`input`)."""
+    return nonzero(input)
 
 
-def masked_select(x, mask):
-    """x's elements where the boolean mask is True, as a 1-d tensor in row-major order; x and
-    mask broadcast against each other first. The gradient goes back to the selected places."""
+@variants("function", "method")
+def masked_select(input, mask):
+    """`input`'s elements where the boolean mask is True, as a 1-d tensor in row-major order;
+    `input` and mask broadcast against each other first. The gradient goes back to the selected
+    places."""
     if dtype_of(mask) != np.bool_:
         raise DTypeError(f"masked_select: mask must be boolean, got dtype {dtype_of(mask)}")
-    x_shape, mask_shape = shape_of(x), shape_of(mask)
+    x_shape, mask_shape = shape_of(input), shape_of(mask)
     try:
         shape = np.broadcast_shapes(x_shape, mask_shape)
     except ValueError:
@@ -114,19 +119,20 @@ def masked_select(x, mask):
     mask = array_of(mask)
     mask = backend.array_module(mask).broadcast_to(mask, shape or (1,))  # (0-d: as 1-d)
     if x_shape != shape or not shape:
-        x = broadcast_to(x, shape) if shape else reshape(x, (1,))
-    return getitem(x, mask)
+        input = broadcast_to(input, shape) if shape else reshape(input, (1,))
+    return getitem(input, mask)
 
 
-def masked_scatter(x, mask, source):
-    """x with the places where the boolean mask is True filled, in row-major order, by the first
-    elements of source (taken flat; it needs at least as many as the mask has True); mask
-    broadcasts with x. The gradient goes to x outside the mask, to those elements of source
-    inside it."""
+@variants("function", "method")
+def masked_scatter(input, mask, source):
+    """`input` with the places where the boolean mask is True filled, in row-major order, by the
+    first elements of source (taken flat; it needs at least as many as the mask has True); mask
+    broadcasts with `input`. The gradient goes to `input` outside the mask, to those elements of
+    source inside it."""
     if dtype_of(mask) != np.bool_:
         raise DTypeError(f"masked_scatter: mask must be boolean, got dtype {dtype_of(mask)}")
-    _check_same_dtype("masked_scatter", x, source, "source")
-    x_shape, mask_shape = shape_of(x), shape_of(mask)
+    _check_same_dtype("masked_scatter", input, source, "source")
+    x_shape, mask_shape = shape_of(input), shape_of(mask)
     try:
         shape = np.broadcast_shapes(x_shape, mask_shape)
     except ValueError:
@@ -143,16 +149,17 @@ def masked_scatter(x, mask, source):
             f"mask selects"
         )
     if x_shape != shape or not shape:
-        x = broadcast_to(x, shape) if shape else reshape(x, (1,))
-    out = setitem(x, mask, getitem(reshape(source, (size,)), slice(0, count)))
+        input = broadcast_to(input, shape) if shape else reshape(input, (1,))
+    out = setitem(input, mask, getitem(reshape(source, (size,)), slice(0, count)))
     return out if shape else reshape(out, ())
 
 
-def index_select(x, dim: int, index):
-    """The slices of x at `index` (a 1-d int64 or int32 tensor, or one 0-d index) along dim,
-    in index's order, repeats allowed: x's shape with dim's size len(index). An element picked
+@variants("function", "method")
+def index_select(input, dim: int, index):
+    """The slices of `input` at `index` (a 1-d int64 or int32 tensor, or one 0-d index) along dim,
+    in index's order, repeats allowed: `input`'s shape with dim's size len(index). An element picked
     several times receives the sum of its gradients."""
-    shape = shape_of(x)
+    shape = shape_of(input)
     array = _index_array("index_select", index)
     if array.ndim > 1:
         raise ShapeError(f"index_select: index must be 1-d (or 0-d), got shape {array.shape}")
@@ -160,23 +167,24 @@ def index_select(x, dim: int, index):
     dim = normalize_one_axis(dim, len(shape), "index_select") or 0
     _check_range("index_select", array, dim, shape[dim] if shape else 1, shape)
     if shape:
-        return getitem(x, (slice(None),) * dim + (array,))
+        return getitem(input, (slice(None),) * dim + (array,))
     if array.size != 1:
         raise ShapeError(f"index_select: a 0-d input takes one index, got {array.size}")
-    return reshape(getitem(reshape(x, (1,)), array), ())
+    return reshape(getitem(reshape(input, (1,)), array), ())
 
 
-def take_along_dim(x, indices, dim=None):
-    """x's elements at `indices` (an int64 tensor) along dim: gather after x and indices
-    broadcast against each other in every other dim; with dim None, x flattened at the
+@variants("function", "method")
+def take_along_dim(input, indices, dim=None):
+    """`input`'s elements at `indices` (an int64 tensor) along dim: gather after `input` and indices
+    broadcast against each other in every other dim; with dim None, `input` flattened at the
     flattened indices. Negative and too large indices are refused (PyTorch reads memory
-    outside x for them along a dim, where it refuses them with dim None)."""
-    shape = shape_of(x)
+    outside `input` for them along a dim, where it refuses them with dim None)."""
+    shape = shape_of(input)
     array = _index_array("take_along_dim", indices, "indices", int64_only=True)
     if dim is None:
         size = int(np.prod(shape, dtype=np.int64))
         _check_range("take_along_dim", array, 0, size, shape)
-        return gather(reshape(x, (size,)), 0, array.reshape(-1))
+        return gather(reshape(input, (size,)), 0, array.reshape(-1))
     dim = normalize_one_axis(dim, len(shape), "take_along_dim")
     if dim is None:
         raise ShapeError("take_along_dim: a 0-d input has no dim to take along; use dim=None")
@@ -198,8 +206,8 @@ def take_along_dim(x, indices, dim=None):
     x_shape = others[:dim] + (shape[dim],) + others[dim + 1 :]
     index_shape = others[:dim] + (array.shape[dim],) + others[dim + 1 :]
     if x_shape != shape:
-        x = broadcast_to(x, x_shape)
-    return gather(x, dim, backend.array_module(array).broadcast_to(array, index_shape))
+        input = broadcast_to(input, x_shape)
+    return gather(input, dim, backend.array_module(array).broadcast_to(array, index_shape))
 
 
 # What an element is before any value reduces into it: include_self=False starts there.
@@ -451,13 +459,15 @@ def _check_reduce(caller: str, x, reduce, include_self) -> None:
         raise DTypeError(f"{caller}: include_self must be a bool, got {include_self!r}")
 
 
-def scatter_reduce(x, dim: int, index, src, reduce: str, *, include_self: bool = True):
-    """x with each element of src reduced into x[.., index[p], ..] (index[p] along dim, p's own
-    coordinates elsewhere), by reduce: "sum", "prod", "mean" (an integer mean floors), "amax"
-    or "amin"; include_self=False leaves x's own value out where src reaches. index and src
-    have x's number of dims (index no larger than src, nor than x outside dim). Gradients as
-    PyTorch's: prod's the product of the others, amax's and amin's split evenly among ties."""
-    return _scatter_reduce("scatter_reduce", x, dim, index, src, reduce, include_self)
+@variants("function", "method")
+def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True):
+    """`input` with each element of src reduced into `input`[.., index[p], ..] (index[p] along dim,
+    p's own coordinates elsewhere), by reduce: "sum", "prod", "mean" (an integer mean floors),
+    "amax" or "amin"; include_self=False leaves `input`'s own value out where src reaches. index and
+    src have `input`'s number of dims (index no larger than src, nor than `input` outside dim).
+    Gradients as PyTorch's: prod's the product of the others, amax's and amin's split evenly among
+    ties."""
+    return _scatter_reduce("scatter_reduce", input, dim, index, src, reduce, include_self)
 
 
 def _scatter_reduce(caller: str, x, dim, index, src, reduce, include_self):
@@ -474,17 +484,19 @@ def _check_src(caller: str, x, src) -> None:
     _check_same_dtype(caller, x, src, "src")
 
 
-def scatter_add(x, dim: int, index, src):
-    """x with each element of src added to x[.., index[p], ..] (scatter_reduce's "sum"):
+@variants("function", "method")
+def scatter_add(input, dim: int, index, src):
+    """`input` with each element of src added to `input`[.., index[p], ..] (scatter_reduce's "sum"):
     dx = grad, dsrc = grad gathered at index."""
-    return _scatter_reduce("scatter_add", x, dim, index, src, "sum", True)
+    return _scatter_reduce("scatter_add", input, dim, index, src, "sum", True)
 
 
-def scatter(x, dim: int, index, src=None, *, value=None, reduce=None):
-    """x with x[.., index[p], ..] = src[p] (index[p] along dim, p's own coordinates elsewhere),
-    or = value (a number, also taken in src's place); where index repeats a place, the last
-    write wins (as PyTorch's CPU kernel). The gradient: to x where nothing was written, to src
-    grad gathered at index (every src element written, as PyTorch's). reduce "add" or
+@variants("function", "method")
+def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):
+    """`input` with `input`[.., index[p], ..] = src[p] (index[p] along dim, p's own coordinates
+    elsewhere), or = value (a number, also taken in src's place); where index repeats a place, the
+    last write wins (as PyTorch's CPU kernel). The gradient: to `input` where nothing was written,
+    to src grad gathered at index (every src element written, as PyTorch's). reduce "add" or
     "multiply" reduces instead, as scatter_reduce's "sum" and "prod" with include_self."""
     if src is not None and value is not None:
         raise ArgumentError("scatter: give src or value, not both")
@@ -495,10 +507,10 @@ def scatter(x, dim: int, index, src=None, *, value=None, reduce=None):
     if value is not None and not isinstance(value, (bool, int, float, np.number, np.bool_)):
         raise DTypeError(f"scatter: value must be a number, got {type(value).__name__}")
     if src is not None:
-        _check_same_dtype("scatter", x, src, "src")
+        _check_same_dtype("scatter", input, src, "src")
     if reduce is not None and reduce not in ("add", "multiply"):
         raise ArgumentError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
-    x1, index, src, shape = _scatter_index("scatter", x, dim, index, src)
+    x1, index, src, shape = _scatter_index("scatter", input, dim, index, src)
     if reduce is not None:
         if src is None:  # value everywhere index reaches: index's shape
             xp = backend.array_module(array_of(x1))
@@ -510,24 +522,25 @@ def scatter(x, dim: int, index, src=None, *, value=None, reduce=None):
     return reshape(out, shape) if not shape else out
 
 
-def index_add(x, dim: int, index, source, *, alpha=1):
-    """x with alpha * source added at `index` (1-d, int64 or int32) along dim: source has x's
-    shape but len(index) along dim, and its slice i is added to x's slice index[i] (repeats
-    add up). dx = grad, dsource = alpha * grad at index (index_select)."""
-    shape = shape_of(x)
+@variants("function", "method")
+def index_add(input, dim: int, index, source, *, alpha=1):
+    """`input` with alpha * source added at `index` (1-d, int64 or int32) along dim: source has
+    `input`'s shape but len(index) along dim, and its slice i is added to `input`'s slice index[i]
+    (repeats add up). dx = grad, dsource = alpha * grad at index (index_select)."""
+    shape = shape_of(input)
     array = _index_array("index_add", index)
     if array.ndim > 1:
         raise ShapeError(f"index_add: index must be 1-d (or 0-d), got shape {array.shape}")
     array = array.reshape(-1)
-    _check_same_dtype("index_add", x, source, "source")
+    _check_same_dtype("index_add", input, source, "source")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
         raise DTypeError(f"index_add: alpha must be a number, got {alpha!r}")
-    if dtype_of(x).kind in "biu" and not float(alpha).is_integer():
+    if dtype_of(input).kind in "biu" and not float(alpha).is_integer():
         raise DTypeError(
-            f"index_add: alpha must be a whole number for an input of dtype {dtype_of(x)} (as "
+            f"index_add: alpha must be a whole number for an input of dtype {dtype_of(input)} (as "
             f"PyTorch's add requires), got {alpha!r}"
         )
-    x1, source1 = _at_least_1d(x), _at_least_1d(source)
+    x1, source1 = _at_least_1d(input), _at_least_1d(source)
     dim = normalize_one_axis(dim, len(shape), "index_add") or 0
     limits, source_shape = shape_of(x1), shape_of(source1)
     expected = limits[:dim] + (array.size,) + limits[dim + 1 :]
@@ -538,7 +551,7 @@ def index_add(x, dim: int, index, source, *, alpha=1):
         )
     _check_range("index_add", array, dim, limits[dim], shape)
     if alpha != 1:
-        source1 = source1 * (int(alpha) if dtype_of(x).kind in "biu" else alpha)
+        source1 = source1 * (int(alpha) if dtype_of(input).kind in "biu" else alpha)
     xp = backend.array_module(array_of(x1))
     at = (slice(None),) * dim + (xp.asarray(array),)
     out = ScatterReduce.apply(x1, source1, index=at, reduce="sum", include_self=True)

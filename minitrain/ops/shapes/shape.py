@@ -13,6 +13,7 @@ from ...errors import ArgumentError, DTypeError, ShapeError
 from ..core.checks import normalize_axis, normalize_one_axis
 from ..core.op import Op, shape_of
 from ..core.promotion import result_type
+from ..core.variants import variants
 from .indexing import GetItem
 
 __all__ = [
@@ -92,18 +93,19 @@ class Flatten(Op):
         return grad.reshape(ctx.shapes[0])
 
 
-def flatten(x, start_dim: int = 0, end_dim: int = -1):
+@variants("function", "method")
+def flatten(input, start_dim: int = 0, end_dim: int = -1):
     """Dims start_dim..end_dim (inclusive) merged into one."""
-    ndim = len(shape_of(x))
+    ndim = len(shape_of(input))
     if ndim == 0:
-        return Flatten.apply(x, start_dim=0, end_dim=0)
+        return Flatten.apply(input, start_dim=0, end_dim=0)
     start, end = (
         normalize_axis(start_dim, ndim, "flatten")[0],
         normalize_axis(end_dim, ndim, "flatten")[0],
     )
     if start > end:
         raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    return Flatten.apply(x, start_dim=start, end_dim=end)
+    return Flatten.apply(input, start_dim=start, end_dim=end)
 
 
 class Transpose(Op):
@@ -124,14 +126,15 @@ class Transpose(Op):
         return ctx.xp.swapaxes(grad, ctx.dim0, ctx.dim1)
 
 
-def transpose(x, dim0: int, dim1: int):
-    """x with dims dim0 and dim1 swapped."""
-    ndim = len(shape_of(x))
+@variants("function", "method")
+def transpose(input, dim0: int, dim1: int):
+    """`input` with dims dim0 and dim1 swapped."""
+    ndim = len(shape_of(input))
     dims = normalize_axis(dim0, ndim, "transpose"), normalize_axis(dim1, ndim, "transpose")
     if not ndim:  # dims 0 and -1 name a 0-d tensor's one place, as in PyTorch: nothing moves
-        return Permute.apply(x, dims=())
+        return Permute.apply(input, dims=())
     (d0,), (d1,) = dims
-    return Transpose.apply(x, dim0=d0, dim1=d1)
+    return Transpose.apply(input, dim0=d0, dim1=d1)
 
 
 class Permute(Op):
