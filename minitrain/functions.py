@@ -292,7 +292,7 @@ def split(tensor, split_size_or_sections, dim=0):
     return tensor.split(split_size_or_sections, dim)
 
 
-# rearranging (ops/rearrange.py, ops/contraction.py)
+# einsum (ops/linalg/contraction.py)
 
 
 def einsum(*args):
@@ -300,7 +300,7 @@ def einsum(*args):
     return ops.einsum(*args)
 
 
-# comparing vectors, rearranging images (ops/similarity.py, ops/resampling.py)
+# comparing vectors, rearranging images (ops/losses/similarity.py, ops/resampling/shuffle.py)
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """The cosine of the angle between `x1` and `x2` along `dim`, each norm raised to at least
     `eps`; `x1` and `x2` broadcast, their common dtype floating. `dim` is dropped from the

@@ -439,7 +439,7 @@ class Tensor(InPlaceMethods):
     def __ge__(self, other):
         return ops.greater_equal(self, other)
 
-    # %, // and the bitwise operators (ops/binary_math.py, ops/predicates.py)
+    # %, // and the bitwise operators (ops/pointwise/binary_math.py, predicates.py)
 
     def __mod__(self, other):
         return ops.remainder(self, other)

@@ -53,7 +53,7 @@ class TensorMethods:
         """self where its memory is in C order already, else a C-ordered copy in the graph."""
         return self if self.data.flags.c_contiguous else ops.contiguous(self)
 
-    # Elementwise math and activations: each method calls its op.
+    # Elementwise math by other names (clamp_min, square, ...): each calls its op.
 
     def clamp_min(self, min):  # noqa: A002
         """The elements limited from below by the number `min`: `clamp(min=min)`."""
@@ -75,10 +75,7 @@ class TensorMethods:
         """1 / self (an integer tensor gives float32, as in PyTorch)."""
         return ops.div(1, self)
 
-    # Transcendental and two-operand math (ops/transcendental.py, ops/binary_math.py).
-
-    # PyTorch's numpy spellings of the same
-    # Tests, logic and bits: bool or integer results, outside the graph (ops/predicates.py).
+    # Tests, outside the graph (the other pointwise methods: their ops declare them).
 
     def equal(self, other) -> bool:
         """Whether other has self's shape and elements (one bool; `==` is elementwise)."""
@@ -248,8 +245,6 @@ class TensorMethods:
         over no elements it is -inf. `keepdim`, `axis` and `keepdims` as in `sum`."""
         return ops.logsumexp(self, dim_arg(dim, axis, "logsumexp"), keepdim_arg(keepdim, keepdims))
 
-    # Sorting: values gathered where the indices say, the indices outside the graph.
-
     # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
 
     def reshape(self, *shape):
@@ -356,9 +351,7 @@ class TensorMethods:
         """Elements picked along dim by an integer index of self's rank (PyTorch's gather)."""
         return ops.gather(self, dim, index)
 
-    # Rearranging: ops/shapes/rearrange.py declares its methods (ops/core/variants.py).
-
-    # Selection and scatter by index (ops/scattering.py), and their in-place forms.
+    # The in-place forms of the scatters (ops/shapes/scattering.py declares the rest).
 
     def masked_scatter_(self, mask, source):
         """`masked_scatter` in place: changes the tensor and returns it. As in
