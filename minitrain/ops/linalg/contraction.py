@@ -11,10 +11,9 @@ import string
 import numpy as np
 
 from ...errors import ArgumentError, DTypeError, ShapeError
-from ...tensor import Tensor
 from ..core.op import Op, device_module, shape_of
 from ..pointwise.conversion import cast
-from ..shapes.indexing import GetItemGrad
+from ..shapes.indexing import placed_at
 from ..shapes.shape import Reshape
 
 __all__ = ["einsum"]
@@ -152,19 +151,8 @@ def _operand_grad(ctx, grad, other, other_labels, labels, shape):
             )
             for label in labels
         )
-        return _on_diagonal(xp, g, tuple(shape), index)
+        return placed_at(xp, g, shape, index)  # a diagonal: each position once
     return g
-
-
-def _on_diagonal(xp, g, shape, index):
-    """Zeros of `shape` with g written at `index` (a diagonal: each position once). numpy has
-    this scatter only in place, which a Tensor g cannot take: under create_graph it is recorded
-    as getitem_grad, whose own gradient reads g back at the index."""
-    if isinstance(g, Tensor):
-        return GetItemGrad.apply(g, shape=shape, index=index)
-    embedded = xp.zeros(shape, dtype=g.dtype)
-    embedded[index] = g
-    return embedded
 
 
 def einsum(*args):

@@ -10,7 +10,7 @@ from ...errors import ShapeError
 from ...tensor import Tensor
 from ..core.checks import check_floating
 from ..core.op import Op, array_of, device_module
-from ..shapes.indexing import GetItemGrad, along
+from ..shapes.indexing import along, placed_at
 from ..shapes.shape import reshape
 from .class_targets import (
     check_class_range,
@@ -74,19 +74,8 @@ class NLLLoss(Op):
         divisor = class_total("nll_loss", target_weights) if ctx.reduction == "mean" else None
         scale = position_scale(grad, ctx.reduction, divisor)
         picked = ctx.xp.expand_dims(-scale * target_weights, 1)
-        return _placed_along_classes(xp, shape, dtype, xp.expand_dims(safe, 1), picked), None, None
-
-
-def _placed_along_classes(xp, shape, dtype, index, values):
-    """Zeros of `shape` with `values` put along the class axis 1 at `index` (each (N, 1, d1,
-    ...)), as numpy's put_along_axis, which writes only in place: a Tensor of values
-    (create_graph) cannot go in, so for one the scatter is recorded as getitem_grad, whose own
-    gradient reads the values back at the index. xp: the device's array module."""
-    if isinstance(values, Tensor):
-        return GetItemGrad.apply(values, shape=tuple(shape), index=along(xp, index, 1))
-    placed = xp.zeros(shape, dtype)
-    xp.put_along_axis(placed, index, values, axis=1)
-    return placed
+        at_targets = along(xp, xp.expand_dims(safe, 1), 1)  # one class per position
+        return placed_at(xp, picked, shape, at_targets, dtype), None, None
 
 
 def nll_loss(log_probs, target, weight=None, *, ignore_index: int = -100, reduction: str = "mean"):

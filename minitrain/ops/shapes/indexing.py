@@ -80,6 +80,18 @@ def _zeros_added_at(xp, grad, shape, index):
     return out
 
 
+def placed_at(xp, values, shape, index, dtype=None):
+    """Zeros of `shape` (and `dtype`, by default values') with `values` written at `index`,
+    which picks each element once (a diagonal, one class per position). numpy writes at an index
+    only in place, which a Tensor cannot take: for Tensor values (create_graph) the getitem_grad
+    op, recorded, whose own gradient reads the values back at the index."""
+    if isinstance(values, Tensor):
+        return GetItemGrad.apply(values, shape=tuple(shape), index=index)
+    out = xp.zeros(shape, dtype=values.dtype if dtype is None else dtype)
+    out[index] = values
+    return out
+
+
 def _added_at(xp, grad, shape, index, once: bool = False):
     """The gradient of x (of `shape`) from that of x[index] (getitem's, gather's backward): zeros
     with grad added at index. On arrays (a first-order backward), where the index picks each
