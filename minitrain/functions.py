@@ -58,18 +58,21 @@ def _check_tensor(input, name: str, argument: str = "input") -> None:  # noqa: A
         )
 
 
-def _of_tensor(method):
-    """`method` as a function of a Tensor first, named as PyTorch names it: `input`, where
-    the method has `self` (its other parameters are PyTorch's already)."""
+def _of_tensor(method, name: str | None = None):
+    """`method` (a Tensor method, or a function taking the tensor first) as a top-level
+    function, its tensor checked as PyTorch's are and its first parameter named as PyTorch names
+    it, `input`; `name`, where given, is the function's (an op's declared name or alias)."""
 
     @functools.wraps(method)
     def function(input, *args, **kwargs):  # noqa: A002 (PyTorch's name)
-        _check_tensor(input, method.__name__)
+        _check_tensor(input, name or method.__name__)
         return method(input, *args, **kwargs)
 
     signature = inspect.signature(method)
     self, *rest = signature.parameters.values()
     function.__signature__ = signature.replace(parameters=[self.replace(name="input"), *rest])
+    if name is not None:
+        function.__name__ = function.__qualname__ = name
     return function
 
 
@@ -337,19 +340,6 @@ detach = _of_tensor(Tensor.detach)
 numel = _of_tensor(Tensor.numel)
 
 
-def _of_declared(function, name: str):
-    """A function an op declares as a top-level variant (ops/core/variants.py), as
-    `minitrain.<name>`: its tensor argument checked, as PyTorch's are."""
-
-    @functools.wraps(function)
-    def top_level(input, *args, **kwargs):  # noqa: A002
-        _check_tensor(input, name)
-        return function(input, *args, **kwargs)
-
-    top_level.__name__ = top_level.__qualname__ = name
-    return top_level
-
-
 def _bind_declared_functions() -> None:
     """The top-level functions the ops declare, bound here under each of their names."""
     names = globals()
@@ -359,7 +349,7 @@ def _bind_declared_functions() -> None:
                 raise ArgumentError(
                     f"minitrain.{name} is both defined in functions.py and declared"
                 )
-            names[name] = _of_declared(variant.function, name)
+            names[name] = _of_tensor(variant.function, name)
             __all__.append(name)
 
 
