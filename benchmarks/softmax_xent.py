@@ -27,7 +27,7 @@ def run() -> list[Result]:
 
     def softmax_minitrain():
         x = mt.Tensor(logits, requires_grad=True)
-        ops.softmax(x, axis=1).backward(upstream)
+        ops.softmax(x, dim=1).backward(upstream)
 
     # name -> [minitrain's step, PyTorch's step when it is installed]
     steps = {"cross_entropy": [xent_minitrain]}

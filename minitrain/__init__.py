@@ -33,7 +33,7 @@ from .creation import (
 )
 from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
 from .io import load, save
-from .ops import concat, matmul, maximum, minimum, stack, where
+from .ops import concat, maximum, minimum, stack, where
 from .runtime import allocator
 from .tensor import Tensor
 
@@ -48,7 +48,7 @@ __all__ = [
     "float16", "float32", "float64", "int32", "int64",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",
     "gradcheck", "gradgradcheck", "Device", "device", "manual_seed",
-    "concat", "cat", "stack", "where", "matmul", "maximum", "minimum",
+    "concat", "cat", "stack", "where", "maximum", "minimum",
     "save", "load",
     *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
     "ops", "nn", "optim", "data", "train", "viz", "cuda", "allocator", "distributed",

@@ -408,18 +408,23 @@ NUMBA_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def numba_takes(*arrays) -> bool:
     """Whether minitrain's numba kernels take these arrays (None entries skipped): numba is on,
-    and they are CPU numpy arrays of float32 or float64, all of one dtype, the first not empty.
-    Elsewhere (float16, integers, mixed dtypes, CuPy, empty tensors) the generic xp kernels run."""
+    and they are CPU numpy arrays of float32 or float64, all of one dtype, none of them empty.
+    Elsewhere (float16, integers, mixed dtypes, CuPy, empty tensors) the generic xp kernels run.
+
+    The one question every numba variant asks, once per call, of the arrays its kernels would
+    take: an op with `numba_forward` through `Op.numba_applies` (by default this, of its inputs),
+    a public kernel (conv_grad, the pooling kernels, lstm_cell_grad, attention_grad, ...) at its
+    own top (minitrain/ops/core/op.py, `Op`'s docstring)."""
     if not _numba_enabled:
         return False
     first = None
     for array in arrays:
         if array is None:
             continue
-        if type(array) is not np.ndarray:
+        if type(array) is not np.ndarray or array.size == 0:
             return False
         if first is None:
-            if array.dtype not in NUMBA_DTYPES or array.size == 0:
+            if array.dtype not in NUMBA_DTYPES:
                 return False
             first = array
         elif array.dtype != first.dtype:

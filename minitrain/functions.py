@@ -16,25 +16,13 @@ from .ops.core.variants import declared
 from .tensor import Tensor
 
 __all__ = [
-    "mul", "multiply", "true_divide", "neg",
-    "negative", "meshgrid",
-
-    "einsum",
+    "mul", "multiply", "true_divide", "neg", "negative", "meshgrid", "einsum",
     "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
-    "cumprod", "cummax", "cummin", "logcumsumexp", "std_mean", "var_mean",
-
-
-
-    "remainder",
-    "floor_divide",
-    "equal", "bitwise_and",
+    "std_mean", "var_mean", "remainder", "floor_divide", "equal", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
-    "rsqrt", "square", "reciprocal",
-    "round", "pow", "clamp_min", "clamp_max",
-    "softmax", "log_softmax", "sum", "mean", "prod",
-    "cumsum", "norm", "max", "min", "amax", "amin", "argmax", "argmin", "all", "any", "var", "std",
-    "logsumexp", "reshape", "permute", "t", "squeeze", "unsqueeze",
-    "broadcast_to", "tile", "flip", "split", "chunk", "unbind", "gather", "clone", "detach",
+    "rsqrt", "square", "reciprocal", "round", "pow", "clamp_min", "clamp_max",
+    "t", "squeeze", "unsqueeze",
+    "split", "clone", "detach",
     "numel", "is_tensor", "from_numpy", "float", "double", "half", "long", "int", "short", "int8",
     "int16", "uint8", "bool",
 ]  # fmt: skip
@@ -91,38 +79,6 @@ def from_numpy(ndarray) -> Tensor:
     return Tensor(ndarray)
 
 
-def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001, A002
-    """The maximum of all elements; with an int `dim`, (values, indices) along it; with a
-    second tensor, in dim's place or as `other`, the elementwise maximum (torch.max(a, b))."""
-    other = _second_tensor(input, dim, keepdim, other, "max")
-    if other is not None:
-        return ops.maximum(input, other)
-    return input.max(dim, keepdim)
-
-
-def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001, A002
-    """See `max`."""
-    other = _second_tensor(input, dim, keepdim, other, "min")
-    if other is not None:
-        return ops.minimum(input, other)
-    return input.min(dim, keepdim)
-
-
-def _second_tensor(input, dim, keepdim, other, name: str):  # noqa: A002
-    """max / min's second tensor, if any: torch.max(a, b) or torch.max(a, other=b)."""
-    _check_tensor(input, name)
-    if isinstance(dim, Tensor):
-        if other is not None:
-            raise ArgumentError(f"minitrain.{name}: other given twice, in dim's place and by name")
-        dim, other = None, dim
-    if other is not None and keepdim is not False:
-        raise ArgumentError(f"minitrain.{name}: keepdim goes with a dim, not with a second tensor")
-    if other is not None and dim is not None:
-        raise ArgumentError(f"minitrain.{name}: give a dim or a second tensor (other), not both")
-    return other
-
-
-# math
 rsqrt = _of_tensor(Tensor.rsqrt)
 square = _of_tensor(Tensor.square)
 reciprocal = _of_tensor(Tensor.reciprocal)
@@ -199,39 +155,7 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
     return ops.meshgrid(*tensors, indexing=indexing)
 
 
-# activations
-
-
-# dtype after dim: PyTorch's docs make it keyword-only, but torch.softmax(x, 1, torch.float64)
-# runs there, so it does here (as Tensor.softmax(dim, dtype))
-softmax = _of_tensor(Tensor.softmax)
-log_softmax = _of_tensor(Tensor.log_softmax)
-
-
-# reductions (Tensor.sum ... say what dtype, axis and keepdims do)
-sum = _of_tensor(Tensor.sum)  # noqa: A001
-mean = _of_tensor(Tensor.mean)
-prod = _of_tensor(Tensor.prod)
-cumsum = _of_tensor(Tensor.cumsum)
-
-norm = _of_tensor(Tensor.norm)
-amax = _of_tensor(Tensor.amax)
-amin = _of_tensor(Tensor.amin)
-argmax = _of_tensor(Tensor.argmax)
-argmin = _of_tensor(Tensor.argmin)
-all = _of_tensor(Tensor.all)  # noqa: A001
-any = _of_tensor(Tensor.any)  # noqa: A001
-var = _of_tensor(Tensor.var)
-std = _of_tensor(Tensor.std)
-logsumexp = _of_tensor(Tensor.logsumexp)
-
-# scans, statistics and sorting
-cumprod = _of_tensor(Tensor.cumprod)
-cummax = _of_tensor(Tensor.cummax)
-cummin = _of_tensor(Tensor.cummin)
-logcumsumexp = _of_tensor(Tensor.logcumsumexp)
-
-
+# statistics
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     """(std, mean) over dim (all elements by default); correction or unbiased as Tensor.std."""
     _check_tensor(input, "std_mean")
@@ -249,44 +173,8 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 t = _of_tensor(Tensor.t)
 squeeze = _of_tensor(Tensor.squeeze)
 unsqueeze = _of_tensor(Tensor.unsqueeze)
-chunk = _of_tensor(Tensor.chunk)
-unbind = _of_tensor(Tensor.unbind)
-gather = _of_tensor(Tensor.gather)
 
 # selection and scatter by index
-
-
-def reshape(input, shape):  # noqa: A002
-    """`input` with the same elements in `shape` (a sequence; one size may be -1): a view of
-    its memory where the layout allows, else a copy."""
-    _check_tensor(input, "reshape")
-    return input.reshape(shape)
-
-
-def permute(input, dims):  # noqa: A002
-    """`input` with its dims reordered as `dims` (a sequence, negative dims counted from the
-    end): a view of its memory."""
-    _check_tensor(input, "permute")
-    return input.permute(dims)
-
-
-def broadcast_to(input, size):  # noqa: A002
-    """`input` repeated along new leading dims and dims of size 1 to reach `size`: a read-only
-    view. A size of -1 is refused (PyTorch keeps that dim as it is)."""
-    _check_tensor(input, "broadcast_to")
-    return input.broadcast_to(size)
-
-
-def tile(input, dims):  # noqa: A002
-    """Tiled dims[d] times along each dim d; fewer dims than input's repeat the last ones."""
-    _check_tensor(input, "tile")
-    return input.tile(dims)
-
-
-def flip(input, dims):  # noqa: A002
-    """The elements in reverse order along the given dims."""
-    _check_tensor(input, "flip")
-    return input.flip(dims)
 
 
 def split(tensor, split_size_or_sections, dim=0):

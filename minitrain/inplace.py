@@ -12,7 +12,8 @@ x's version. PyTorch's rules hold:
   `original_self`), but any other saved reference to it is checked at backward.
 
 Every tensor has a version (`x._version`): the count of in-place writes its memory has seen,
-shared by every tensor viewing that memory (minitrain/autograd/versions.py).
+shared by every tensor viewing that memory. The versions and the rules on views live in
+minitrain/autograd/versions.py; the ops here count their writes and ask those rules.
 `Node.run_backward` raises a GraphError naming the kernel, the saved value and both versions
 where a value the op saved was written after the op was recorded.
 """
@@ -28,43 +29,6 @@ from . import backend
 from .autograd import versions
 from .autograd.grad_mode import is_grad_enabled
 from .errors import DTypeError, GraphError, ShapeError
-
-# Nodes whose output tensor has since become another node's output by an in-place op: a view
-# taken from them before that is stale (autograd.Node.check_view_current).
-superseded: weakref.WeakSet = weakref.WeakSet()
-# Views taken outside the graph (nothing recorded), by id (a Tensor's == is elementwise, so no
-# WeakKeyDictionary): id(view) -> (a weak reference to the view, the tensor whose memory it
-# views, that tensor's node then); an entry goes with its view.
-_plain_views: dict = {}
-
-
-def note_plain_view(view, source) -> None:
-    """Remember that `view`, made without recording, views `source`'s memory."""
-    key = id(view)
-    _plain_views[key] = (
-        weakref.ref(view, lambda _: _plain_views.pop(key, None)),
-        source,
-        source.node,
-    )
-
-
-def _source_of(view) -> tuple:
-    """(source, its node when the view was taken) of a view taken outside the graph, or Nones."""
-    entry = _plain_views.get(id(view))
-    if entry is None or entry[0]() is not view:
-        return None, None
-    return entry[1], entry[2]
-
-
-def check_plain_view_input(tensor) -> None:
-    """Refuse a view taken outside the graph whose source has since become an in-place op's
-    output in the graph: the view's values changed with it, its (absent) graph did not."""
-    source, node = _source_of(tensor)
-    if source is not None and source.node is not node:
-        raise GraphError(
-            "a view taken when its tensor was outside the graph is used after an in-place op "
-            "put that tensor in the graph: its gradient would be lost; take the view again"
-        )
 
 
 def write_in_place(target, compute, caller: str):
@@ -99,7 +63,7 @@ def write_in_place(target, compute, caller: str):
             f"{target.dtype} (cast one of them first)"
         )
     node = result.node
-    source = _source_of(target)[0] if recording and target.node is None else None
+    source = versions.plain_view_source(target) if recording and target.node is None else None
     if source is not None and source.requires_grad:
         raise GraphError(
             f"{caller}: this view was taken while no gradient was recorded (under no_grad) of "
@@ -114,7 +78,7 @@ def write_in_place(target, compute, caller: str):
     if node is not None:
         _keep_old_values(node, target)
     target.data[...] = result.data
-    written = versions.note_write(target.data)
+    written = versions.clock.note_write(target.data)
     if node is not None:
         _become_output(node, result, target, written)
     return target
@@ -160,15 +124,13 @@ def _become_output(node, result, target, written: int) -> None:
     target's array, checked against writes after this one (clock number `written`). A
     retain_grad() moves along, as in PyTorch: `.grad` is then the gradient of the new values."""
     previous = target.node
-    if previous is not None:
-        superseded.add(previous)
-        if previous.retains_grad:
-            previous.retains_grad = False
-            node.retains_grad = True
+    if previous is not None and previous.retains_grad:
+        previous.retains_grad = False
+        node.retains_grad = True
     target.node = node
     target._requires_grad = True
     node.output = weakref.ref(target)
-    versions.latest_rebind = written  # views taken before now are stale (Op.apply checks)
+    versions.supersede(previous, written)  # views taken before now are stale (Op.apply checks)
     saved = node.ctx.__dict__
     if node.op.saves_output and saved.get("out") is result.data:
         saved["out"] = target.data
@@ -204,12 +166,12 @@ class InPlaceMethods:
     @property
     def _version(self) -> int:
         """How many in-place writes this tensor's memory has seen (shared with its views)."""
-        return versions.version(self.data)
+        return versions.clock.version(self.data)
 
     def bump_version(self) -> None:
         """Count a write made to `.data` directly (optimizers, nn.init): the values saved from
         this tensor's memory for a backward recorded before it then fail that backward."""
-        versions.note_write(self.data)
+        versions.clock.note_write(self.data)
 
     def requires_grad_(self, requires_grad: bool = True):
         """Set whether autograd records operations on this tensor (a leaf), in place; returns it."""

@@ -14,6 +14,7 @@ from .arguments import (
 )
 from .autograd import RemovableHandle
 from .autograd import backward as autograd_backward
+from .autograd.boundary import TensorClass
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 from .inplace import InPlaceMethods, in_place_twin
 
@@ -39,6 +40,9 @@ class Tensor(InPlaceMethods):
         "_requires_grad",
         "node",
         "_hooks",
+        # set only on a view taken outside the graph, and read with getattr(..., None), so that
+        # no other tensor pays for it: what it views (autograd/versions.py, PlainView)
+        "_plain_view",
         "__weakref__",
     )
     __array_ufunc__ = None  # `ndarray + Tensor` calls Tensor.__radd__ instead of looping in numpy
@@ -493,6 +497,8 @@ class Tensor(InPlaceMethods):
         """x[index] = value, in place (getitem's index rules; see minitrain/inplace.py)."""
         ops.assign(self, index, value)
 
+
+TensorClass.cls = Tensor  # what the engine's edges check for and wrap arrays in (boundary.py)
 
 from . import ops  # noqa: E402  (ops need Tensor defined first)
 from .ops.core.variants import declared  # noqa: E402

@@ -9,10 +9,7 @@ import numpy as np
 
 from . import ops
 from .arguments import (
-    dim_and_correction,
-    dim_arg,
     dims_args,
-    keepdim_arg,
     shape_args,
 )
 from .autograd import versions
@@ -20,7 +17,6 @@ from .errors import ArgumentError, DTypeError, ShapeError
 from .inplace import write_in_place
 from .ops.core.checks import normalize_axis
 from .ops.pointwise.arithmetic import Div, Mul, Neg
-from .ops.reductions.reduction import values_and_indices
 from .tensor import Tensor
 
 __all__ = ["TensorMethods"]
@@ -89,162 +85,6 @@ class TensorMethods:
         """self where condition is True, other elsewhere: where(condition, self, other)."""
         return ops.where(condition, self, other)
 
-    def softmax(self, dim=None, dtype=None, *, axis=None):
-        """Softmax over one dim, the last by default (torch's `dim`, numpy's `axis`), of self
-        cast to `dtype` first if given."""
-        x = ops.cast_first(self, dtype, "softmax")
-        return ops.softmax(x, dim_arg(dim, axis, "softmax"))
-
-    def log_softmax(self, dim=None, dtype=None, *, axis=None):
-        """Log-softmax over one dim, the last by default, of self cast to `dtype` first."""
-        x = ops.cast_first(self, dtype, "log_softmax")
-        return ops.log_softmax(x, dim_arg(dim, axis, "log_softmax"))
-
-    def matmul(self, other):
-        """The matrix product `input @ other`: 1-D operands are vectors, dims before the
-        last two are batch dims and broadcast. Both must share a dtype (DTypeError otherwise): no
-        promotion, as in PyTorch."""
-        return ops.matmul(self, other)
-
-    # Reductions: PyTorch's dim and keepdim, or numpy's axis and keepdims.
-
-    # dtype casts self first, as PyTorch's; axis and keepdims are numpy's (and PyTorch's
-    # undocumented) spellings of dim and keepdim
-
-    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-        """The sum of the elements over `dim`: an int, a tuple of ints, or None for all.
-
-        `keepdim=True` keeps each reduced dim with size 1. Integer and bool tensors sum to int64,
-        as in PyTorch. `dtype` (a floating dtype, or int64) casts the tensor first, recorded. `axis`
-        and `keepdims` are numpy's names for `dim` and `keepdim`."""
-        x = ops.cast_first(self, dtype, "sum", int64=True)
-        return ops.sum(x, dim_arg(dim, axis, "sum"), keepdim_arg(keepdim, keepdims))
-
-    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-        """The mean of the elements over `dim`: an int, a tuple of ints, or None for all.
-
-        Floating tensors only, as in PyTorch: an integer one needs `dtype=` (a floating dtype, cast
-        first, recorded). Over no elements it is NaN. `keepdim=True` keeps each reduced dim with
-        size 1; `axis` and `keepdims` are numpy's names for `dim` and `keepdim`."""
-        x = ops.cast_first(self, dtype, "mean")
-        return ops.mean(x, dim_arg(dim, axis, "mean"), keepdim_arg(keepdim, keepdims))
-
-    def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-        """The product of the elements over `dim`: an int, a tuple of ints, or None for all.
-
-        Integer and bool tensors multiply in int64, as in PyTorch; the gradient is exact where
-        elements are zero. `dtype` (a floating dtype, or int64) casts the tensor first, recorded.
-        `keepdim`, `axis` and `keepdims` as in `sum`."""
-        x = ops.cast_first(self, dtype, "prod", int64=True)
-        return ops.prod(x, dim_arg(dim, axis, "prod"), keepdim_arg(keepdim, keepdims))
-
-    def cumsum(self, dim=None, *, dtype=None, axis=None):
-        """The running sum along one dim; the shape stays."""
-        x = ops.cast_first(self, dtype, "cumsum", int64=True)
-        return ops.cumsum(x, dim_arg(dim, axis, "cumsum"))
-
-    def cumprod(self, dim=None, *, dtype=None, axis=None):
-        """The running product along one dim; the shape stays."""
-        return ops.cumprod(self, dim_arg(dim, axis, "cumprod"), dtype=dtype)
-
-    def cummax(self, dim=None, *, axis=None):
-        """(values, indices) of the running maximum along one dim."""
-        return ops.cummax(self, dim_arg(dim, axis, "cummax"))
-
-    def cummin(self, dim=None, *, axis=None):
-        """(values, indices) of the running minimum along one dim."""
-        return ops.cummin(self, dim_arg(dim, axis, "cummin"))
-
-    def logcumsumexp(self, dim=None, *, axis=None):
-        """The running `log(sum(exp(x)))` along `dim`, without overflow; the shape
-        stays. `dim` (or numpy's `axis`) must be given, one int; floating tensors only, as in
-        PyTorch."""
-        return ops.logcumsumexp(self, dim_arg(dim, axis, "logcumsumexp"))
-
-    def norm(self, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The p-norm over dim (all elements by default): 'fro' (the default) and 2 are the
-        Euclidean norm, p > 0 (sum |x|^p)^(1/p), inf / -inf the max / min of |x|."""
-        if isinstance(p, str):
-            if p != "fro":
-                raise ArgumentError(f"norm: p={p!r} is not supported; use 'fro', a number or inf")
-            p = 2
-        return ops.norm(self, p, dim_arg(dim, axis, "norm"), keepdim_arg(keepdim, keepdims))
-
-    def amax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The maximum over `dim` (an int, a tuple of ints, or None for all), values only.
-
-        Tied maxima share the gradient evenly; a slice holding NaN has maximum NaN and a NaN
-        gradient. An empty dim is refused (ShapeError). `axis` and `keepdims` are numpy's names for
-        `dim` and `keepdim`."""
-        return ops.max(self, dim_arg(dim, axis, "amax"), keepdim_arg(keepdim, keepdims))
-
-    def amin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The minimum over `dim` (an int, a tuple of ints, or None for all), values only.
-
-        Tied minima share the gradient evenly; a slice holding NaN has minimum NaN and a NaN
-        gradient. An empty dim is refused (ShapeError). `axis` and `keepdims` are numpy's names for
-        `dim` and `keepdim`."""
-        return ops.min(self, dim_arg(dim, axis, "amin"), keepdim_arg(keepdim, keepdims))
-
-    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """Like PyTorch: the maximum of all elements, its gradient split evenly among tied
-        maxima, or with one `dim` a (values, indices) pair, the gradient going to the index
-        returned; a NaN is the maximum and takes the gradient. `amax` takes several dims (and
-        gives a slice holding NaN a NaN gradient)."""
-        dim = dim_arg(dim, axis, "max")
-        return values_and_indices(self, "max", dim, keepdim_arg(keepdim, keepdims))
-
-    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """Like PyTorch: see `max`."""
-        dim = dim_arg(dim, axis, "min")
-        return values_and_indices(self, "min", dim, keepdim_arg(keepdim, keepdims))
-
-    def all(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """Whether every element over `dim` (an int, a tuple of ints, or None for all) is
-        nonzero: a bool tensor, outside the graph; True over no elements; uint8 for a uint8 tensor,
-        as in PyTorch."""
-        return ops.all(self, dim_arg(dim, axis, "all"), keepdim_arg(keepdim, keepdims))
-
-    def any(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """Whether some element over `dim` (an int, a tuple of ints, or None for all) is
-        nonzero: a bool tensor, outside the graph; False over no elements; uint8 for a uint8 tensor,
-        as in PyTorch."""
-        return ops.any(self, dim_arg(dim, axis, "any"), keepdim_arg(keepdim, keepdims))
-
-    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The index of the first maximum along one int `dim`, or in the flattened tensor
-        where `dim` is None: an int64 tensor, outside the graph. A NaN counts as the maximum; a bool
-        tensor is refused, as in PyTorch."""
-        return ops.argmax(self, dim_arg(dim, axis, "argmax"), keepdim_arg(keepdim, keepdims))
-
-    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """The index of the first minimum along one int `dim`, or in the flattened tensor
-        where `dim` is None: an int64 tensor, outside the graph. A NaN counts as the minimum; a bool
-        tensor is refused, as in PyTorch."""
-        return ops.argmin(self, dim_arg(dim, axis, "argmin"), keepdim_arg(keepdim, keepdims))
-
-    def var(
-        self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
-    ):
-        """The variance over dim (all elements by default), as PyTorch's: `correction`
-        (default 1, Bessel's) or the older `unbiased` (True is correction 1, False 0), which
-        may also come alone in dim's place, as in x.var(False)."""
-        dim, correction = dim_and_correction(dim, unbiased, correction, "var")
-        return ops.var(self, dim_arg(dim, axis, "var"), keepdim_arg(keepdim, keepdims), correction)
-
-    def std(
-        self, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
-    ):
-        """The standard deviation: see `var`."""
-        dim, correction = dim_and_correction(dim, unbiased, correction, "std")
-        return ops.std(self, dim_arg(dim, axis, "std"), keepdim_arg(keepdim, keepdims), correction)
-
-    def logsumexp(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        """`log(sum(exp(x)))` over `dim`, without overflow: an int, a tuple of ints, or
-        None for all elements (PyTorch requires a dim). Integer and bool tensors compute in float32;
-        over no elements it is -inf. `keepdim`, `axis` and `keepdims` as in `sum`."""
-        return ops.logsumexp(self, dim_arg(dim, axis, "logsumexp"), keepdim_arg(keepdim, keepdims))
-
     # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
 
     def reshape(self, *shape):
@@ -294,10 +134,6 @@ class TensorMethods:
             )
         return self.T
 
-    def broadcast_to(self, size):
-        """self repeated along new leading dims and dims of size 1 to reach `size`."""
-        return ops.broadcast_to(self, size)
-
     def expand(self, *size):
         """PyTorch's expand: broadcast_to where -1 keeps an existing dim's size."""
         shape = shape_args(size)
@@ -338,18 +174,6 @@ class TensorMethods:
     def split(self, split_size, dim: int = 0):
         """Pieces of split_size along dim (the last smaller), or of the sizes listed."""
         return ops.split(self, split_size, dim)
-
-    def chunk(self, chunks: int, dim: int = 0):
-        """`chunks` pieces along dim of ceil(size / chunks) elements each, the last smaller."""
-        return ops.chunk(self, chunks, dim)
-
-    def unbind(self, dim: int = 0):
-        """The slices along dim, that dim removed."""
-        return ops.unbind(self, dim)
-
-    def gather(self, dim: int, index):
-        """Elements picked along dim by an integer index of self's rank (PyTorch's gather)."""
-        return ops.gather(self, dim, index)
 
     # The in-place forms of the scatters (ops/shapes/scattering.py declares the rest).
 

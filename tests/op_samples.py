@@ -246,6 +246,15 @@ def onnx_to_torch_pad(onnx_pads) -> list[int]:
     return [n for d in reversed(range(dims)) for n in (onnx_pads[d], onnx_pads[dims + d])]
 
 
+def onnx_to_padding(onnx_pads):
+    """ONNX pads [b0, b1, ..., e0, e1, ...] as the conv and pool ops' (PyTorch's) padding: one
+    int per spatial dim where every dim's begin and end agree, else one (begin, end) pair per
+    spatial dim (beyond PyTorch)."""
+    dims = len(onnx_pads) // 2
+    begins, ends = tuple(onnx_pads[:dims]), tuple(onnx_pads[dims:])
+    return begins if begins == ends else tuple(zip(begins, ends, strict=True))
+
+
 # To cover a new op, add `"name": [Sample(...), ...]` to SAMPLES in
 # samples/<family>/<module>.py, the file named after the ops module that defines the op (a function
 # composed of registered ops: to COMPOSED there): its inputs, the minitrain call and the PyTorch

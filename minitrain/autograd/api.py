@@ -4,7 +4,8 @@ gradients of their roots."""
 from __future__ import annotations
 
 from ..errors import DTypeError, GraphError, ShapeError
-from . import versions
+from .boundary import is_tensor, new_tensor, wrap
+from .versions import check_view_current, clock
 from .walk import check_accumulates, propagate
 
 __all__ = ["backward", "grad", "root_grads"]
@@ -14,14 +15,12 @@ def root_grads(outputs, grad_outputs, op_name, create_graph: bool = False):
     """Check roots and build their seed gradients (ones for a one-element output): arrays, or
     under create_graph Tensors (a given gradient that requires grad stays in its graph, so the
     gradients computed from it are differentiable with respect to it too)."""
-    from ..tensor import Tensor
-
     seeds = []
     for i, (out, grad) in enumerate(zip(outputs, grad_outputs, strict=True)):
         node = getattr(out, "node", None)
-        if node is not None and node.seq < versions.latest_rebind and node.ctx.is_view:
-            node.check_view_current()
-        if not isinstance(out, Tensor):
+        if node is not None and node.seq < clock.latest_rebind and node.ctx.is_view:
+            check_view_current(node)
+        if not is_tensor(out):
             raise GraphError(f"{op_name}: outputs[{i}] is a {type(out).__name__}, not a Tensor")
         if not out.requires_grad:
             raise GraphError(
@@ -37,7 +36,7 @@ def root_grads(outputs, grad_outputs, op_name, create_graph: bool = False):
                 )
             seeds.append(xp.ones_like(out.data))
             continue
-        array = grad.data if isinstance(grad, Tensor) else xp.asarray(grad)
+        array = grad.data if is_tensor(grad) else xp.asarray(grad)
         if array.dtype.kind not in "biuf":  # PyTorch casts other real dtypes, refuses complex
             raise DTypeError(
                 f"{op_name}: gradient for outputs[{i}] has dtype {array.dtype}, which cannot "
@@ -48,29 +47,25 @@ def root_grads(outputs, grad_outputs, op_name, create_graph: bool = False):
                 f"{op_name}: gradient for outputs[{i}] has shape {array.shape}, "
                 f"but the output has shape {out.shape}"
             )
-        if create_graph and isinstance(grad, Tensor) and grad.requires_grad:
+        if create_graph and is_tensor(grad) and grad.requires_grad:
             seeds.append(grad if grad.dtype == out.dtype else grad.astype(out.dtype))
             continue
         seeds.append(array.astype(out.dtype, copy=False))
     if create_graph:
-        return [s if isinstance(s, Tensor) else Tensor.wrap(s) for s in seeds]
+        return [s if is_tensor(s) else wrap(s) for s in seeds]
     return seeds
 
 
 def _as_list(tensors):
-    from ..tensor import Tensor
-
-    return [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    return [tensors] if is_tensor(tensors) else list(tensors)
 
 
 def _grad_outputs_for(outputs, grad_outputs, caller, one_output: bool = False):
     """The per-output list of given gradients (None: ones for a one-element output);
     `one_output`: the caller gave one tensor, whose one gradient may be an array or a list."""
-    from ..tensor import Tensor
-
     if grad_outputs is None:
         return [None] * len(outputs)
-    if isinstance(grad_outputs, Tensor) or one_output:
+    if is_tensor(grad_outputs) or one_output:
         grad_outputs = [grad_outputs]
     grad_outputs = list(grad_outputs)
     if len(grad_outputs) != len(outputs):
@@ -79,14 +74,12 @@ def _grad_outputs_for(outputs, grad_outputs, caller, one_output: bool = False):
 
 
 def _check_wrt(inputs, caller, argument):
-    from ..tensor import Tensor
-
     if not inputs:
         raise GraphError(
             f"{caller}: `{argument}` is empty; pass the tensors to differentiate with respect to"
         )
     for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor) or not t.requires_grad:
+        if not is_tensor(t) or not t.requires_grad:
             raise GraphError(f"{caller}: {argument}[{i}] is not a tensor that requires grad")
 
 
@@ -103,9 +96,7 @@ def backward(
     `create_graph`); with `create_graph` the backward is itself recorded and each `.grad`
     carries the graph of how it was computed, for a derivative of the derivative; `inputs`, when
     given, are the only tensors (leaves or not) whose `.grad` receives anything."""
-    from ..tensor import Tensor
-
-    one_output = isinstance(tensors, Tensor)
+    one_output = is_tensor(tensors)
     tensors = _as_list(tensors)
     grad_tensors = _grad_outputs_for(tensors, grad_tensors, "backward", one_output)
     if retain_graph is None:
@@ -150,8 +141,6 @@ def grad(
     carry graphs (differentiate them again for second and higher derivatives); `retain_graph`
     defaults to `create_graph`.
     """
-    from ..tensor import Tensor
-
     if is_grads_batched:
         raise GraphError(
             "grad: is_grads_batched=True (vmap over grad_outputs) is not supported; call grad "
@@ -161,7 +150,7 @@ def grad(
         allow_unused = materialize_grads
     if materialize_grads and not allow_unused:
         raise GraphError("grad: materialize_grads=True needs allow_unused=True (or None)")
-    one_output = isinstance(outputs, Tensor)
+    one_output = is_tensor(outputs)
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
     grad_outputs = _grad_outputs_for(outputs, grad_outputs, "grad", one_output)
@@ -180,6 +169,6 @@ def grad(
                 )
             if materialize_grads:  # as PyTorch's: zeros that require grad under create_graph
                 zeros = inputs[i].xp.zeros_like(inputs[i].data)
-                g = Tensor(zeros, requires_grad=create_graph)
-        result.append(g if g is None or isinstance(g, Tensor) else Tensor(g))
+                g = new_tensor(zeros, requires_grad=create_graph)
+        result.append(g if g is None or is_tensor(g) else new_tensor(g))
     return tuple(result)

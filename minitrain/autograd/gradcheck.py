@@ -8,26 +8,26 @@ import math
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, GradcheckError
-from ..tensor import Tensor
 from . import grad
+from .boundary import is_tensor, new_tensor
 from .grad_mode import enable_grad, no_grad
 
 __all__ = ["gradcheck", "gradgradcheck"]
 
 
 def _as_float64(value):
-    if isinstance(value, Tensor) and value.dtype.kind == "f":
-        copy = Tensor(value.data.astype(np.float64, copy=True))
+    if is_tensor(value) and value.dtype.kind == "f":
+        copy = new_tensor(value.data.astype(np.float64, copy=True))
         copy.requires_grad = value.requires_grad
         return copy
     return value
 
 
-def _outputs(fn, inputs) -> list[Tensor]:
+def _outputs(fn, inputs) -> list:
     out = fn(*inputs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     for i, o in enumerate(outs):
-        if not isinstance(o, Tensor):
+        if not is_tensor(o):
             raise GradcheckError(f"gradcheck: output {i} of fn is a {type(o).__name__}")
     return outs
 
@@ -70,8 +70,8 @@ def _checked_inputs(caller, fn, inputs, eps, atol, rtol, mode, directions) -> tu
     """(inputs as float64 copies, the positions of those checked: floating and requiring
     grad), once the arguments are checked."""
     _check_arguments(fn, eps, atol, rtol, mode, directions)
-    inputs = [_as_float64(x) for x in ([inputs] if isinstance(inputs, Tensor) else inputs)]
-    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    inputs = [_as_float64(x) for x in ([inputs] if is_tensor(inputs) else inputs)]
+    checked = [i for i, x in enumerate(inputs) if is_tensor(x) and x.requires_grad]
     if not checked:
         raise GradcheckError(f"{caller}: no input requires grad, nothing to check")
     return inputs, checked
@@ -132,13 +132,13 @@ def gradcheck(
         for o in outputs:
             pieces.append(cotangent[start : start + o.data.size].reshape(o.shape))
             start += o.data.size
-        seeds = [Tensor(p) for o, p in zip(outputs, pieces, strict=True) if o.requires_grad]
+        seeds = [new_tensor(p) for o, p in zip(outputs, pieces, strict=True) if o.requires_grad]
         grads = grad(graph_outputs, wrt, seeds, retain_graph=True, allow_unused=True)
         return [
             np.zeros_like(x.data) if g is None else g.data for x, g in zip(wrt, grads, strict=True)
         ]
 
-    def numeric(x: Tensor, direction: np.ndarray) -> np.ndarray:
+    def numeric(x, direction: np.ndarray) -> np.ndarray:
         """(f(x + eps*d) - f(x - eps*d)) / 2eps, flattened over the outputs."""
         original = x.data
         x.data = np.asarray(original + eps * direction)  # 0-d stays an array, not a scalar
@@ -245,7 +245,9 @@ def gradgradcheck(
     outputs = _outputs(fn, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
-        grad_outputs = [Tensor(rng.standard_normal(o.shape), requires_grad=True) for o in outputs]
+        grad_outputs = [
+            new_tensor(rng.standard_normal(o.shape), requires_grad=True) for o in outputs
+        ]
     else:
         grad_outputs = [_as_float64(v) for v in _sequence(grad_outputs)]
         if len(grad_outputs) != len(outputs):
@@ -253,7 +255,7 @@ def gradgradcheck(
                 f"gradgradcheck: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs"
             )
         for i, (o, v) in enumerate(zip(outputs, grad_outputs, strict=True)):
-            if not isinstance(v, Tensor) or v.shape != o.shape:
+            if not is_tensor(v) or v.shape != o.shape:
                 raise GradcheckError(
                     f"gradgradcheck: grad_outputs[{i}] must be a Tensor of the output's shape "
                     f"{o.shape}, got {getattr(v, 'shape', type(v).__name__)}"
@@ -268,14 +270,14 @@ def gradgradcheck(
             outs = _outputs(fn, values[:n])
         pairs = [(o, v) for o, v in zip(outs, values[n:], strict=True) if o.requires_grad]
         if not pairs:
-            return tuple(Tensor(np.zeros_like(x.data)) for x in wrt)
+            return tuple(new_tensor(np.zeros_like(x.data)) for x in wrt)
         with enable_grad():
             found = grad(
                 [o for o, _ in pairs], wrt, [v for _, v in pairs], create_graph=True,
                 allow_unused=True,
             )  # fmt: skip
         return tuple(
-            Tensor(np.zeros_like(x.data)) if g is None else g
+            new_tensor(np.zeros_like(x.data)) if g is None else g
             for x, g in zip(wrt, found, strict=True)
         )
 
@@ -291,4 +293,4 @@ def gradgradcheck(
 
 
 def _sequence(values) -> list:
-    return [values] if isinstance(values, Tensor) else list(values)
+    return [values] if is_tensor(values) else list(values)

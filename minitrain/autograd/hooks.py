@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import backend
 from ..errors import DTypeError, GraphError, ShapeError
+from .boundary import is_tensor, new_tensor, wrap
 from .deferred import DeferredSum
 from .node import Node
 
@@ -28,7 +29,9 @@ __all__ = [
 ]
 
 # Leaves with gradient-ready hooks: id(leaf) -> (weak reference to the leaf, its hooks). A walk
-# looks for them only while this is not empty (DistributedDataParallel registers them).
+# looks for them only while this is not empty (DistributedDataParallel registers them). State of
+# the leaves, not of a graph: a walk reads only the entries of the leaves below its roots, and
+# an entry goes with its leaf. Changed with dict operations only, each atomic under the GIL.
 _ready_hooks: dict = {}
 # .stack: the callbacks queued (queue_callback) for each backward running in this thread
 _queued = threading.local()
@@ -54,20 +57,18 @@ def run_hooks(hooks, grad, owner):
     gradient's shape and dtype, replaces it. `owner` (a leaf, or the Node of a non-leaf) is
     named in errors. `grad` is an array, or under create_graph a Tensor with its graph: the
     hook then sees that Tensor, and a Tensor it returns keeps its graph."""
-    from ..tensor import Tensor
-
-    graph = isinstance(grad, Tensor)
+    graph = is_tensor(grad)
     for hook in tuple(hooks):  # a copy: a hook may remove itself (or another) while running
-        result = hook(grad if graph else Tensor(grad))
+        result = hook(grad if graph else new_tensor(grad))
         if result is None:
             continue
-        new = result.data if isinstance(result, Tensor) else result
+        new = result.data if is_tensor(result) else result
         if isinstance(new, np.generic):  # numpy arithmetic on a 0-d array gives a scalar
             new = backend.array_module(new).asarray(new)
         if not backend.is_array(new) or new.shape != grad.shape or new.dtype != grad.dtype:
             _refuse_hook_result(hook, result, new, grad, owner)
         if graph:
-            grad = result if isinstance(result, Tensor) else Tensor.wrap(new)
+            grad = result if is_tensor(result) else wrap(new)
         else:
             grad = new
     return grad
@@ -127,9 +128,9 @@ def register_gradient_ready_hook(tensor, hook) -> RemovableHandle:
         )
     key = id(tensor)
     entry = _ready_hooks.get(key)
-    if entry is None:
-        entry = (weakref.ref(tensor, lambda _, key=key: _ready_hooks.pop(key, None)), [])
-        _ready_hooks[key] = entry
+    if entry is None:  # setdefault: two threads registering on one leaf share one entry
+        forget = weakref.ref(tensor, lambda _, key=key: _ready_hooks.pop(key, None))
+        entry = _ready_hooks.setdefault(key, (forget, []))
     entry[1].append(hook)
     return _ReadyHookHandle(key, entry[1], hook)
 
@@ -200,8 +201,6 @@ def ready_watch(roots) -> list:
 def fire_ready(watch: list, next_seq, leaf_grads: dict, fired: set, graph: bool) -> None:
     """Fire the ready hooks of the watched leaves whose gradient is final now that the next node
     to run has sequence number `next_seq` (-1: none is left): their own hooks first."""
-    from ..tensor import Tensor
-
     while watch and watch[-1][0] > next_seq:
         _, key, leaf = watch.pop()
         entry = leaf_grads.get(key)
@@ -214,6 +213,6 @@ def fire_ready(watch: list, next_seq, leaf_grads: dict, fired: set, graph: bool)
         fired.add(key)
         hooks = _ready_hooks.get(key)
         if hooks:
-            grad = entry[1] if graph else Tensor.wrap(entry[1])
+            grad = entry[1] if graph else wrap(entry[1])
             for hook in tuple(hooks[1]):
                 hook(leaf, grad)

@@ -10,10 +10,9 @@ import weakref
 
 from .. import backend
 from ..errors import GraphError
-from ..inplace import superseded
-from . import versions
 from .deferred import materialized
 from .grad_mode import recording
+from .versions import clock
 
 __all__ = ["BackwardScope", "Node", "OpenTapes", "unbroadcast"]
 
@@ -33,7 +32,9 @@ class Node:
     itself, or None when input i needs no gradient. `output` is a weak reference to the tensor
     the op produced (the graph does not keep outputs alive; a Tape does). `scope` is the
     innermost scope open when the op was recorded (`recording.scope`: the Module whose forward
-    ran it, None outside any), so a drawing can group a layer's ops.
+    ran it, None outside any), so a drawing can group a layer's ops. `superseded`: an in-place
+    op has since made this node's output another node's output (a view taken from it before is
+    stale: versions.check_view_current).
     """
 
     __slots__ = (
@@ -45,6 +46,7 @@ class Node:
         "scope",
         "hooks",
         "retains_grad",
+        "superseded",
         "__weakref__",
     )
 
@@ -52,11 +54,12 @@ class Node:
         self.op = op
         self.ctx = ctx
         self.parents = parents
-        self.seq = next(versions.clock)
+        self.seq = next(clock.numbers)
         self.output = weakref.ref(output)
         self.scope = recording.scope
         self.hooks = None  # hooks registered on the (non-leaf) tensor this node produced
         self.retains_grad = False  # set by output.retain_grad()
+        self.superseded = False  # set by an in-place op on the output (versions.supersede)
         if OpenTapes.count:  # any thread: only then look at this thread's tapes
             for tape in recording.tapes:
                 tape.nodes.append(self)
@@ -84,7 +87,7 @@ class Node:
         ctx, op = self.ctx, self.op
         if ctx.released:
             raise self.freed_error()
-        if versions.latest_write > self.seq:  # an in-place write since this op ran
+        if clock.latest_write > self.seq:  # an in-place write since this op ran
             self._check_saved_unwritten()
         if create_graph:
             outer, recording.scope = recording.scope, BackwardScope(self)
@@ -124,7 +127,7 @@ class Node:
             if value is None or not hasattr(value, "base"):
                 continue
             since = ctx.out_written if name == "out" and ctx.out_written is not None else self.seq
-            written = versions.written_since(value, since)
+            written = clock.written_since(value, since)
             if written is not None:
                 raise GraphError(
                     f"{self.name}: '{name}', a value {self.op.name} saved for its backward, was "
@@ -132,20 +135,6 @@ class Node:
                     f"version {written[1]}. Clone it before changing it, or change it after "
                     f"backward"
                 )
-
-    def check_view_current(self) -> None:
-        """Refuse to use the output of this view node where an in-place op has made its base
-        another node's output since the view was taken: the view's values changed with the
-        base, but its gradient would go to the base's old node."""
-        origin = self.parents[0]
-        while type(origin) is Node and origin.ctx.is_view:
-            origin = origin.parents[0]
-        if type(origin) is Node and origin in superseded:
-            raise GraphError(
-                f"{self.op.name}: this view was taken from the output of {origin.op.name} "
-                f"before that tensor changed in place; take the view after the change, or "
-                f"change a clone"
-            )
 
     def freed_error(self) -> GraphError:
         """The error of a backward through this node after its saved values were freed."""

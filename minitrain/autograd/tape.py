@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..errors import GraphError
 from .api import grad
+from .boundary import is_tensor
 from .grad_mode import recording
 from .node import Node, OpenTapes
 
@@ -66,10 +67,8 @@ class Tape:
         create_graph: bool = False,
     ):
         """Gradients of target with respect to sources: one Tensor, or a tuple for a list."""
-        from ..tensor import Tensor
-
         grads = grad(target, sources, output_gradients, retain_graph, create_graph)
-        return grads[0] if isinstance(sources, Tensor) else grads
+        return grads[0] if is_tensor(sources) else grads
 
     def saved_bytes(self) -> int:
         """Bytes of the distinct arrays the recorded nodes hold for backward (released: 0)."""

@@ -1,31 +1,7 @@
 """Layers, Module and Parameter, with PyTorch's names, signatures and defaults."""
 
-from . import functional, init, parallel, utils
-from .activation import (
-    CELU,
-    ELU,
-    GELU,
-    GLU,
-    SELU,
-    Hardsigmoid,
-    Hardswish,
-    Hardtanh,
-    LeakyReLU,
-    LogSigmoid,
-    LogSoftmax,
-    Mish,
-    PReLU,
-    QuickGELU,
-    ReLU,
-    ReLU6,
-    Sigmoid,
-    SiLU,
-    Softmax,
-    Softplus,
-    Softsign,
-    Tanh,
-    Tanhshrink,
-)
+from . import activation, functional, init, parallel, utils
+from .activation import *  # noqa: F403 (the layers ops declare, and the written ones)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -95,9 +71,7 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "Identity", "Linear", "Flatten", "Embedding", "Dropout",
-    "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "QuickGELU", "Softmax", "LogSoftmax",
-    "ReLU6", "Hardtanh", "ELU", "SELU", "CELU", "Softplus", "Mish", "Hardswish", "Hardsigmoid",
-    "LogSigmoid", "Softsign", "Tanhshrink", "PReLU", "GLU",
+    *activation.__all__,
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
     "BCELoss", "BCEWithLogitsLoss",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "Unfold", "Fold", "PixelShuffle",

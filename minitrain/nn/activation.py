@@ -1,9 +1,12 @@
 """The activation layers: Modules over the activation ops, with PyTorch's names and options.
 
-ReLU, LeakyReLU, Sigmoid, Tanh, GELU, SiLU, QuickGELU, Softmax, LogSoftmax, ReLU6, Hardtanh,
-ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid, Softsign, Tanhshrink, PReLU,
-GLU. `inplace=` is accepted for PyTorch compatibility and the layers compute out of place either
-way: the result is the same, and the input keeps its values (use x.relu_() to write in place)."""
+The ops declare their layers (ops/core/variants.py, `module=`): ReLU, LeakyReLU, Sigmoid, Tanh,
+GELU, SiLU, QuickGELU, ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid,
+Softsign, Tanhshrink and GLU are built from them here (nn/declared.py), each keeping its op's
+arguments as attributes and applying the op in forward; `inplace=True` writes the result into the
+input, as PyTorch's does. Written here, with state or logic of their own: Softmax and LogSoftmax
+(PyTorch's implicit dim), Hardtanh (its deprecated names, its limits checked when built), ReLU6
+(a Hardtanh, as PyTorch's) and PReLU (a learned weight)."""
 
 from __future__ import annotations
 
@@ -13,88 +16,15 @@ import numpy as np
 
 from .. import ops
 from ..errors import ArgumentError, DTypeError
+from ..ops.core.variants import declared
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
+from .declared import layer_of
 from .linear import layer_dtype
 from .module import Module, Parameter
 
-
-class ReLU(Module):
-    """max(x, 0), elementwise. `inplace` is accepted and ignored: the output is a new tensor."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.relu(x)
-
-
-class LeakyReLU(Module):
-    """x where x > 0, negative_slope * x elsewhere. negative_slope must be >= 0 (PyTorch takes any);
-    `inplace` is accepted and ignored."""
-
-    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
-        super().__init__()
-        self.negative_slope = negative_slope
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.leaky_relu(x, self.negative_slope)
-
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
-
-
-class Sigmoid(Module):
-    """1 / (1 + exp(-x)), elementwise."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.sigmoid(x)
-
-
-class Tanh(Module):
-    """tanh(x), elementwise."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.tanh(x)
-
-
-class GELU(Module):
-    """x * Phi(x), exact (approximate='none') or with the tanh approximation ('tanh')."""
-
-    def __init__(self, approximate: str = "none"):
-        super().__init__()
-        self.approximate = approximate
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.gelu(x, self.approximate)
-
-    def extra_repr(self) -> str:
-        return f"approximate='{self.approximate}'"
-
-
-class SiLU(Module):
-    """x * sigmoid(x) (Swish)."""
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.silu(x)
-
-
-class QuickGELU(Module):
-    """x * sigmoid(alpha * x), the fast GELU approximation (alpha = 1.702); alpha = 1 is SiLU."""
-
-    def __init__(self, alpha: float = 1.702):
-        super().__init__()
-        self.alpha = alpha
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.quick_gelu(x, self.alpha)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+__all__ = ["Hardtanh", "LogSoftmax", "PReLU", "ReLU6", "Softmax"]
 
 
 class Softmax(Module):
@@ -159,7 +89,8 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x: Tensor) -> Tensor:
-        return ops.hardtanh(x, self.min_val, self.max_val)
+        """x clipped to [min_val, max_val]; inplace=True writes it into x (F.hardtanh)."""
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         limits = f"min_val={self.min_val}, max_val={self.max_val}"
@@ -174,112 +105,6 @@ class ReLU6(Hardtanh):
 
     def extra_repr(self) -> str:
         return _inplace_repr(self.inplace)
-
-
-class _Inplace(Module):
-    """An activation whose one option is PyTorch's `inplace` (accepted, see above), shown in its
-    repr where PyTorch's shows it."""
-
-    shows_inplace = True
-
-    def __init__(self, inplace: bool = False):
-        super().__init__()
-        self.inplace = inplace
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace and self.shows_inplace)
-
-
-class _WithAlpha(Module):
-    """ELU and CELU: an `alpha` and `inplace`."""
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
-    def extra_repr(self) -> str:
-        return ", ".join(filter(None, (f"alpha={self.alpha}", _inplace_repr(self.inplace))))
-
-
-class ELU(_WithAlpha):
-    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.elu(x, self.alpha)
-
-
-class CELU(_WithAlpha):
-    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha nonzero."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.celu(x, self.alpha)
-
-
-class SELU(_Inplace):
-    """scale * elu(x, alpha) with SELU's fixed constants."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.selu(x)
-
-
-class Mish(_Inplace):
-    """x * tanh(softplus(x))."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.mish(x)
-
-
-class Hardswish(_Inplace):
-    """x * relu6(x + 3) / 6."""
-
-    shows_inplace = False
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.hardswish(x)
-
-
-class Hardsigmoid(_Inplace):
-    """relu6(x + 3) / 6."""
-
-    shows_inplace = False
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.hardsigmoid(x)
-
-
-class Softplus(Module):
-    """log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold."""
-
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
-        super().__init__()
-        self.beta, self.threshold = beta, threshold
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.softplus(x, self.beta, self.threshold)
-
-    def extra_repr(self) -> str:
-        return f"beta={self.beta}, threshold={self.threshold}"
-
-
-class LogSigmoid(Module):
-    """log(sigmoid(x)), elementwise, computed stably."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.logsigmoid(x)
-
-
-class Softsign(Module):
-    """x / (1 + |x|), elementwise."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.softsign(x)
-
-
-class Tanhshrink(Module):
-    """x - tanh(x), elementwise."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return ops.tanhshrink(x)
 
 
 class PReLU(Module):
@@ -312,16 +137,17 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class GLU(Module):
-    """a * sigmoid(b), a and b the halves of the input along `dim`."""
+def _bind_declared() -> None:
+    """The layer of every op that declares one (`module=`), a class of this module bound under
+    PyTorch's name: its nn.functional entry applied with the layer's arguments."""
+    names = globals()
+    for variant in declared():
+        if variant.module:
+            if variant.module in names:
+                raise NameError(f"nn.{variant.module} is both written in {__name__} and declared")
+            entry = getattr(F, variant.function.__name__)
+            names[variant.module] = layer_of(variant, entry, __name__)
+            __all__.append(variant.module)
 
-    def __init__(self, dim: int = -1):
-        super().__init__()
-        self.dim = dim
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Input `(*, 2M, *)` -> `(*, M, *)`, halved along dim (whose size must be even)."""
-        return ops.glu(x, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+_bind_declared()

@@ -12,13 +12,17 @@ import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ..ops.convolution.transposed import check_output_padding
-from ..ops.convolution.window import auto_pads, spatial_ints
+from ..ops.convolution.window import (
+    check_padding_string,
+    conv_padding,
+    padding_pads,
+    spatial_ints,
+)
 from ..tensor import Tensor
 from . import functional as F  # noqa: N812 (PyTorch's idiom)
 from . import init
 from .linear import finish_parameters, layer_dtype
 from .module import Module, Parameter
-from .torch_args import TORCH_NAMES, torch_pads
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -93,13 +97,10 @@ class _ConvNd(Module):
 
     def _pad_widths(self, shape) -> tuple[int, ...]:
         """self.padding as F.pad's widths: (begin, end) per spatial dim, the last dim first."""
-        caller = type(self).__name__
-        pads, auto_pad = torch_pads(self.padding, self.dims, caller)
-        if pads is None:  # 'same' or 'valid'
-            spatial = shape[-self.dims :]
-            pads = auto_pads(
-                auto_pad, spatial, self.kernel_size, self.stride, self.dilation, caller
-            )
+        spatial = shape[-self.dims :]
+        pads = conv_padding(
+            self.padding, spatial, self.kernel_size, self.stride, self.dilation, type(self).__name__
+        )
         begins, ends = pads[: self.dims], pads[self.dims :]
         return tuple(w for b, e in zip(begins[::-1], ends[::-1], strict=True) for w in (b, e))
 
@@ -134,9 +135,10 @@ def _count(value, name: str, caller: str, minimum: int) -> int:
 def _padding(padding, dims: int, caller: str):
     """padding as PyTorch keeps it: 'same' / 'valid', or a tuple per spatial dim (of ints, or
     of (begin, end) pairs), checked as F.conv*d will take it."""
-    torch_pads(padding, dims, caller)
     if isinstance(padding, str):
+        check_padding_string(padding, caller)
         return padding
+    padding_pads(padding, dims, caller)
     if isinstance(padding, (int, np.integer)):
         return (int(padding),) * dims
     return tuple(
@@ -203,7 +205,7 @@ class _ConvTransposeNd(_ConvNd):
             dtype,
         )
         self.output_padding = check_output_padding(
-            output_padding, self.stride, self.dilation, caller, TORCH_NAMES
+            output_padding, self.stride, self.dilation, caller
         )
 
     def forward(self, input: Tensor, output_size=None) -> Tensor:  # noqa: A002

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from .. import backend
 from ..errors import ArgumentError
 from ..tensor import Tensor
@@ -105,22 +103,15 @@ def _fused_update(param: Tensor, grad, state: dict[str, Any], group: dict[str, A
     """Adam's update of one parameter (state["step"] already counted) by one numba loop over its
     elements, instead of a dozen numpy passes over the whole array, with the same arithmetic in
     the same order: the same result to the bit. False, with nothing done, where it does not
-    apply: numba off, or arrays not all C-contiguous numpy float32 or float64 of one dtype and
-    shape (the loop indexes them together, unchecked)."""
+    apply: where backend.numba_takes refuses the arrays, or they are not all C-contiguous and of
+    one shape (the loop indexes them together, unchecked)."""
     data = param.data
     arrays = [data, grad, state["exp_avg"], state["exp_avg_sq"]]
     if group["amsgrad"]:
         arrays.append(state["max_exp_avg_sq"])
     if not (
-        backend.numba_enabled()
-        and data.dtype in backend.NUMBA_DTYPES
-        and all(
-            isinstance(a, np.ndarray)
-            and a.dtype == data.dtype
-            and a.shape == data.shape
-            and a.flags.c_contiguous
-            for a in arrays
-        )
+        backend.numba_takes(*arrays)
+        and all(a.shape == data.shape and a.flags.c_contiguous for a in arrays)
     ):
         return False
     lr, weight_decay, eps = group["lr"], group["weight_decay"], group["eps"]

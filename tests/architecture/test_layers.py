@@ -1,9 +1,9 @@
 """The package's layers point one way, and private names stay in their module: read from the
 imports of every module in minitrain/ (docs/ARCHITECTURE.md draws the layers). A private name is
 never imported from another module nor read as an attribute of an imported module or class; the
-engine's direct use of a Tensor's slots (`_grad`, `_requires_grad`, `_hooks`, on the hot path)
-is instance state, which this test does not see, and the one exception the architecture page
-names."""
+engine's direct use of a Tensor's slots (`_grad`, `_requires_grad`, `_hooks`, `_plain_view`, on
+the hot path) is instance state, which this test does not see, and the one exception the
+architecture page names. The engine keeps no state in module globals (no `global` statement)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,18 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "minitrain"
 
-# Lowest first: a module may import from its own layer and the ones before it.
+# Lowest first: a module may import from its own layer and the ones before it. Read in this
+# order, the folders are the layers: the engine (autograd/) sits on the foundation, Tensor on
+# the engine, the ops on Tensor, and so on up.
 LAYERS = {
     "foundation": (
         "minitrain.errors",
         "minitrain.runtime",
         "minitrain.backend",
         "minitrain.cuda",
-        # in autograd/ with the engine, but below Tensor, which reads its mode and versions
-        "minitrain.autograd.versions",
-        "minitrain.autograd.grad_mode",
     ),
+    # the engine works on Nodes and arrays: it imports no Tensor (autograd/boundary.py)
+    "autograd": ("minitrain.autograd",),
     "tensor": (
         "minitrain.tensor",
         "minitrain.inplace",
@@ -32,7 +33,6 @@ LAYERS = {
         "minitrain.creation",
         "minitrain.distributed",
     ),
-    "autograd": ("minitrain.autograd",),
     # autograd.functional (vjp, jacobian, hessian, ...) is built from ops: it sits in their layer
     # Tensor's method table calls ops: it sits in their layer, as the top-level functions do
     "ops": (
@@ -54,9 +54,9 @@ _OPS_FOR_TENSOR = (
     "tensor.py, once Tensor exists"
 )
 ALLOWED_UPWARD = {
-    ("minitrain.tensor", "minitrain.autograd"): (
-        "Tensor.backward and register_hook are the user's doorway into the engine, which in turn "
-        "wraps gradients in Tensors: PyTorch's Tensor and autograd are one cycle too"
+    ("minitrain.backend", "minitrain.autograd.grad_mode"): (
+        "a device-side check runs at once under anomaly mode, which backend reads from the "
+        "per-thread recording state"
     ),
     ("minitrain.tensor", "minitrain.ops"): _OPS_FOR_TENSOR,
     ("minitrain.tensor", "minitrain.ops.pointwise.arithmetic"): _OPS_FOR_TENSOR
@@ -184,6 +184,18 @@ def test_no_ops_module_is_named_like_an_op_function():
         if m.startswith("minitrain.ops.") and m.split(".")[2] in minitrain.ops.__all__
     ]
     assert not shadowed
+
+
+def test_the_engine_rebinds_no_module_global():
+    # what the engine keeps lives on its objects (a Node, a Tensor, the one versions.clock)
+    engine = [m for m in MODULES if m.startswith("minitrain.autograd")] + ["minitrain.inplace"]
+    rebinding = [
+        f"{MODULES[module].name}:{node.lineno}"
+        for module in engine
+        for node in ast.walk(ast.parse(MODULES[module].read_text()))
+        if isinstance(node, ast.Global)
+    ]
+    assert not rebinding, f"module state rebound with `global`: {rebinding}"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

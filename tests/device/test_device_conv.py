@@ -86,10 +86,11 @@ def _conv_step(op, values, attrs, device):
 @pytest.mark.parametrize(
     "op, x_shape, w_shape, attrs",
     [
-        (ops.conv, (3, 4, 6, 7), (6, 2, 3, 3), {"pads": (1, 0, 2, 1), "group": 2}),
-        (ops.conv, (3, 2, 4, 5, 3), (3, 2, 2, 3, 2), {"pads": 1, "dilations": (2, 1, 1)}),
+        (ops.conv, (3, 4, 6, 7), (6, 2, 3, 3), {"padding": ((1, 2), (0, 1)), "groups": 2}),
+        (ops.conv, (3, 2, 4, 5, 3), (3, 2, 2, 3, 2), {"padding": 1, "dilation": (2, 1, 1)}),
         (ops.conv_transpose, (3, 4, 4, 3), (4, 3, 3, 2),
-         {"pads": (1, 0, 0, 1), "group": 2, "output_padding": (0, 1), "dilations": (1, 2)}),
+         {"padding": ((1, 0), (0, 1)), "groups": 2, "output_padding": (0, 1),
+          "dilation": (1, 2)}),
     ],
     ids=["conv2d", "conv3d", "conv_transpose2d"],
 )  # fmt: skip
@@ -99,7 +100,7 @@ def test_a_batch_in_chunks_in_every_layout_on_the_device(
     # one image per chunk: each chunk's columns are views into the thread's buffers, read and
     # written through the layout's strided views
     rng = np.random.default_rng(7)
-    filters = w_shape[1] * attrs.get("group", 1) if op is ops.conv_transpose else w_shape[0]
+    filters = w_shape[1] * attrs.get("groups", 1) if op is ops.conv_transpose else w_shape[0]
     values = [rng.standard_normal(x_shape), rng.standard_normal(w_shape)]
     values.append(rng.standard_normal(filters))
     monkeypatch.setattr(
@@ -117,8 +118,8 @@ def test_a_batch_in_chunks_in_every_layout_on_the_device(
 def test_float32_stays_float32_on_the_device(cuda_device):
     rng = np.random.default_rng(2)
     values = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 6, 6), (4, 3, 3, 3), 4)]
-    on_cpu = _conv_step(ops.conv, values, {"pads": 1}, "cpu")
-    on_device = _conv_step(ops.conv, values, {"pads": 1}, "cuda")
+    on_cpu = _conv_step(ops.conv, values, {"padding": 1}, "cpu")
+    on_device = _conv_step(ops.conv, values, {"padding": 1}, "cuda")
     for got, want in zip(on_device, on_cpu, strict=True):
         assert got.dtype == np.float32
         _close(got, want, rtol=1e-5, atol=1e-5)
@@ -164,7 +165,7 @@ def test_pooling_gradient_kernels_on_the_device(cuda_device):
     want = ops.max_pool_grad(dy, indices.data, x_shape)
     _close(ops.max_pool_grad(*_to_device(cuda_device, dy, indices.data), x_shape), want)
     attrs = {"strides": 2, "pads": 1, "ceil_mode": True, "count_include_pad": True}
-    dy = rng.standard_normal(ops.avg_pool(x, 3, **attrs).shape)
+    dy = rng.standard_normal(ops.avg_pool(x, 3, 2, 1, ceil_mode=True).shape)
     (dy_d,) = _to_device(cuda_device, dy)
     want = ops.avg_pool_grad(dy, x_shape, 3, **attrs)
     _close(ops.avg_pool_grad(dy_d, x_shape, 3, **attrs), want)
@@ -184,7 +185,7 @@ def test_kernel_arguments_on_two_devices_are_refused(cuda_device):
     with pytest.raises(DeviceError, match=r"max_pool_grad: .*dY on cuda:0, indices on cpu"):
         ops.max_pool_grad(dy_d, indices, (2, 3, 4, 4))
     with pytest.raises(DeviceError, match=r"max_unpool: .*input on cuda:0, indices on cpu"):
-        ops.max_unpool(mt.tensor(dy_d), indices, 2, strides=2)
+        ops.max_unpool(mt.tensor(dy_d), indices, 2)
 
 
 def test_a_list_of_indices_goes_to_dys_device(cuda_device):

@@ -4,6 +4,10 @@ Found by a review of the in-place change; each test failed (or gave a wrong valu
 
 from __future__ import annotations
 
+import copy
+import pickle
+import threading
+
 import numpy as np
 import pytest
 
@@ -180,3 +184,30 @@ def test_anomaly_mode_lets_a_masks_minus_infinity_through(torch):
     with torch.autograd.detect_anomaly():
         ts.masked_fill(torch.tensor(mask), float("-inf")).softmax(-1).sum().backward()
     np.testing.assert_allclose(s.grad.numpy(), ts.grad.numpy(), atol=1e-7)
+
+
+def test_a_plain_views_record_goes_with_the_view_not_with_its_copies():
+    """The view taken outside the graph remembers its tensor on itself: the view is refused
+    after an in-place op put that tensor in the graph, from any thread; a deep copy or a pickle
+    of it owns its memory and views nothing, and is not."""
+    a = mt.tensor([[0.0, 0.0]])
+    v = a[0]
+    copied, pickled = copy.deepcopy(v), pickle.loads(pickle.dumps(v))
+    w = mt.tensor([1.0, 2.0], requires_grad=True)
+    a.add_(w)
+    errors = []
+
+    def use():
+        try:
+            v * w
+        except GraphError as error:
+            errors.append(str(error))
+
+    thread = threading.Thread(target=use)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "view taken when its tensor was outside the graph" in errors[0]
+    for fresh in (copied, pickled):
+        (fresh * w).sum().backward()
+        assert fresh.tolist() == [0.0, 0.0]
+    assert w.grad.tolist() == [0.0, 0.0]

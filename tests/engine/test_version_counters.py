@@ -1,7 +1,12 @@
 """Version counters compared with PyTorch: `_version` shared by the tensors viewing one memory,
 one bump per write (in-place ops, optimizers, nn.init), and backward refusing a saved value
 written since it was saved, in exactly the cases PyTorch refuses. Each case runs the same code on
-`torch` and on `minitrain`."""
+`torch` and on `minitrain`, but the last, threads writing and walking back at once, minitrain's
+own."""
+
+import re
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -327,3 +332,94 @@ def test_a_value_that_requires_grad_written_into_a_view_of_a_plain_tensor(torch)
     assert_same_grads(outcomes[0], (2 * W[0], np.stack([2 * X[0], np.zeros(3)])))
     if not isinstance(outcomes[1], str):
         assert_same_grads(outcomes[1], outcomes[0])
+
+
+# Threads: the writes per memory and the clock are shared by the whole process (two threads'
+# tensors may view one array); each thread's graph and versions stay its own.
+
+
+def in_threads(work, count: int) -> list:
+    """work(i) for i < count, in threads started together that Python switches between as
+    often as it can; their results, an exception raised in one re-raised here."""
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = work(i)
+        except BaseException as error:  # noqa: BLE001 (re-raised below, in the test's thread)
+            results[i] = error
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
+def test_threads_writing_in_place_and_walking_back_keep_their_own_versions_and_errors():
+    """Each thread records, writes in place and runs backward on its own tensors, at once:
+    backward refuses exactly the saved values its own thread wrote since, never one another
+    thread's write numbered later, and every gradient and version is the one-thread answer."""
+    rounds = 60
+
+    def work(i):
+        values = np.random.default_rng(i).uniform(0.2, 0.8, 3)
+        w = minitrain.tensor(values, requires_grad=True)
+        scratch = minitrain.zeros(3, dtype=minitrain.float64)
+        outcomes = []
+        for r in range(rounds):
+            w.grad = None
+            y = (w * 2).exp()  # saves its output, y's own memory
+            loss = y.sum()
+            with minitrain.no_grad():
+                if r % 3 == 0:
+                    y.add_(1)  # the saved output written since: backward must refuse
+                else:
+                    scratch.add_(1)  # a later write, to other memory: backward must run
+            try:
+                loss.backward()
+            except GraphError as error:
+                outcomes.append(("refused", str(error), y._version))
+                continue
+            np.testing.assert_allclose(w.grad.numpy(), 2 * np.exp(2 * values), rtol=1e-12)
+            outcomes.append(("ran", None, y._version))
+        return outcomes, scratch._version, w._version
+
+    for outcomes, scratch_version, w_version in in_threads(work, 4):
+        assert [o[0] for o in outcomes] == [
+            "refused" if r % 3 == 0 else "ran" for r in range(rounds)
+        ]
+        assert all(
+            re.search(MODIFIED, message) and "version 0, now at version 1" in message
+            for kind, message, _ in outcomes
+            if kind == "refused"
+        )
+        assert [o[2] for o in outcomes] == [int(r % 3 == 0) for r in range(rounds)]
+        assert scratch_version == sum(r % 3 != 0 for r in range(rounds))
+        assert w_version == 0
+
+
+def test_writes_from_threads_into_one_memory_are_each_counted_once():
+    """Threads bumping the same tensors' versions at once (the first write to a memory makes
+    its entry): no write is lost, none counted twice."""
+    tensors = [minitrain.zeros(2) for _ in range(3000)]
+    views = [t[1:] for t in tensors]  # writes through a view count on the same memory
+
+    def work(i):
+        for t in tensors if i % 2 else views:
+            t.bump_version()
+
+    in_threads(work, 4)
+    assert [t._version for t in tensors] == [4] * len(tensors)
+    assert [v._version for v in views] == [4] * len(views)

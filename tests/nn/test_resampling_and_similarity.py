@@ -308,7 +308,7 @@ def test_max_unpool_sends_each_gradient_back_from_where_it_was_placed():
          "output_size must hold 2 sizes"),
         (lambda x, i: F.max_unpool1d(x, i, 2), ShapeError, "with 1 spatial dims"),
         (lambda x, i: F.max_unpool2d(x.long(), i, 2), DTypeError, "floating point"),
-        (lambda x, i: ops.max_unpool(x, i, (2, 2), pads=2), ShapeError, "empty dim"),
+        (lambda x, i: ops.max_unpool(x, i, (2, 2), padding=2), ShapeError, "empty dim"),
     ],
 )  # fmt: skip
 def test_max_unpool_errors_name_the_argument(call, error, message):
@@ -506,7 +506,7 @@ def test_cosine_similarity_and_distance_dtypes_follow_torch(torch):
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda x: F.normalize(x, dim=2), DimensionError, "normalize: axis 2 is out of range"),
+        (lambda x: F.normalize(x, dim=2), DimensionError, "normalize: dim 2 is out of range"),
         (lambda x: F.normalize(x.long()), DTypeError, "normalize: input must be floating"),
         (lambda x: F.normalize(x, out=x), ArgumentError, "normalize: out=<Tensor> is not"),
         (lambda x: F.cosine_similarity(x, x[:1, :2]), ShapeError, r"\(1, 2\) do not broadcast"),

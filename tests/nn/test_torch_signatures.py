@@ -14,7 +14,7 @@ import pytest
 
 import minitrain as mt
 from minitrain import nn
-from minitrain.errors import ArgumentError, DTypeError, ShapeError
+from minitrain.errors import ArgumentError, DTypeError, GraphError, ShapeError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's idiom)
 
 torch = pytest.importorskip("torch")
@@ -137,33 +137,58 @@ def _takes_inplace(value) -> bool:
     return "inplace" in inspect.signature(value).parameters
 
 
-def _inplace_call(name: str):
-    """F.<name> or nn.<name> (built with its defaults, in eval mode: dropout's mask is the
-    identity there) run with inplace set as asked."""
+def _inplace_call(library, name: str):
+    """F.<name> or nn.<name> of `library` (minitrain or torch; built with its defaults, in eval
+    mode: dropout's mask is the identity there) run with inplace set as asked."""
+    functional, layers = (F, nn) if library is mt else (TF, torch.nn)
     if name in FUNCTIONS:
         keywords = {"training": False} if name == "dropout" else {}
-        return lambda x, v: getattr(F, name)(x, inplace=v, **keywords)
-    return lambda x, v: getattr(nn, name)(inplace=v).eval()(x)
+        return lambda x, v: getattr(functional, name)(x, inplace=v, **keywords)
+    return lambda x, v: getattr(layers, name)(inplace=v).eval()(x)
 
 
 # every function and layer that takes PyTorch's `inplace`, read from their signatures
-IN_PLACE = {
-    name: _inplace_call(name)
+IN_PLACE = [
+    name
     for name in FUNCTIONS + LAYERS
     if _takes_inplace(getattr(F, name, None) or getattr(nn, name))
-}
+]
+# where minitrain accepts inplace and computes out of place whatever it says (the flag only
+# saves memory in PyTorch; dropout's mask is drawn apart from its input)
+IGNORED = {"dropout", "Dropout"}
 
 
-@pytest.mark.parametrize("where", IN_PLACE)
-def test_inplace_is_accepted_and_changes_nothing(where):
-    """`nn.ReLU(inplace=True)` is everywhere in PyTorch code; minitrain's activations compute
-    out of place whatever the flag says (the flag only saves memory there), so the result is
-    the same either way."""
+@pytest.mark.parametrize("where", sorted(set(IN_PLACE) - IGNORED))
+def test_inplace_writes_into_the_input_as_torch(where):
+    """`nn.ReLU(inplace=True)` is everywhere in PyTorch code: the result is written into the
+    input, which is returned, its gradient flowing as PyTorch's; a leaf that requires grad is
+    refused, as PyTorch refuses it."""
+    values = np.linspace(-2.0, 2.0, 6).reshape(2, 3)
+    leaf, t_leaf = mt.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    x, tx = leaf * 1.0, t_leaf * 1.0  # tensors in the graph, which may change in place
+    out, expected = _inplace_call(mt, where)(x, True), _inplace_call(torch, where)(tx, True)
+    assert out is x and expected is tx
+    np.testing.assert_allclose(x.numpy(), tx.detach().numpy(), rtol=1e-15)
+    upstream = np.random.default_rng(2).standard_normal(values.shape)
+    out.backward(upstream)
+    expected.backward(torch.from_numpy(upstream))
+    # (PyTorch's float64 hardsigmoid gradient is 1/6 rounded to float32)
+    np.testing.assert_allclose(leaf.grad.numpy(), t_leaf.grad.numpy(), rtol=1e-7)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        _inplace_call(torch, where)(t_leaf, True)
+    with pytest.raises(GraphError, match="a leaf tensor that requires grad cannot change"):
+        _inplace_call(mt, where)(leaf, True)
+    x = mt.tensor(values)
+    np.testing.assert_array_equal(_inplace_call(mt, where)(x, False).numpy(), out.numpy())
+    np.testing.assert_array_equal(x.numpy(), values)  # inplace=False leaves the input
+
+
+@pytest.mark.parametrize("where", sorted(IGNORED))
+def test_inplace_is_accepted_and_changes_nothing_where_ignored(where):
     x = mt.tensor(np.linspace(-2.0, 2.0, 6).reshape(2, 3), requires_grad=True)
     before = x.numpy().copy()
-    np.testing.assert_array_equal(
-        IN_PLACE[where](x, True).numpy(), IN_PLACE[where](x, False).numpy()
-    )
+    call = _inplace_call(mt, where)
+    np.testing.assert_array_equal(call(x, True).numpy(), call(x, False).numpy())
     np.testing.assert_array_equal(x.numpy(), before)
 
 

@@ -181,7 +181,7 @@ def test_extreme_ties_split_the_gradient_evenly(reduce):
 
 def test_max_ties_along_an_axis():
     x = _leaf([[1.0, 5.0, 5.0], [4.0, 4.0, 4.0], [2.0, 0.0, 2.0]])
-    out = ops.max(x, axis=1)
+    out = ops.amax(x, dim=1)
     np.testing.assert_array_equal(out.data, [5.0, 4.0, 2.0])
     (g,) = _grads(out, [x], np.array([1.0, 3.0, 10.0]))
     # row 0: two maxima share 1; row 1: three share 3; row 2: two share 10
@@ -190,7 +190,7 @@ def test_max_ties_along_an_axis():
 
 def test_min_ties_along_axis_0_keepdims():
     x = _leaf([[1.0, 2.0], [1.0, 0.0], [3.0, 0.0]])
-    out = ops.min(x, axis=0, keepdims=True)
+    out = ops.amin(x, dim=0, keepdim=True)
     np.testing.assert_array_equal(out.data, [[1.0, 0.0]])
     (g,) = _grads(out, [x], np.array([[2.0, 4.0]]))
     np.testing.assert_allclose(g, [[1.0, 0.0], [1.0, 2.0], [0.0, 2.0]])

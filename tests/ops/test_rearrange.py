@@ -214,7 +214,7 @@ ERRORS = [
     (lambda x: x.narrow(1, 2, 2), ArgumentError, r"narrow: start \(2\) \+ length \(2\)"),
     (lambda x: x.narrow(1, 0, -1), ArgumentError, r"length \(-1\)"),
     (lambda x: x[0, 0, 0].narrow(0, 0, 1), ShapeError, "narrow: cannot narrow a 0-d tensor"),
-    (lambda x: x.swapaxes(0, 3), DimensionError, "swapaxes: axis 3 is out of range"),
+    (lambda x: x.swapaxes(0, 3), DimensionError, "swapaxes: dim 3 is out of range"),
     (lambda x: x.rot90(1, (1, -2)), ArgumentError, "rot90: dims must be two different dims"),
     (lambda x: x.rot90(1, (1,)), ArgumentError, r"rot90: dims must name 2 dims, got \(1,\)"),
     (lambda x: x[0, 0].rot90(), ShapeError, "rot90: needs a tensor of at least 2 dims"),

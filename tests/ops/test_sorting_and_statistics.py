@@ -296,7 +296,7 @@ ERRORS = {
     "kthvalue_too_large": (lambda x: mt.kthvalue(x, 3, 0), ArgumentError, "kthvalue: k=3"),
     "median_bool": (lambda x: mt.median(x > 1), DTypeError, "median: input must be numeric"),
     "median_keepdim": (lambda x: mt.median(x, keepdim=True), ArgumentError, "median: keepdim"),
-    "median_dims": (lambda x: mt.median(x, (0, 1)), DTypeError, "median: takes one int axis"),
+    "median_dims": (lambda x: mt.median(x, (0, 1)), DTypeError, "median: takes one int dim"),
     "median_empty_dim": (
         lambda x: mt.median(mt.zeros(2, 0), 1),
         ShapeError,
@@ -365,7 +365,7 @@ ERRORS = {
     "count_nonzero_repeated_dim": (
         lambda x: mt.count_nonzero(x, (0, 0)),
         ShapeError,
-        "count_nonzero: axis",
+        "count_nonzero: dim",
     ),
 }
 

@@ -64,6 +64,11 @@ BINDING = {
         for name in ("argsort", "sort")
     },
     "softmax": ("dim, dtype", lambda: _x().softmax(dim=1, dtype=torch.float64)),
+    # max(dim, keepdim) beside max(other): torch's binding takes `other` by name too
+    **{
+        name: ("dim, keepdim, *, other", lambda name=name: getattr(_x(), name)(other=_y()))
+        for name in ("max", "min")
+    },
     "cumsum_": ("dim, *, dtype", lambda: _x().cumsum_(dim=0, dtype=torch.float32)),
     # var(dim, unbiased, keepdim) runs beside var(dim, *, correction, keepdim)
     **{

@@ -336,8 +336,8 @@ def test_to_takes_torchs_keyword_form_and_refuses_a_dtype_given_twice():
     [
         (lambda x: x.to(dtype=5), "Tensor.to: dtype must be a numpy dtype"),
         (lambda x: x.astype("bogus"), "cast: dtype must be a numpy dtype"),
-        (lambda x: x.sum(dim=1.5), "sum: axis must be an int or a tuple of ints"),
-        (lambda x: x.all(dim=1.5), "all: axis must be an int or a tuple of ints"),
+        (lambda x: x.sum(dim=1.5), "sum: dim must be an int or a tuple of ints"),
+        (lambda x: x.all(dim=1.5), "all: dim must be an int or a tuple of ints"),
     ],
 )
 def test_a_dtype_or_dim_that_is_none_is_a_dtype_error_naming_the_method(call, words):

@@ -1,16 +1,19 @@
-"""Convolutions and pooling as PyTorch's `F.conv2d`, `F.max_pool2d`, ... take them:
-minitrain.nn.torch_args translates the arguments."""
+"""Convolutions and pooling as PyTorch's `F.conv2d`, `F.max_pool2d`, ... take them. The ops
+take PyTorch's arguments for any number of spatial dims (and translate them, once, to the
+kernels' ONNX spelling); each function here fixes the number of spatial dims, takes an unbatched
+input as PyTorch does, and lends the op its name for errors."""
 
 from __future__ import annotations
 
+from ...errors import ShapeError
+from ...ops.convolution.adaptive_pooling import adaptive_avg_pool_as
+from ...ops.convolution.average_pooling import avg_pool_as
+from ...ops.convolution.max_pooling import max_pool_as
+from ...ops.convolution.standard import conv_as
+from ...ops.convolution.transposed import conv_transpose_as
+from ...ops.core.op import shape_of
+from ...ops.shapes.shape import reshape
 from ...tensor import Tensor
-from ..torch_args import (
-    adaptive_avg_pool_nd,
-    avg_pool_nd,
-    conv_nd,
-    conv_transpose_nd,
-    max_pool_nd,
-)
 
 __all__ = [
     "conv1d",
@@ -31,6 +34,24 @@ __all__ = [
 ]
 
 
+def batched(input, dims: int, caller: str, fn):  # noqa: A002
+    """fn(input) for input (N, C, *spatial) with `dims` spatial dims, or for an unbatched
+    (C, *spatial) input, which gets a batch of one and loses it again (from each output, when
+    fn returns several), as in PyTorch."""
+    shape = shape_of(input)
+    if len(shape) == dims + 1:
+        out = fn(reshape(input, (1,) + shape))
+        if isinstance(out, tuple):
+            return tuple(reshape(o, o.shape[1:]) for o in out)
+        return reshape(out, out.shape[1:])
+    if len(shape) != dims + 2:
+        raise ShapeError(
+            f"{caller}: input must be (N, C, *spatial) or (C, *spatial) with {dims} spatial "
+            f"dims, got shape {shape}"
+        )
+    return fn(input)
+
+
 def conv1d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """1-D convolution (cross-correlation, as PyTorch's) of input (N, C_in, L) or unbatched (C_in,
     L) with weight (C_out, C_in / groups, k) and bias (C_out,) or None -> (N, C_out, L_out).
@@ -38,7 +59,12 @@ def conv1d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilati
     padding: an int, a 1-tuple, a ((begin, end),) pair, 'valid' or 'same' ('same' with a stride
     above 1, which PyTorch refuses, gives ceil(L / stride) outputs). Per spatial dim, L_out =
     floor((L + 2 * padding - dilation * (k - 1) - 1) / stride) + 1."""
-    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=1, caller="conv1d")
+    return batched(
+        input,
+        1,
+        "conv1d",
+        lambda x: conv_as("conv1d", x, weight, bias, stride, padding, dilation, groups),
+    )
 
 
 def conv2d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
@@ -49,7 +75,12 @@ def conv2d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilati
     padding: an int, (pH, pW), ((top, bottom), (left, right)), 'valid' or 'same' ('same' with a
     stride above 1, which PyTorch refuses, gives ceil(L / stride) outputs). Per spatial dim, L_out =
     floor((L + 2 * padding - dilation * (k - 1) - 1) / stride) + 1."""
-    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=2, caller="conv2d")
+    return batched(
+        input,
+        2,
+        "conv2d",
+        lambda x: conv_as("conv2d", x, weight, bias, stride, padding, dilation, groups),
+    )
 
 
 def conv3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
@@ -60,7 +91,12 @@ def conv3d(input: Tensor, weight: Tensor, bias=None, stride=1, padding=0, dilati
     padding: an int, (pD, pH, pW), one (begin, end) pair per dim, 'valid' or 'same' ('same' with a
     stride above 1, which PyTorch refuses, gives ceil(L / stride) outputs). Per spatial dim, L_out =
     floor((L + 2 * padding - dilation * (k - 1) - 1) / stride) + 1."""
-    return conv_nd(input, weight, bias, stride, padding, dilation, groups, dims=3, caller="conv3d")
+    return batched(
+        input,
+        3,
+        "conv3d",
+        lambda x: conv_as("conv3d", x, weight, bias, stride, padding, dilation, groups),
+    )
 
 
 # Transposed convolutions: weight (in, out/groups, *kernel); padding an int or one int per dim
@@ -84,10 +120,14 @@ def conv_transpose1d(
     padding: an int or one per spatial dim, removed at both ends; output_padding, added at the end,
     must be smaller than the stride or the dilation. Per spatial dim, L_out = (L - 1) * stride - 2 *
     padding + dilation * (k - 1) + output_padding + 1."""
-    return conv_transpose_nd(
-        input, weight, bias, stride, padding, output_padding, groups, dilation,
-        dims=1, caller="conv_transpose1d",
-    )  # fmt: skip
+    return batched(
+        input,
+        1,
+        "conv_transpose1d",
+        lambda x: conv_transpose_as(
+            "conv_transpose1d", x, weight, bias, stride, padding, output_padding, groups, dilation
+        ),
+    )
 
 
 def conv_transpose2d(
@@ -107,10 +147,14 @@ def conv_transpose2d(
     padding: an int or one per spatial dim, removed at both ends; output_padding, added at the end,
     must be smaller than the stride or the dilation. Per spatial dim, L_out = (L - 1) * stride - 2 *
     padding + dilation * (k - 1) + output_padding + 1."""
-    return conv_transpose_nd(
-        input, weight, bias, stride, padding, output_padding, groups, dilation,
-        dims=2, caller="conv_transpose2d",
-    )  # fmt: skip
+    return batched(
+        input,
+        2,
+        "conv_transpose2d",
+        lambda x: conv_transpose_as(
+            "conv_transpose2d", x, weight, bias, stride, padding, output_padding, groups, dilation
+        ),
+    )
 
 
 def conv_transpose3d(
@@ -130,10 +174,14 @@ def conv_transpose3d(
     padding: an int or one per spatial dim, removed at both ends; output_padding, added at the end,
     must be smaller than the stride or the dilation. Per spatial dim, L_out = (L - 1) * stride - 2 *
     padding + dilation * (k - 1) + output_padding + 1."""
-    return conv_transpose_nd(
-        input, weight, bias, stride, padding, output_padding, groups, dilation,
-        dims=3, caller="conv_transpose3d",
-    )  # fmt: skip
+    return batched(
+        input,
+        3,
+        "conv_transpose3d",
+        lambda x: conv_transpose_as(
+            "conv_transpose3d", x, weight, bias, stride, padding, output_padding, groups, dilation
+        ),
+    )
 
 
 # Pooling: stride defaults to kernel_size; padding an int, one int per dim, or (begin, end) pairs
@@ -157,10 +205,14 @@ def max_pool1d(
     kernel_size // 2 and never wins. With return_indices, returns (output, indices), the int64
     position of each max in its input plane (what max_unpool1d takes). The gradient goes to the
     first maximal element of each window."""
-    return max_pool_nd(
-        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-        dims=1, caller="max_pool1d",
-    )  # fmt: skip
+    return batched(
+        input,
+        1,
+        "max_pool1d",
+        lambda x: max_pool_as(
+            "max_pool1d", x, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+        ),
+    )
 
 
 def max_pool2d(
@@ -180,10 +232,14 @@ def max_pool2d(
     kernel_size // 2 and never wins. With return_indices, returns (output, indices), the int64
     position of each max in its input plane (what max_unpool2d takes). The gradient goes to the
     first maximal element of each window."""
-    return max_pool_nd(
-        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-        dims=2, caller="max_pool2d",
-    )  # fmt: skip
+    return batched(
+        input,
+        2,
+        "max_pool2d",
+        lambda x: max_pool_as(
+            "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+        ),
+    )
 
 
 def max_pool3d(
@@ -203,10 +259,14 @@ def max_pool3d(
     kernel_size // 2 and never wins. With return_indices, returns (output, indices), the int64
     position of each max in its input plane (what max_unpool3d takes). The gradient goes to the
     first maximal element of each window."""
-    return max_pool_nd(
-        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
-        dims=3, caller="max_pool3d",
-    )  # fmt: skip
+    return batched(
+        input,
+        3,
+        "max_pool3d",
+        lambda x: max_pool_as(
+            "max_pool3d", x, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+        ),
+    )
 
 
 def avg_pool1d(
@@ -222,10 +282,21 @@ def avg_pool1d(
 
     stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
     kernel_size // 2. count_include_pad counts the zero padding in each window's divisor."""
-    return avg_pool_nd(
-        input, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
-        dims=1, caller="avg_pool1d",
-    )  # fmt: skip
+    return batched(
+        input,
+        1,
+        "avg_pool1d",
+        lambda x: avg_pool_as(
+            "avg_pool1d",
+            x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            None,
+        ),
+    )
 
 
 def avg_pool2d(
@@ -244,10 +315,21 @@ def avg_pool2d(
     stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
     kernel_size // 2. count_include_pad counts the zero padding in each window's divisor.
     divisor_override, when given, divides every window."""
-    return avg_pool_nd(
-        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
-        dims=2, caller="avg_pool2d",
-    )  # fmt: skip
+    return batched(
+        input,
+        2,
+        "avg_pool2d",
+        lambda x: avg_pool_as(
+            "avg_pool2d",
+            x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        ),
+    )
 
 
 def avg_pool3d(
@@ -266,27 +348,53 @@ def avg_pool3d(
     stride defaults to kernel_size; padding (an int, one per dim, or (begin, end) pairs) is at most
     kernel_size // 2. count_include_pad counts the zero padding in each window's divisor.
     divisor_override, when given, divides every window."""
-    return avg_pool_nd(
-        input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
-        dims=3, caller="avg_pool3d",
-    )  # fmt: skip
+    return batched(
+        input,
+        3,
+        "avg_pool3d",
+        lambda x: avg_pool_as(
+            "avg_pool3d",
+            x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        ),
+    )
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     """Mean over adaptive windows: input (N, C, L) or unbatched (C, L) -> (N, C, *output_size).
     output_size: the output length; 1 is global average pooling."""
-    return adaptive_avg_pool_nd(input, output_size, dims=1, caller="adaptive_avg_pool1d")
+    return batched(
+        input,
+        1,
+        "adaptive_avg_pool1d",
+        lambda x: adaptive_avg_pool_as("adaptive_avg_pool1d", x, output_size),
+    )
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     """Mean over adaptive windows: input (N, C, H, W) or unbatched (C, H, W) -> (N, C,
     *output_size). output_size: an int or (H_out, W_out), None keeping the input's size; 1 is global
     average pooling."""
-    return adaptive_avg_pool_nd(input, output_size, dims=2, caller="adaptive_avg_pool2d")
+    return batched(
+        input,
+        2,
+        "adaptive_avg_pool2d",
+        lambda x: adaptive_avg_pool_as("adaptive_avg_pool2d", x, output_size),
+    )
 
 
 def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     """Mean over adaptive windows: input (N, C, D, H, W) or unbatched (C, D, H, W) -> (N, C,
     *output_size). output_size: an int or (D_out, H_out, W_out), None keeping the input's size; 1 is
     global average pooling."""
-    return adaptive_avg_pool_nd(input, output_size, dims=3, caller="adaptive_avg_pool3d")
+    return batched(
+        input,
+        3,
+        "adaptive_avg_pool3d",
+        lambda x: adaptive_avg_pool_as("adaptive_avg_pool3d", x, output_size),
+    )

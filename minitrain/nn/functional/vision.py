@@ -13,11 +13,7 @@ from ...errors import ArgumentError, ShapeError
 from ...ops.resampling.patches import fold_patches_as, unfold_patches_as
 from ...ops.resampling.unpooling import max_unpool_as
 from ...tensor import Tensor
-from ..torch_args import (
-    TORCH_NAMES,
-    check_default,
-    torch_pads,
-)
+from ..torch_args import check_default
 
 __all__ = [
     "pad",
@@ -129,10 +125,6 @@ def _pad_constant(input: Tensor, sides, value: float) -> Tensor:  # noqa: A002
     return ops.pad(cropped, widths, value)
 
 
-# Convolutions: padding an int, one int per dim, one (begin, end) pair per dim, 'valid' or
-# 'same'.
-
-
 def interpolate(
     input: Tensor,  # noqa: A002
     size=None,
@@ -175,16 +167,14 @@ def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:  #
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
     """The sliding windows of (N, C, H, W) or (C, H, W) as columns (N, C*K, L) or (C*K, L).
     See ops.unfold_patches."""
-    pads, _ = torch_pads(padding, 2, "unfold", named=False)
-    return unfold_patches_as("unfold", input, kernel_size, stride, pads, dilation, TORCH_NAMES, 2)
+    return unfold_patches_as("unfold", input, kernel_size, dilation, padding, stride, dims=2)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
     """Columns (N, C*K, L) or (C*K, L) summed back into images (N, C, *output_size) or
     (C, *output_size). See ops.fold_patches."""
-    pads, _ = torch_pads(padding, 2, "fold", named=False)
     return fold_patches_as(
-        "fold", input, output_size, kernel_size, stride, pads, dilation, TORCH_NAMES, 2
+        "fold", input, output_size, kernel_size, dilation, padding, stride, dims=2
     )
 
 
@@ -201,11 +191,9 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A0
 
 
 def _max_unpool(caller, dims, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
-    """F.max_unpool1d / 2d / 3d: stride defaults to kernel_size; padding an int or one per dim."""
-    pads, _ = torch_pads(padding, dims, caller, named=False)
-    stride = kernel_size if stride is None else stride
+    """F.max_unpool1d / 2d / 3d: ops.max_unpool with PyTorch's rules for `dims` spatial dims."""
     return max_unpool_as(
-        caller, input, indices, kernel_size, stride, pads, output_size, TORCH_NAMES, dims
+        caller, input, indices, kernel_size, stride, padding, output_size, dims=dims
     )
 
 

@@ -104,6 +104,7 @@ class Relu(Op):
     """max(x, 0). On the CPU with numba enabled, numba kernels run both ways instead."""
 
     name = "relu"
+    numba_bench = "train step mlp"
     inputs = ("x",)
     saved = ("x",)
 
@@ -152,7 +153,7 @@ def _relu_kernels(parallel: bool) -> SimpleNamespace:
     return SimpleNamespace(relu=relu_flat, relu_grad=relu_grad_flat)
 
 
-@variants("function", "method", "inplace")
+@variants("function", "method", "inplace", "functional", module="ReLU", inplace_flag="shown")
 def relu(input) -> Tensor:
     """max(`input`, 0); the gradient at 0 is 0. Integer `input` stays integer; bool `input` is
     refused, as in PyTorch."""
@@ -160,12 +161,12 @@ def relu(input) -> Tensor:
     return Relu.apply(input)
 
 
-def _check_leaky_alpha(caller: str, alpha) -> float:
-    alpha = check_real(caller, "alpha", alpha)
+def _check_leaky_alpha(caller: str, alpha, name: str = "alpha") -> float:
+    alpha = check_real(caller, name, alpha)
     if alpha < 0:
         # The backward tells the two sides apart by the sign of the output Y = alpha * X, which a
         # negative slope would flip.
-        raise ArgumentError(f"{caller}: alpha (the negative slope) must be >= 0, got {alpha}")
+        raise ArgumentError(f"{caller}: {name} (the negative slope) must be >= 0, got {alpha}")
     return alpha
 
 
@@ -181,31 +182,32 @@ def leaky_relu_grad(dY, Y, alpha: float = 0.01):
 
 
 class LeakyRelu(Op):
-    """x for x > 0, alpha * x otherwise (alpha >= 0); saves the output."""
+    """x for x > 0, negative_slope * x otherwise (negative_slope >= 0); saves the output."""
 
     name = "leaky_relu"
     inputs = ("x",)
-    attrs = ("alpha",)
+    attrs = ("negative_slope",)
     saved = ("out",)
 
     @staticmethod
     def forward(ctx, x):
-        out = ctx.xp.where(x > 0, x, x * ctx.alpha)
+        out = ctx.xp.where(x > 0, x, x * ctx.negative_slope)
         ctx.save(out=out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        """dx = grad where out > 0, else alpha * grad (out > 0 exactly where x > 0). out only
-        picks the side, a constant mask: the second derivative in x is 0."""
-        return leaky_relu_grad(grad, ctx.out, ctx.alpha)
+        """dx = grad where out > 0, else negative_slope * grad (out > 0 exactly where x > 0).
+        out only picks the side, a constant mask: the second derivative in x is 0."""
+        return leaky_relu_grad(grad, ctx.out, ctx.negative_slope)
 
 
-def leaky_relu(x, alpha: float = 0.01) -> Tensor:
-    """x for x > 0, alpha * x otherwise. alpha is PyTorch's `negative_slope` and must be >= 0;
-    the gradient at 0 is alpha."""
-    alpha = _check_leaky_alpha("leaky_relu", alpha)
-    return LeakyRelu.apply(floating_input("leaky_relu", x), alpha=alpha)
+@variants("functional", module="LeakyReLU", inplace_flag="shown")
+def leaky_relu(input, negative_slope: float = 0.01) -> Tensor:
+    """`input` for `input` > 0, negative_slope * `input` otherwise; negative_slope must be >= 0
+    (PyTorch takes any). The gradient at 0 is negative_slope."""
+    slope = _check_leaky_alpha("leaky_relu", negative_slope, "negative_slope")
+    return LeakyRelu.apply(floating_input("leaky_relu", input), negative_slope=slope)
 
 
 def sigmoid_grad(dY, Y):
@@ -234,7 +236,7 @@ class Sigmoid(Op):
         return sigmoid_grad(grad, ctx.out)
 
 
-@variants("function", "method", "inplace")
+@variants("function", "method", "inplace", "functional", module="Sigmoid")
 def sigmoid(input) -> Tensor:
     """1 / (1 + exp(-`input`)), finite and exactly 0 or 1 in the far tails, with no overflow.
     Integer and bool input is computed in float32, as PyTorch does."""
@@ -267,7 +269,7 @@ class Tanh(Op):
         return tanh_grad(grad, ctx.out)
 
 
-@variants("function", "method", "inplace")
+@variants("function", "method", "inplace", "functional", module="Tanh")
 def tanh(input) -> Tensor:
     """tanh(`input`); the backward reads only the output: 1 - tanh(`input`)^2. Integer and bool
     input is computed in float32, as PyTorch does."""
@@ -305,16 +307,18 @@ class QuickGelu(Op):
         return quick_gelu_grad(grad, ctx.x, ctx.alpha)
 
 
-def quick_gelu(x, alpha: float = 1.702) -> Tensor:
-    """x * sigmoid(alpha * x). alpha = 1.702 approximates GELU; alpha = 1 is SiLU (Swish);
-    any real alpha, negative included."""
+@variants("functional", module="QuickGELU")
+def quick_gelu(input, alpha: float = 1.702) -> Tensor:
+    """`input` * sigmoid(alpha * `input`). alpha = 1.702 approximates GELU; alpha = 1 is SiLU
+    (Swish); any real alpha, negative included. Not in PyTorch."""
     alpha = check_real("quick_gelu", "alpha", alpha)
-    return QuickGelu.apply(floating_input("quick_gelu", x), alpha=alpha)
+    return QuickGelu.apply(floating_input("quick_gelu", input), alpha=alpha)
 
 
-def silu(x) -> Tensor:
-    """x * sigmoid(x) (SiLU, Swish): quick_gelu with alpha = 1."""
-    return QuickGelu.apply(floating_input("silu", x), alpha=1.0)
+@variants("functional", module="SiLU", inplace_flag="shown")
+def silu(input) -> Tensor:
+    """`input` * sigmoid(`input`) (SiLU, Swish): quick_gelu with alpha = 1."""
+    return QuickGelu.apply(floating_input("silu", input), alpha=1.0)
 
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -358,6 +362,7 @@ class Gelu(Op):
     form runs numba kernels instead (vectorised loops: see _gelu_kernels)."""
 
     name = "gelu"
+    numba_bench = "gelu (none) 16x64x512"
     inputs = ("x",)
     attrs = ("approximate",)
     saved = ("x",)
@@ -551,8 +556,10 @@ def _gelu_kernels(parallel: bool) -> SimpleNamespace:
     )
 
 
-def gelu(x, approximate: str = "none") -> Tensor:
-    """x * Phi(x) with Phi the standard normal CDF ('none', exact), or the tanh approximation
-    x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) ('tanh'), as torch.nn.functional.gelu."""
+@variants("functional", module="GELU")
+def gelu(input, approximate: str = "none") -> Tensor:
+    """x * Phi(x), x the `input`, with Phi the standard normal CDF ('none', exact), or the tanh
+    approximation x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) ('tanh'), as
+    torch.nn.functional.gelu."""
     approximate = _check_approximate("gelu", approximate)
-    return Gelu.apply(floating_input("gelu", x), approximate=approximate)
+    return Gelu.apply(floating_input("gelu", input), approximate=approximate)

@@ -20,6 +20,7 @@ from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import check_real, normalize_one_axis
 from ..core.op import Op, as_tensor, shape_of
+from ..core.variants import variants
 from ..pointwise import arithmetic as elementwise
 from ..shapes.shape import split
 from .activation import floating_input, sigmoid, tanh
@@ -140,17 +141,19 @@ def _clip_as_hardtanh(caller: str, x, min_val, max_val) -> Tensor:
     return Hardtanh.apply(x, min_val=min_val, max_val=max_val)
 
 
-def hardtanh(x, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
-    """x clipped to [min_val, max_val] (min_val <= max_val); the gradient is 1 strictly between
-    the limits and 0 outside and at them. Integer input stays integer, the limits truncated
-    toward 0, as in PyTorch; a limit the input's dtype cannot hold is refused (an unsigned input
-    takes no negative limit); bool is refused."""
-    return _clip_as_hardtanh("hardtanh", x, min_val, max_val)
+@variants("functional", inplace_flag="shown")  # its layer: nn.Hardtanh (deprecated names)
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """`input` clipped to [min_val, max_val] (min_val <= max_val); the gradient is 1 strictly
+    between the limits and 0 outside and at them. Integer input stays integer, the limits
+    truncated toward 0, as in PyTorch; a limit the input's dtype cannot hold is refused (an
+    unsigned input takes no negative limit); bool is refused."""
+    return _clip_as_hardtanh("hardtanh", input, min_val, max_val)
 
 
-def relu6(x) -> Tensor:
-    """min(max(x, 0), 6): hardtanh(x, 0, 6), with its gradient (0 at 0 and at 6)."""
-    return _clip_as_hardtanh("relu6", x, 0.0, 6.0)
+@variants("functional", inplace_flag="shown")  # its layer: nn.ReLU6, a Hardtanh
+def relu6(input) -> Tensor:
+    """min(max(`input`, 0), 6): hardtanh(`input`, 0, 6), with its gradient (0 at 0 and at 6)."""
+    return _clip_as_hardtanh("relu6", input, 0.0, 6.0)
 
 
 class Elu(Op):
@@ -186,11 +189,12 @@ class Elu(Op):
         return grad * xp.where(x > 0, ctx.scale, slope)
 
 
-def elu(x, alpha: float = 1.0) -> Tensor:
-    """x for x > 0, alpha * (exp(x) - 1) otherwise; any real alpha. The gradient at 0 is alpha,
-    as in PyTorch."""
+@variants("functional", module="ELU", inplace_flag="shown")
+def elu(input, alpha: float = 1.0) -> Tensor:
+    """x for x > 0, alpha * (exp(x) - 1) otherwise, x the `input`; any real alpha. The gradient
+    at 0 is alpha, as in PyTorch."""
     alpha = check_real("elu", "alpha", alpha)
-    return Elu.apply(floating_input("elu", x), alpha=alpha, scale=1.0, input_scale=1.0)
+    return Elu.apply(floating_input("elu", input), alpha=alpha, scale=1.0, input_scale=1.0)
 
 
 # SELU's constants (Klambauer et al. 2017), as PyTorch spells them.
@@ -198,20 +202,23 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def selu(x) -> Tensor:
-    """scale * elu(x, alpha) with SELU's constants alpha = 1.6732632..., scale = 1.0507009...
-    (one elu op); the gradient at 0 is scale * alpha."""
-    x = floating_input("selu", x)
+@variants("functional", module="SELU", inplace_flag="shown")
+def selu(input) -> Tensor:
+    """scale * elu(`input`, alpha) with SELU's constants alpha = 1.6732632..., scale =
+    1.0507009... (one elu op); the gradient at 0 is scale * alpha."""
+    x = floating_input("selu", input)
     return Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
-def celu(x, alpha: float = 1.0) -> Tensor:
-    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (one elu op, input_scale = 1 / alpha);
-    alpha must be nonzero. The gradient at 0 is 1."""
+@variants("functional", module="CELU", inplace_flag="shown")
+def celu(input, alpha: float = 1.0) -> Tensor:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), x the `input` (one elu op,
+    input_scale = 1 / alpha); alpha must be nonzero. The gradient at 0 is 1."""
     alpha = check_real("celu", "alpha", alpha)
     if alpha == 0:
         raise ArgumentError("celu: alpha must be nonzero (it divides x), got 0.0")
-    return Elu.apply(floating_input("celu", x), alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+    x = floating_input("celu", input)
+    return Elu.apply(x, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 
 class Softplus(Op):
@@ -245,14 +252,16 @@ class Softplus(Op):
         return xp.where(scaled > ctx.threshold, grad, grad * stable_sigmoid(xp, curved))
 
 
-def softplus(x, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta * x)) / beta, reverting to x where beta * x > threshold, as PyTorch's;
-    stable for any x. beta must be nonzero (PyTorch returns inf for 0); any sign otherwise."""
+@variants("functional", module="Softplus")
+def softplus(input, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, x the `input`, reverting to x where beta * x > threshold,
+    as PyTorch's; stable for any x. beta must be nonzero (PyTorch returns inf for 0); any sign
+    otherwise."""
     beta = check_real("softplus", "beta", beta)
     if beta == 0:
         raise ArgumentError("softplus: beta must be nonzero (it divides), got 0.0")
     threshold = _check_limit("softplus", "threshold", threshold)
-    return Softplus.apply(floating_input("softplus", x), beta=beta, threshold=threshold)
+    return Softplus.apply(floating_input("softplus", input), beta=beta, threshold=threshold)
 
 
 class Mish(Op):
@@ -277,9 +286,10 @@ class Mish(Op):
         return grad * (t + x * stable_sigmoid(xp, x) * (1 - t * t))
 
 
-def mish(x) -> Tensor:
-    """x * tanh(softplus(x)), stable for any x."""
-    return Mish.apply(floating_input("mish", x))
+@variants("functional", module="Mish", inplace_flag="shown")
+def mish(input) -> Tensor:
+    """x * tanh(softplus(x)), x the `input`, stable for any x."""
+    return Mish.apply(floating_input("mish", input))
 
 
 class Hardswish(Op):
@@ -305,9 +315,11 @@ class Hardswish(Op):
         return xp.where(x <= -3, 0, grad * slope)
 
 
-def hardswish(x) -> Tensor:
-    """x * relu6(x + 3) / 6; the gradient is 0 at -3 and 1 at 3, as in PyTorch."""
-    return Hardswish.apply(floating_input("hardswish", x))
+@variants("functional", module="Hardswish", inplace_flag="hidden")
+def hardswish(input) -> Tensor:
+    """x * relu6(x + 3) / 6, x the `input`; the gradient is 0 at -3 and 1 at 3, as in
+    PyTorch."""
+    return Hardswish.apply(floating_input("hardswish", input))
 
 
 class Hardsigmoid(Op):
@@ -333,9 +345,11 @@ class Hardsigmoid(Op):
         return ctx.xp.where((x > -3) & (x < 3), grad / 6, 0)
 
 
-def hardsigmoid(x) -> Tensor:
-    """relu6(x + 3) / 6; the gradient is 1/6 strictly between -3 and 3, 0 elsewhere."""
-    return Hardsigmoid.apply(floating_input("hardsigmoid", x))
+@variants("functional", module="Hardsigmoid", inplace_flag="hidden")
+def hardsigmoid(input) -> Tensor:
+    """relu6(x + 3) / 6, x the `input`; the gradient is 1/6 strictly between -3 and 3, 0
+    elsewhere."""
+    return Hardsigmoid.apply(floating_input("hardsigmoid", input))
 
 
 class Logsigmoid(Op):
@@ -357,9 +371,10 @@ class Logsigmoid(Op):
         return grad * stable_sigmoid(ctx.xp, -ctx.x)
 
 
-def logsigmoid(x) -> Tensor:
-    """log(sigmoid(x)) = -softplus(-x), finite and exact in both tails."""
-    return Logsigmoid.apply(floating_input("logsigmoid", x))
+@variants("functional", module="LogSigmoid")
+def logsigmoid(input) -> Tensor:
+    """log(sigmoid(x)) = -softplus(-x), x the `input`, finite and exact in both tails."""
+    return Logsigmoid.apply(floating_input("logsigmoid", input))
 
 
 def _real_input(caller: str, x) -> Tensor:
@@ -395,16 +410,19 @@ class Softsign(Op):
         return grad / denominator / denominator
 
 
-def softsign(x) -> Tensor:
-    """x / (1 + |x|), with the exact gradient 1 / (1 + |x|)^2 at every magnitude. Integer input
-    is computed in float32, as PyTorch does."""
-    return Softsign.apply(_real_input("softsign", x))
+@variants("functional", module="Softsign")
+def softsign(input) -> Tensor:
+    """x / (1 + |x|), x the `input`, with the exact gradient 1 / (1 + |x|)^2 at every
+    magnitude. Integer input is computed in float32, as PyTorch does."""
+    return Softsign.apply(_real_input("softsign", input))
 
 
-def tanhshrink(x) -> Tensor:
-    """x - tanh(x), composed as PyTorch composes it (its gradient tanh(x)^2 comes out as
-    1 - (1 - tanh^2), as PyTorch's). Integer input is computed in float32, as PyTorch does."""
-    x = _real_input("tanhshrink", x)
+@variants("functional", module="Tanhshrink")
+def tanhshrink(input) -> Tensor:
+    """x - tanh(x), x the `input`, composed as PyTorch composes it (its gradient tanh(x)^2 comes
+    out as 1 - (1 - tanh^2), as PyTorch's). Integer input is computed in float32, as PyTorch
+    does."""
+    x = _real_input("tanhshrink", input)
     return elementwise.sub(x, tanh(x))
 
 
@@ -452,12 +470,13 @@ class Prelu(Op):
         return dx, dweight
 
 
-def prelu(x, weight) -> Tensor:
-    """x for x > 0, weight * x otherwise, as PyTorch's F.prelu. weight: 0-d or 1-D, holding one
-    slope or one per channel (axis 1 of x; an x of fewer than 2 dims has 1 channel), of x's
-    floating dtype. The gradient at x = 0 is weight."""
+@variants("functional")  # its layer: nn.PReLU, which holds the weight
+def prelu(input, weight) -> Tensor:
+    """x for x > 0, weight * x otherwise, x the `input`, as PyTorch's F.prelu. weight: 0-d or
+    1-D, holding one slope or one per channel (axis 1 of x; an x of fewer than 2 dims has 1
+    channel), of x's floating dtype. The gradient at x = 0 is weight."""
     caller = "prelu"
-    x = floating_input(caller, x)
+    x = floating_input(caller, input)
     weight_shape = shape_of(weight)
     if len(weight_shape) > 1:
         raise ShapeError(f"{caller}: weight must be 0-d or 1-D, got shape {weight_shape}")
@@ -471,18 +490,19 @@ def prelu(x, weight) -> Tensor:
     return Prelu.apply(x, weight)
 
 
-def glu(x, axis: int = -1) -> Tensor:
-    """a * sigmoid(b), a and b the two halves of x along `axis` (of even size), as PyTorch's
-    F.glu: composed (split, sigmoid, mul), whose gradients are exactly PyTorch's."""
+@variants("functional", module="GLU")
+def glu(input, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), a and b the two halves of `input` along `dim` (of even size), as
+    PyTorch's F.glu: composed (split, sigmoid, mul), whose gradients are exactly PyTorch's."""
     caller = "glu"
-    x = floating_input(caller, x)
+    x = floating_input(caller, input)
     if x.ndim == 0:
         raise ShapeError(f"{caller}: cannot halve a 0-d tensor")
-    dim = normalize_one_axis(axis, x.ndim, caller)
-    size = x.shape[dim]
+    axis = normalize_one_axis(dim, x.ndim, caller)
+    size = x.shape[axis]
     if size % 2:
         raise ShapeError(
-            f"{caller}: dim {axis} of input {x.shape} has odd size {size}; it must halve evenly"
+            f"{caller}: dim {dim} of input {x.shape} has odd size {size}; it must halve evenly"
         )
-    first, second = split(x, size // 2, dim)
+    first, second = split(x, size // 2, axis)
     return elementwise.mul(first, sigmoid(second))

@@ -1,5 +1,9 @@
 """softmax and log_softmax: their ops, gradient kernels (docs/kernels.md section 1) and numba.
 
+The functions take PyTorch's arguments (input, dim, dtype; numpy's `axis` as dim's other name),
+one softmax along one dim. The public gradient kernels keep ONNX's `opset` too: before opset 13 a
+softmax spans every dim from its axis on (kernels.md).
+
 Both save their forward *output*: their gradients need only that, so the input can be freed (and
 under create_graph their backward, the gradient kernel handed Tensors, differentiates through
 it). On the CPU with numba enabled, numba row kernels run both ways instead: they see the tensor
@@ -16,11 +20,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from ... import backend
+from ...arguments import dim_arg
 from ...errors import ArgumentError, DTypeError
 from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import check_same_shape, normalize_axis
-from ..core.op import Op
+from ..core.op import Op, as_tensor
+from ..core.variants import variants
+from ..pointwise.conversion import cast_first
 from .activation import floating_input
 
 __all__ = ["log_softmax", "log_softmax_grad", "softmax", "softmax_grad"]
@@ -35,7 +42,9 @@ _PARALLEL_ELEMENTS = {
 }
 
 
-def _softmax_axes(caller: str, ndim: int, axis, opset) -> tuple[int, tuple[int, ...]]:
+def _softmax_axes(
+    caller: str, ndim: int, axis, opset, name: str = "axis"
+) -> tuple[int, tuple[int, ...]]:
     """The checked softmax axis (non-negative) and the axes one softmax spans.
 
     opset >= 13 (PyTorch's `dim`): the one axis, None meaning -1. opset < 13: the tensor is
@@ -47,7 +56,7 @@ def _softmax_axes(caller: str, ndim: int, axis, opset) -> tuple[int, tuple[int, 
     if axis is None:
         axis = -1 if opset >= 13 else 1
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise DTypeError(f"{caller}: axis must be one int, got {axis!r}")
+        raise DTypeError(f"{caller}: {name} must be one int, got {axis!r}")
     if ndim == 0:
         normalize_axis(axis, 0, caller)  # 0 and -1 only
         return 0, ()
@@ -126,16 +135,12 @@ def _row_kernels(parallel: bool) -> SimpleNamespace:
     )
 
 
-def _run_row_kernel(kernel: str, axis: int, opset: int, *arrays):
+def _run_row_kernel(kernel: str, dim: int, *arrays):
     """Run numba row kernel `kernel` on arrays shaped like arrays[0], laid out as C-contiguous
-    (rows, cols) matrices: the axis moved last (opset >= 13) or the tensor flattened at axis
-    (opset < 13). The result comes back in the input's layout."""
+    (rows, cols) matrices, `dim` moved last. The result comes back in the input's layout."""
     first = arrays[0]
-    if opset >= 13:
-        arrays = [np.moveaxis(a, axis, -1) for a in arrays]
-        cols = first.shape[axis]
-    else:
-        cols = math.prod(first.shape[axis:])
+    arrays = [np.moveaxis(a, dim, -1) for a in arrays]
+    cols = first.shape[dim]
     matrices = [np.ascontiguousarray(a).reshape(-1, cols) for a in arrays]
     # The kernel writes into `result` through a (rows, cols) view, so `result` owns its memory:
     # with the axis already last it is returned as is, and a gradient can become x.grad
@@ -143,8 +148,8 @@ def _run_row_kernel(kernel: str, axis: int, opset: int, *arrays):
     result = np.empty(arrays[0].shape, first.dtype)
     parallel = first.size >= _PARALLEL_ELEMENTS[kernel]
     getattr(_row_kernels(parallel), kernel)(*matrices, result.reshape(-1, cols))
-    if opset >= 13 and axis % first.ndim != first.ndim - 1:
-        return np.moveaxis(result, -1, axis)
+    if dim % first.ndim != first.ndim - 1:
+        return np.moveaxis(result, -1, dim)
     return result
 
 
@@ -154,8 +159,10 @@ class _RowSoftmax(Op, register=False):
     gradient kernel of docs/kernels.md section 1."""
 
     inputs = ("x",)
-    attrs = ("axis", "opset")
+    attrs = ("dim",)
     saved = ("out",)
+    # log_softmax's row kernels are softmax's with a log: the softmax row measures both
+    numba_bench = "softmax 4096x1000"
 
     @staticmethod
     def numba_applies(ctx, x) -> bool:
@@ -164,27 +171,31 @@ class _RowSoftmax(Op, register=False):
 
     @classmethod
     def numba_forward(cls, ctx, x):
-        out = _run_row_kernel(cls.name, ctx.axis, ctx.opset, x)
+        out = _run_row_kernel(cls.name, ctx.dim, x)
         ctx.save(out=out)
         return out
 
     @classmethod
     def numba_backward(cls, ctx, grad):
-        return _run_row_kernel(cls.name + "_grad", ctx.axis, ctx.opset, grad, ctx.out)
+        return _run_row_kernel(cls.name + "_grad", ctx.dim, grad, ctx.out)
 
 
-def _apply_softmax_op(op, x, axis, opset):
-    """Check x, axis and opset in the name of `op`'s function, then apply it."""
+def _apply_softmax_op(op, input, dim, dtype, axis):  # noqa: A002 (PyTorch's name)
+    """input cast to dtype first (recorded) where given, its dim (or axis) checked, in the name
+    of `op`'s function, then the op applied."""
+    x = cast_first(as_tensor(input), dtype, op.name)
     x = floating_input(op.name, x)
-    axis, _ = _softmax_axes(op.name, x.ndim, axis, opset)
-    return op.apply(x, axis=axis, opset=int(opset))
+    dim, _ = _softmax_axes(op.name, x.ndim, dim_arg(dim, axis, op.name), 13, "dim")
+    return op.apply(x, dim=dim)
 
 
 def softmax_grad(dY, Y, axis: int | None = None, opset: int = 13):
     """dX = Y * (dY - sum_axis(Y * dY)), from the forward output Y = softmax(X).
 
-    `axis` and `opset` as in `softmax`: axis=None is -1 for opset >= 13 (one axis) and 1 for
-    opset < 13 (the tensor flattened to 2-D at axis, each row one softmax).
+    `opset` says what `axis` means, as ONNX: from opset 13 on (the default, and PyTorch's
+    `dim`), one axis, None meaning -1; before (ONNX Softmax-1/11), Y is flattened to 2-D at
+    axis, None meaning 1, each row one softmax (rows = prod(shape[:axis]), cols =
+    prod(shape[axis:])).
     """
     check_same_shape("softmax_grad", dY, Y, "Y")
     _, axes = _softmax_axes("softmax_grad", Y.ndim, axis, opset)
@@ -199,7 +210,7 @@ class Softmax(_RowSoftmax):
 
     @staticmethod
     def forward(ctx, x):
-        _, axes = _softmax_axes("softmax", x.ndim, ctx.axis, ctx.opset)
+        axes = (ctx.dim,) if x.ndim else ()
         out = ctx.xp.exp(_shifted(x, axes)) if x.size else x.copy()
         out /= out.sum(axis=axes, keepdims=True)
         ctx.save(out=out)
@@ -208,18 +219,15 @@ class Softmax(_RowSoftmax):
     @staticmethod
     def backward(ctx, grad):
         """dx = out * (grad - sum_axis(out * grad)); out in the graph under create_graph."""
-        return softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
+        return softmax_grad(grad, ctx.out, ctx.dim)
 
 
-def softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:
-    """exp(x) / sum(exp(x)) along `axis`, computed with the max subtracted (stable for logits of
-    any magnitude). Floating-point x.
-
-    opset >= 13 (the default, and PyTorch's `dim`): one axis, None meaning -1. opset < 13 (ONNX
-    Softmax-1/11): x is flattened to 2-D at `axis`, None meaning 1, so each softmax spans
-    every dim from axis on (rows = prod(shape[:axis]), cols = prod(shape[axis:])).
-    """
-    return _apply_softmax_op(Softmax, x, axis, opset)
+@variants("function", "method")
+def softmax(input, dim: int | None = None, dtype=None, *, axis: int | None = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along `dim` (None: the last), x the `input` cast to `dtype` first
+    where given (a floating dtype, recorded), computed with the max subtracted (stable for
+    logits of any magnitude). Floating-point input. `axis` is numpy's name for dim."""
+    return _apply_softmax_op(Softmax, input, dim, dtype, axis)
 
 
 def log_softmax_grad(dY, Y, axis: int | None = None, opset: int = 13):
@@ -239,7 +247,7 @@ class LogSoftmax(_RowSoftmax):
 
     @staticmethod
     def forward(ctx, x):
-        _, axes = _softmax_axes("log_softmax", x.ndim, ctx.axis, ctx.opset)
+        axes = (ctx.dim,) if x.ndim else ()
         if x.size:
             shifted = _shifted(x, axes)
             out = shifted - ctx.xp.log(ctx.xp.exp(shifted).sum(axis=axes, keepdims=True))
@@ -252,10 +260,11 @@ class LogSoftmax(_RowSoftmax):
     def backward(ctx, grad):
         """dx = grad - exp(out) * sum_axis(grad); out in the graph under create_graph (exp(out)
         the softmax)."""
-        return log_softmax_grad(grad, ctx.out, ctx.axis, ctx.opset)
+        return log_softmax_grad(grad, ctx.out, ctx.dim)
 
 
-def log_softmax(x, axis: int | None = None, opset: int = 13) -> Tensor:
-    """log(softmax(x)) = (x - max) - log(sum(exp(x - max))) along `axis`: stable, and finite
-    where softmax underflows to 0. `axis` and `opset` as in `softmax`."""
-    return _apply_softmax_op(LogSoftmax, x, axis, opset)
+@variants("function", "method")
+def log_softmax(input, dim: int | None = None, dtype=None, *, axis: int | None = None) -> Tensor:
+    """log(softmax(x)) = (x - max) - log(sum(exp(x - max))) along `dim`: stable, and finite
+    where softmax underflows to 0. `dim`, `dtype` and `axis` as in `softmax`."""
+    return _apply_softmax_op(LogSoftmax, input, dim, dtype, axis)

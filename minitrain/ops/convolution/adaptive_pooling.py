@@ -89,17 +89,18 @@ class AdaptiveAveragePool(Op):
         return adaptive_avg_pool_grad(grad, ctx.shapes[0])
 
 
-def adaptive_avg_pool(x, output_size: Sequence[int | None] | int) -> Tensor:
-    """The mean over adaptive windows of x (N, C, *spatial), 1 to 3 spatial dims: output
-    position i of a dim of length L averages input positions floor(i * L / out) to
-    ceil((i + 1) * L / out) - 1, as PyTorch's adaptive_avg_pool. output_size: an int or one per
-    spatial dim (None keeps the input's size); all 1 is global average pooling."""
-    return adaptive_avg_pool_as("adaptive_avg_pool", x, output_size)
+def adaptive_avg_pool(input, output_size: Sequence[int | None] | int) -> Tensor:  # noqa: A002
+    """The mean over adaptive windows of input (N, C, *spatial), 1 to 3 spatial dims (taken from
+    input's rank), as PyTorch's adaptive_avg_pool1d/2d/3d: output position i of a dim of length
+    L averages input positions floor(i * L / out) to ceil((i + 1) * L / out) - 1. output_size:
+    an int or one per spatial dim (None keeps the input's size); all 1 is global average
+    pooling."""
+    return adaptive_avg_pool_as("adaptive_avg_pool", input, output_size)
 
 
-def adaptive_avg_pool_as(caller, x, output_size) -> Tensor:
+def adaptive_avg_pool_as(caller, input, output_size) -> Tensor:  # noqa: A002
     """`adaptive_avg_pool` called as `caller`: its errors name caller."""
-    x_shape = shape_of(x)
+    x_shape = shape_of(input)
     check_pool_input(caller, x_shape)
     spatial = x_shape[2:]
     if isinstance(output_size, Sequence) and len(output_size) == len(spatial):
@@ -107,5 +108,5 @@ def adaptive_avg_pool_as(caller, x, output_size) -> Tensor:
             n if o is None else o for o, n in zip(output_size, spatial, strict=True)
         )
     out = spatial_ints(output_size, len(spatial), "output_size", caller, 1)
-    check_pool_float(caller, x)
-    return AdaptiveAveragePool.apply(x, output_size=out)
+    check_pool_float(caller, input)
+    return AdaptiveAveragePool.apply(input, output_size=out)

@@ -2,10 +2,11 @@
 kernel avg_pool_grad (recorded as an op under create_graph, avg_pool its adjoint), and numba
 kernels for both.
 
-The op takes ONNX's attribute names and defaults, as `conv` does: kernel_shape, strides (default
-1), pads ([b0, b1, ..., e0, e1, ...], default 0), ceil_mode, count_include_pad (default False);
-minitrain.nn's F.avg_pool2d and friends take PyTorch's (stride defaults to the kernel size,
-count_include_pad to True). The window geometry is PyTorch's
+The op takes PyTorch's arguments and defaults, as F.avg_pool1d/2d/3d do (kernel_size, stride
+defaulting to the kernel size, padding, ceil_mode, count_include_pad defaulting to True,
+divisor_override), for any of 1 to 3 spatial dims; the AveragePool op's attributes and
+avg_pool_grad keep ONNX's spelling (kernel_shape, strides, pads in ONNX order, count_include_pad
+defaulting to False), the kernel's contract. The window geometry is PyTorch's
 (minitrain.ops.convolution.window.pool_window): a pad may be at most half the kernel size, and
 with ceil_mode the last window must start inside the input or its left padding.
 
@@ -28,7 +29,7 @@ from ...tensor import Tensor
 from ..core import numba_math
 from ..core.op import Op, shape_of
 from .pooling_common import as_planes, check_pool_float, is_half, pad_to_windows
-from .window import ONNX_NAMES, Window, cover_ends, pool_window
+from .window import Window, cover_ends, pool_window, torch_pool_window
 
 __all__ = ["avg_pool", "avg_pool_grad"]
 
@@ -293,49 +294,58 @@ class AveragePoolGrad(Op, register=False):
 
 
 def avg_pool(
-    x,
-    kernel_shape: Sequence[int] | int,
-    *,
-    strides: Sequence[int] | int | None = None,
-    pads: Sequence[int] | int | None = None,
+    input,  # noqa: A002 (PyTorch's name)
+    kernel_size: Sequence[int] | int,
+    stride: Sequence[int] | int | None = None,
+    padding: Sequence[int] | Sequence[Sequence[int]] | int = 0,
     ceil_mode: bool = False,
-    count_include_pad: bool = False,
+    count_include_pad: bool = True,
     divisor_override: int | None = None,
 ) -> Tensor:
-    """The mean over each window of x (N, C, *spatial), 1 to 3 spatial dims:
+    """The mean over each window of input (N, C, *spatial), 1 to 3 spatial dims (taken from
+    input's rank), as PyTorch's avg_pool1d/2d/3d:
 
         Y[n, c, o] = (sum of the window's input elements) / divisor[o]
 
-    divisor (PyTorch's rule): divisor_override when given; else, with count_include_pad, the
-    window's size clipped to the padded input (ceil_mode's overhang past the padding does not
-    count); else the number of input elements in the window. ONNX names and defaults:
-    strides 1, pads 0 ([b0, ..., e0, ...]), count_include_pad False.
+    stride defaults to kernel_size; padding (an int or one per spatial dim, or one (begin, end)
+    pair per dim beyond PyTorch) is at most kernel_size // 2. divisor (PyTorch's rule):
+    divisor_override when given; else, with count_include_pad (the default), the window's size
+    clipped to the padded input (ceil_mode's overhang past the padding does not count); else the
+    number of input elements in the window.
     """
     return avg_pool_as(
-        "avg_pool", x, kernel_shape, strides, pads, ceil_mode, count_include_pad, divisor_override
+        "avg_pool",
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
     )
 
 
 def avg_pool_as(
     caller,
-    x,
-    kernel_shape,
-    strides,
-    pads,
+    input,  # noqa: A002
+    kernel_size,
+    stride,
+    padding,
     ceil_mode,
     count_include_pad,
     divisor_override,
-    names=ONNX_NAMES,
 ) -> Tensor:
-    """`avg_pool` called as `caller`: its errors name caller and the attributes as `names`
-    spells them (minitrain.nn passes PyTorch's names)."""
-    window = pool_window(caller, shape_of(x), kernel_shape, strides, pads, None, ceil_mode, names)
-    check_pool_float(caller, x)
+    """`avg_pool` called as `caller` (F.avg_pool2d passes its own name): its errors name
+    caller."""
+    window = torch_pool_window(
+        caller, shape_of(input), kernel_size, stride, padding, None, ceil_mode
+    )
+    check_pool_float(caller, input)
     if not isinstance(count_include_pad, (bool, np.bool_)):
         raise DTypeError(f"{caller}: count_include_pad must be a bool, got {count_include_pad!r}")
     _check_divisor_override(caller, divisor_override)
     return AveragePool.apply(
-        x,
+        input,
         kernel_shape=window.kernel,
         strides=window.strides,
         pads=window.pads,

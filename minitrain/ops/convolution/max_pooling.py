@@ -1,12 +1,12 @@
 """Max pooling: max_pool over 1 to 3 spatial dims with PyTorch's semantics, its gradient kernel
 max_pool_grad, and numba kernels for both.
 
-The op takes ONNX's attribute names and defaults, as `conv` does: kernel_shape, strides (default
-1), pads ([b0, b1, ..., e0, e1, ...], default 0), dilations (default 1), ceil_mode;
-minitrain.nn's F.max_pool2d and friends take PyTorch's (stride defaults to the kernel size). The
-window geometry is PyTorch's (minitrain.ops.convolution.window.pool_window): a pad may be at
-most half the kernel size, and with ceil_mode the last window must start inside the input or
-its left padding.
+The op takes PyTorch's arguments and defaults, as F.max_pool1d/2d/3d do (kernel_size, stride
+defaulting to the kernel size, padding, dilation, ceil_mode, return_indices), for any of 1 to 3
+spatial dims; the MaxPool op's attributes and max_pool_grad keep ONNX's spelling, the kernels'
+contract. The window geometry is PyTorch's (minitrain.ops.convolution.window.pool_window): a pad
+may be at most half the kernel size, and with ceil_mode the last window must start inside the
+input or its left padding.
 
 The numba kernels take (R, D, H, W) planes (R = N*C; 1-D and 2-D with leading size-1 dims) and
 the canonical 3-D window (Window.canonical), run the planes in parallel, each writing only its
@@ -26,11 +26,11 @@ from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import NOT_BOOL, require_kind
-from ..core.op import Op, shape_of
+from ..core.op import Op, array_of, shape_of
 from ..shapes.indexing import getitem_grad
 from .pooling_common import as_planes, is_half, pad_to_windows
 from .standard import check_one_device
-from .window import ONNX_NAMES, Window, check_rank, pool_window
+from .window import Window, check_rank, pool_window, torch_pool_window
 
 __all__ = ["max_pool", "max_pool_grad"]
 
@@ -289,40 +289,57 @@ class MaxPool(Op):
 
 
 def max_pool(
-    x,
-    kernel_shape: Sequence[int] | int,
-    *,
-    strides: Sequence[int] | int | None = None,
-    pads: Sequence[int] | int | None = None,
-    dilations: Sequence[int] | int | None = None,
+    input,  # noqa: A002 (PyTorch's name)
+    kernel_size: Sequence[int] | int,
+    stride: Sequence[int] | int | None = None,
+    padding: Sequence[int] | Sequence[Sequence[int]] | int = 0,
+    dilation: Sequence[int] | int = 1,
     ceil_mode: bool = False,
-) -> Tensor:
-    """The max over each window of x (N, C, *spatial), 1 to 3 spatial dims:
+    return_indices: bool = False,
+):
+    """The max over each window of input (N, C, *spatial), 1 to 3 spatial dims (taken from
+    input's rank), as PyTorch's max_pool1d/2d/3d:
 
         Y[n, c, o] = max over taps k that land inside the input of
-                     x[n, c, o * strides - pads_begin + k * dilations]
+                     input[n, c, o * stride - pad_begin + k * dilation]
 
-    The padding never wins. The gradient goes to the first maximal element of each window in
-    window order (PyTorch's rule for ties). ONNX names and defaults: strides 1, pads 0
-    ([b0, ..., e0, ...]), dilations 1; ceil_mode and the pad limit as in PyTorch.
+    stride defaults to kernel_size; padding (an int or one per spatial dim, or one (begin, end)
+    pair per dim beyond PyTorch) is at most kernel_size // 2 and never wins; ceil_mode rounds the
+    output size up, as PyTorch's. The gradient goes to the first maximal element of each window
+    in window order (PyTorch's rule for ties). With return_indices, returns (output, indices),
+    the int64 position of each max in its (n, c) input plane (what max_unpool takes).
     """
-    return max_pool_as("max_pool", x, kernel_shape, strides, pads, dilations, ceil_mode)
+    return max_pool_as(
+        "max_pool", input, kernel_size, stride, padding, dilation, ceil_mode, return_indices
+    )
 
 
 def max_pool_as(
-    caller, x, kernel_shape, strides, pads, dilations, ceil_mode, names=ONNX_NAMES
-) -> Tensor:
-    """`max_pool` called as `caller`: its errors name caller and the attributes as `names`
-    spells them (minitrain.nn passes PyTorch's names)."""
-    window = pool_window(
-        caller, shape_of(x), kernel_shape, strides, pads, dilations, ceil_mode, names
+    caller,
+    input,  # noqa: A002
+    kernel_size,
+    stride,
+    padding,
+    dilation,
+    ceil_mode,
+    return_indices,
+):
+    """`max_pool` called as `caller` (F.max_pool2d passes its own name): its errors name
+    caller."""
+    window = torch_pool_window(
+        caller, shape_of(input), kernel_size, stride, padding, dilation, ceil_mode
     )
-    require_kind(caller, x, "iuf", NOT_BOOL, "int")  # integers too, as in PyTorch
-    return MaxPool.apply(
-        x,
+    require_kind(caller, input, "iuf", NOT_BOOL, "int")  # integers too, as in PyTorch
+    out = MaxPool.apply(
+        input,
         kernel_shape=window.kernel,
         strides=window.strides,
         pads=window.pads,
         dilations=window.dilations,
         ceil_mode=bool(ceil_mode),
     )
+    if not return_indices:
+        return out
+    # the positions of the maxima, from a second, gradient-free pass of the kernel
+    _, indices = max_pool_forward(array_of(input), window)
+    return out, Tensor(indices)

@@ -37,7 +37,7 @@ from .columns import (
     im2col_into,
     images_to_columns,
 )
-from .window import ONNX_NAMES, Window, check_conv_window, conv_window
+from .window import Window, check_conv_window, conv_window, torch_conv_window
 
 __all__ = ["conv", "conv_grad"]
 
@@ -176,9 +176,12 @@ def conv_grad(
 ):
     """ConvGrad: the gradients (dX, dW, dB) of Y = conv(X, W, B) given dY = dL/dY.
 
-    Shapes: dY (N, M, *out), X (N, C, *spatial), W (M, C/group, *kernel). Attributes as in
-    `conv` (pads in ONNX order, or auto_pad resolved exactly as the forward does). Per group g,
-    with col = im2col(X)[g] (C/group*K, N*P) and dY[g] laid out as (M/group, N*P):
+    Shapes: dY (N, M, *out), X (N, C, *spatial), W (M, C/group, *kernel). Attributes in ONNX's
+    spelling, this kernel's contract (the conv op translates its PyTorch arguments to them):
+    strides and dilations (an int or one per spatial dim, default 1), pads in ONNX order
+    [b0, b1, ..., e0, e1, ...] (one int: every side; default 0) or auto_pad ('SAME_UPPER',
+    'SAME_LOWER', 'VALID'), group. Per group g, with col = im2col(X)[g] (C/group*K, N*P) and
+    dY[g] laid out as (M/group, N*P):
 
         dW[g] = dY[g] @ col.T                  (summing over images and output positions)
         dX = col2im(W[g].T @ dY[g])            (scatter-add; taps in the padding dropped)
@@ -306,49 +309,46 @@ def conv_weight_grad(x, dy, w_shape, strides, pads, dilations, group: int) -> Te
 
 
 def conv(
-    x,
-    w,
-    b=None,
-    *,
-    strides: Sequence[int] | int | None = None,
-    pads: Sequence[int] | int | None = None,
-    dilations: Sequence[int] | int | None = None,
-    group: int = 1,
-    auto_pad: str = "NOTSET",
+    input,  # noqa: A002 (PyTorch's name)
+    weight,
+    bias=None,
+    stride: Sequence[int] | int = 1,
+    padding: Sequence[int] | Sequence[Sequence[int]] | int | str = 0,
+    dilation: Sequence[int] | int = 1,
+    groups: int = 1,
 ) -> Tensor:
-    """Convolution of x (N, C, *spatial), 1 to 3 spatial dims, with w (M, C/group, *kernel) and
-    optional bias b (M,), ONNX's Conv:
+    """Convolution (cross-correlation, as PyTorch's conv1d/2d/3d) of input (N, C, *spatial),
+    1 to 3 spatial dims (taken from input's rank), with weight (M, C/groups, *kernel) and an
+    optional bias (M,):
 
-        Y[n, m, p] = b[m] + sum over c in m's group and taps k of
-                     w[m, c, k] * x_padded[n, c, p * strides + k * dilations]
+        Y[n, m, p] = bias[m] + sum over c in m's group and taps k of
+                     weight[m, c, k] * input_padded[n, c, p * stride + k * dilation]
 
-    Output size per dim: floor((L + pad_begin + pad_end - (dilation * (k - 1) + 1)) / stride) + 1.
-    strides and dilations: an int or one per spatial dim (default 1). pads: ONNX order
-    [b0, b1, ..., e0, e1, ...] (asymmetric allowed) or one int (default 0). auto_pad:
-    'NOTSET' (use pads), 'SAME_UPPER' / 'SAME_LOWER' (ceil(L / stride) outputs, the odd pad at
-    the end / the beginning) or 'VALID' (no padding). group: C and M both divide by it.
+    Output size per dim: floor((L + pad_begin + pad_end - (dilation * (k - 1) + 1)) / stride)
+    + 1. stride and dilation: an int or one per spatial dim. padding: an int or one per spatial
+    dim (both ends), one (begin, end) pair per spatial dim (beyond PyTorch), 'valid' (none) or
+    'same' (as many outputs as inputs for stride 1, the odd pad at the end; with a larger
+    stride, which PyTorch refuses, ceil(L / stride) outputs). groups: C and M both divide by it.
     """
-    return conv_as("conv", x, w, b, strides, pads, dilations, group, auto_pad, ONNX_NAMES)
+    return conv_as("conv", input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv_as(caller, x, w, b, strides, pads, dilations, group, auto_pad, names) -> Tensor:
-    """`conv` called as `caller`: its errors name caller and the attributes as `names` spells
-    them (minitrain.nn passes PyTorch's names)."""
-    x_shape, w_shape = shape_of(x), shape_of(w)
-    window = check_conv_window(
-        caller, x_shape, w_shape, strides, pads, dilations, group, auto_pad, names
-    )
-    if b is not None and shape_of(b) != (w_shape[0],):
+def conv_as(caller, input, weight, bias, stride, padding, dilation, groups) -> Tensor:  # noqa: A002
+    """`conv` called as `caller` (F.conv2d passes its own name): its errors name caller."""
+    x_shape, w_shape = shape_of(input), shape_of(weight)
+    window = torch_conv_window(caller, x_shape, w_shape, stride, padding, dilation, groups)
+    if bias is not None and shape_of(bias) != (w_shape[0],):
         raise ShapeError(
-            f"{caller}: bias B must be (M,) = ({w_shape[0]},) for W {w_shape}, got {shape_of(b)}"
+            f"{caller}: bias must be (M,) = ({w_shape[0]},) for weight {w_shape}, got "
+            f"{shape_of(bias)}"
         )
-    check_float_inputs(caller, X=x, W=w, B=b)
+    check_float_inputs(caller, input=input, weight=weight, bias=bias)
     return Conv.apply(
-        x,
-        w,
-        b,
+        input,
+        weight,
+        bias,
         strides=window.strides,
         pads=window.pads,
         dilations=window.dilations,
-        group=int(group),
+        group=int(groups),
     )

@@ -31,49 +31,45 @@ from .standard import (
     matmul,
 )
 from .window import (
-    ONNX_NAMES,
+    TORCH_NAMES,
     Window,
     check_conv_ranks,
     check_group,
     check_kernel,
-    onnx_pads,
+    padding_pads,
     spatial_ints,
 )
 
 __all__ = ["conv_transpose"]
 
 
-def check_output_padding(
-    output_padding, strides, dilations, caller: str, names: dict = ONNX_NAMES
-) -> tuple[int, ...]:
+def check_output_padding(output_padding, stride, dilation, caller: str) -> tuple[int, ...]:
     """output_padding (None, an int or one per spatial dim) as a tuple, each element smaller
-    than the stride or the dilation of its dim (PyTorch's rule: the outputs it adds get
-    inputs from no x, and from a whole stride on, a longer x would give the same size).
-    Errors name `caller` and the attributes as `names` spells them."""
+    than the stride or the dilation of its dim (checked tuples; PyTorch's rule: the outputs it
+    adds get inputs from no x, and from a whole stride on, a longer x would give the same size).
+    Errors name `caller` and PyTorch's arguments."""
     value = 0 if output_padding is None else output_padding
-    extra = spatial_ints(value, len(strides), "output_padding", caller, 0)
-    if any(e >= s and e >= d for e, s, d in zip(extra, strides, dilations, strict=True)):
+    extra = spatial_ints(value, len(stride), "output_padding", caller, 0)
+    if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation, strict=True)):
         raise ArgumentError(
-            f"{caller}: output_padding must be smaller than either {names['strides']} or "
-            f"{names['dilations']} in each spatial dim, got output_padding {extra}, "
-            f"{names['strides']} {strides}, {names['dilations']} {dilations}"
+            f"{caller}: output_padding must be smaller than either stride or dilation in each "
+            f"spatial dim, got output_padding {extra}, stride {stride}, dilation {dilation}"
         )
     return extra
 
 
 def _check_transpose_window(
-    caller, x_shape, w_shape, strides, pads, dilations, group, output_padding, names=ONNX_NAMES
+    caller, x_shape, w_shape, stride, padding, dilation, groups, output_padding
 ) -> tuple[Window, tuple[int, ...], tuple[int, ...]]:
-    """Check a transposed conv's shapes and attributes (before anything runs) and return the
-    Window of the conv it transposes (its out is x's spatial shape), y's shape and the
+    """Check a transposed conv's shapes and PyTorch arguments (before anything runs) and return
+    the Window of the conv it transposes (its out is x's spatial shape), y's shape and the
     output_padding per dim."""
     dims = check_conv_ranks(caller, x_shape, w_shape, "(C, M/group, *kernel)")
-    check_group(caller, group, names)
+    check_group(caller, groups, TORCH_NAMES)
     channels = x_shape[1]
-    if channels % group:
+    if channels % groups:
         raise ShapeError(
-            f"{caller}: {names['group']} {group} must divide X's channels C = {channels} "
-            f"(X {x_shape})"
+            f"{caller}: groups {groups} must divide X's channels C = {channels} (X {x_shape})"
         )
     if w_shape[0] != channels:
         raise ShapeError(
@@ -85,17 +81,17 @@ def _check_transpose_window(
             f"{caller}: X {x_shape} has an empty spatial dim; only an empty batch or no channels "
             f"are supported, as in PyTorch"
         )
-    _, strides, dilations = check_kernel(caller, w_shape, strides, dilations, names)
-    pads = onnx_pads(pads, dims, caller)
-    extra = check_output_padding(output_padding, strides, dilations, caller, names)
-    window, y_shape = transpose_geometry(x_shape, w_shape, strides, pads, dilations, group, extra)
+    _, strides, dilations = check_kernel(caller, w_shape, stride, dilation, TORCH_NAMES)
+    pads = padding_pads(padding, dims, caller)
+    extra = check_output_padding(output_padding, strides, dilations, caller)
+    window, y_shape = transpose_geometry(x_shape, w_shape, strides, pads, dilations, groups, extra)
     for dim, (size, length) in enumerate(zip(y_shape[2:], x_shape[2:], strict=True)):
         if size < 1:
             k, s, d, e = window.kernel[dim], strides[dim], dilations[dim], extra[dim]
             begin, end = pads[dim], pads[dims + dim]
             raise ShapeError(
                 f"{caller}: output size {size} in spatial dim {dim} is too small: "
-                f"(L - 1) * stride - pads + dilation * (k - 1) + output_padding + 1 = "
+                f"(L - 1) * stride - padding + dilation * (k - 1) + output_padding + 1 = "
                 f"({length} - 1) * {s} - {begin} - {end} + {d} * ({k} - 1) + {e} + 1 "
                 f"(X {x_shape}, W {w_shape})"
             )
@@ -224,57 +220,64 @@ def _input_and_weight_grads(grad, x, w, window: Window, group: int):
 
 
 def conv_transpose(
-    x,
-    w,
-    b=None,
-    *,
-    strides: Sequence[int] | int | None = None,
-    pads: Sequence[int] | int | None = None,
-    dilations: Sequence[int] | int | None = None,
-    group: int = 1,
-    output_padding: Sequence[int] | int | None = None,
+    input,  # noqa: A002 (PyTorch's name)
+    weight,
+    bias=None,
+    stride: Sequence[int] | int = 1,
+    padding: Sequence[int] | Sequence[Sequence[int]] | int = 0,
+    output_padding: Sequence[int] | int = 0,
+    groups: int = 1,
+    dilation: Sequence[int] | int = 1,
 ) -> Tensor:
-    """Transposed convolution of x (N, C, *spatial), 1 to 3 spatial dims, with w
-    (C, M/group, *kernel) and optional bias b (M,), ONNX's ConvTranspose: the adjoint of conv,
-    each input scattered through the kernel onto the output, taps that land in the pads
-    dropped:
+    """Transposed convolution (PyTorch's conv_transpose1d/2d/3d, arguments in its order) of
+    input (N, C, *spatial), 1 to 3 spatial dims (taken from input's rank), with weight
+    (C, M/groups, *kernel) and an optional bias (M,): the adjoint of conv, each input scattered
+    through the kernel onto the output, taps that land in the padding dropped:
 
-        y[n, m, i * strides + k * dilations - pads_begin] += x[n, c, i] * w[c, m, k]
-                                                   (c in m's group), then + b[m]
+        y[n, m, i * stride + k * dilation - pad_begin] += input[n, c, i] * weight[c, m, k]
+                                                   (c in m's group), then + bias[m]
 
     Output size per dim: (L - 1) * stride - pad_begin - pad_end + dilation * (k - 1) +
-    output_padding + 1. strides and dilations: an int or one per spatial dim (default 1).
-    pads: ONNX order [b0, b1, ..., e0, e1, ...] or one int (default 0). output_padding: extra
-    outputs at the end of each dim (default 0), each smaller than the stride or the dilation.
-    group: C divides by it.
+    output_padding + 1. stride and dilation: an int or one per spatial dim. padding: an int or
+    one per spatial dim (removed at both ends), or one (begin, end) pair per spatial dim (beyond
+    PyTorch). output_padding: extra outputs at the end of each dim, each smaller than the
+    stride or the dilation. groups: C divides by it.
     """
     return conv_transpose_as(
-        "conv_transpose", x, w, b, strides, pads, dilations, group, output_padding, ONNX_NAMES
+        "conv_transpose", input, weight, bias, stride, padding, output_padding, groups, dilation
     )
 
 
 def conv_transpose_as(
-    caller, x, w, b, strides, pads, dilations, group, output_padding, names
+    caller,
+    input,  # noqa: A002
+    weight,
+    bias,
+    stride,
+    padding,
+    output_padding,
+    groups,
+    dilation,
 ) -> Tensor:
-    """`conv_transpose` called as `caller`: its errors name caller and the attributes as
-    `names` spells them (minitrain.nn passes PyTorch's names)."""
-    x_shape, w_shape = shape_of(x), shape_of(w)
+    """`conv_transpose` called as `caller` (F.conv_transpose2d passes its own name): its errors
+    name caller."""
+    x_shape, w_shape = shape_of(input), shape_of(weight)
     window, y_shape, extra = _check_transpose_window(
-        caller, x_shape, w_shape, strides, pads, dilations, group, output_padding, names
+        caller, x_shape, w_shape, stride, padding, dilation, groups, output_padding
     )
-    if b is not None and shape_of(b) != (y_shape[1],):
+    if bias is not None and shape_of(bias) != (y_shape[1],):
         raise ShapeError(
-            f"{caller}: bias B must be (M,) = ({y_shape[1]},) for W {w_shape} and "
-            f"{names['group']} {group}, got {shape_of(b)}"
+            f"{caller}: bias must be (M,) = ({y_shape[1]},) for weight {w_shape} and groups "
+            f"{groups}, got {shape_of(bias)}"
         )
-    check_float_inputs(caller, X=x, W=w, B=b)
+    check_float_inputs(caller, input=input, weight=weight, bias=bias)
     return ConvTranspose.apply(
-        x,
-        w,
-        b,
+        input,
+        weight,
+        bias,
         strides=window.strides,
         pads=window.pads,
         dilations=window.dilations,
-        group=int(group),
+        group=int(groups),
         output_padding=extra,
     )

@@ -3,8 +3,13 @@
 Window; the checks of the window attributes (ints per spatial dim, ONNX pads, auto_pad); and the
 geometry of a conv and of a pool.
 
-The ops spell the attributes as ONNX does (kernel_shape, strides, pads, dilations, group), and
-so do their errors; minitrain.nn, which takes PyTorch's spelling, passes its own `names`.
+Two spellings meet here, each in its place. The public kernels (conv_grad, im2col, col2im,
+avg_pool_grad) and the Op classes' attributes spell the window as ONNX does (kernel_shape,
+strides, pads in ONNX order, dilations, group, auto_pad), their contract (docs/kernels.md), and
+so do their errors. The ops (conv, max_pool, unfold_patches, ...) take PyTorch's (kernel_size,
+stride, padding, dilation, groups): `padding_pads` and `conv_padding` translate padding to ONNX
+pads, and `torch_conv_window` and `torch_pool_window` the whole window, once, with errors
+spelled as PyTorch's (TORCH_NAMES).
 """
 
 from __future__ import annotations
@@ -18,13 +23,21 @@ from ...errors import ArgumentError, DTypeError, ShapeError
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
-# What the window attributes are called in errors: ONNX's names, the ops' own.
+# What the window attributes are called in errors: ONNX's names, the kernels' own, and
+# PyTorch's, the ops'.
 ONNX_NAMES = {
     "kernel_shape": "kernel_shape",
     "strides": "strides",
     "pads": "pads",
     "dilations": "dilations",
     "group": "group",
+}
+TORCH_NAMES = {
+    "kernel_shape": "kernel_size",
+    "strides": "stride",
+    "pads": "padding",
+    "dilations": "dilation",
+    "group": "groups",
 }
 
 
@@ -104,6 +117,51 @@ def onnx_pads(pads, dims: int, caller: str) -> tuple[int, ...]:
     return spatial_ints(pads, 2 * dims, "pads", caller, 0)
 
 
+def padding_pads(padding, dims: int, caller: str) -> tuple[int, ...]:
+    """PyTorch's `padding` of an op with `dims` spatial dims as ONNX pads (all begins, then all
+    ends): an int (every side), one int per spatial dim (both ends of that dim), or, beyond
+    PyTorch, one (begin, end) pair per spatial dim (PyTorch pads asymmetrically with F.pad
+    first). Every value >= 0; strings are conv_padding's."""
+    if isinstance(padding, (str, bytes)):
+        raise DTypeError(
+            f"{caller}: padding must be an int, {dims} ints or {dims} (begin, end) pairs, got "
+            f"{padding!r}"
+        )
+    if isinstance(padding, Sequence) and any(isinstance(p, Sequence) for p in padding):
+        if len(padding) != dims or not all(
+            isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2 for p in padding
+        ):
+            raise ShapeError(
+                f"{caller}: padding as pairs needs one (begin, end) pair per spatial dim "
+                f"({dims}), got {padding!r}"
+            )
+        begins = spatial_ints([p[0] for p in padding], dims, "padding", caller, 0)
+        ends = spatial_ints([p[1] for p in padding], dims, "padding", caller, 0)
+        return begins + ends
+    per_dim = spatial_ints(padding, dims, "padding", caller, 0)
+    return per_dim + per_dim
+
+
+def check_padding_string(padding: str, caller: str) -> None:
+    """A conv's padding given as a string must be 'valid' or 'same'."""
+    if padding not in ("valid", "same"):
+        raise ArgumentError(
+            f"{caller}: padding must be an int, ints, (begin, end) pairs, 'valid' or 'same', "
+            f"got {padding!r}"
+        )
+
+
+def conv_padding(padding, spatial, kernel, strides, dilations, caller: str) -> tuple[int, ...]:
+    """A conv's PyTorch `padding` as ONNX pads: padding_pads' forms, 'valid' (none) or 'same'
+    (ONNX's SAME_UPPER: for stride 1 PyTorch's 'same', the odd pad at the end; for a larger
+    stride, which PyTorch refuses, ceil(L / stride) outputs)."""
+    if not isinstance(padding, str):
+        return padding_pads(padding, len(kernel), caller)
+    check_padding_string(padding, caller)
+    auto_pad = "VALID" if padding == "valid" else "SAME_UPPER"
+    return auto_pads(auto_pad, spatial, kernel, strides, dilations, caller)
+
+
 def check_strides_dilations(caller, strides, dilations, dims: int, names=ONNX_NAMES) -> tuple:
     """strides and dilations (None: 1), each an int or `dims` ints, every one >= 1, as tuples."""
     strides = spatial_ints(1 if strides is None else strides, dims, names["strides"], caller, 1)
@@ -148,24 +206,26 @@ def check_conv_ranks(caller: str, x_shape, w_shape, w_layout: str) -> int:
     return len(x_shape) - 2
 
 
-def _conv_output_size(length, begin, end, reach, stride, dim, caller) -> int:
+def _conv_output_size(length, begin, end, reach, stride, dim, caller, pads_name) -> int:
     padded = length + begin + end
     if reach > padded:
         raise ShapeError(
             f"{caller}: the kernel spans {reach} positions in spatial dim {dim}, more than the "
-            f"padded input's {padded} (size {length} + pads {begin}, {end})"
+            f"padded input's {padded} (size {length} + {pads_name} {begin}, {end})"
         )
     return (padded - reach) // stride + 1
 
 
-def conv_window(spatial, kernel, strides, pads, dilations, caller: str = "conv") -> Window:
+def conv_window(
+    spatial, kernel, strides, pads, dilations, caller: str = "conv", names: dict = ONNX_NAMES
+) -> Window:
     """The Window of a conv: per dim `floor((L + pad_begin + pad_end - reach) / stride) + 1`
     outputs, reach = dilation * (k - 1) + 1. Raises when a kernel outspans the padded input."""
     dims = len(kernel)
     begin, end = pads[:dims], pads[dims:]
     reach = [d * (k - 1) + 1 for k, d in zip(kernel, dilations, strict=True)]
     out = tuple(
-        _conv_output_size(*args, dim, caller)
+        _conv_output_size(*args, dim, caller, names["pads"])
         for dim, args in enumerate(zip(spatial, begin, end, reach, strides, strict=True))
     )
     return Window(tuple(kernel), tuple(strides), tuple(pads), tuple(dilations), out)
@@ -189,12 +249,9 @@ def auto_pads(auto_pad: str, spatial, kernel, strides, dilations, caller: str) -
     return tuple(begins + ends)
 
 
-def check_conv_window(
-    caller, x_shape, w_shape, strides, pads, dilations, group, auto_pad, names=ONNX_NAMES
-) -> Window:
-    """Check a conv's shapes and attributes (before anything runs) and return its Window:
-    X (N, C, *spatial), W (M, C/group, *kernel), pads or auto_pad, errors naming `caller` and
-    the attributes as `names` spells them."""
+def _check_conv_shapes(caller, x_shape, w_shape, group, names) -> int:
+    """X (N, C, *spatial) and W (M, C/group, *kernel) of one rank, group dividing C and M, W's
+    channels C/group; returns the number of spatial dims."""
     dims = check_conv_ranks(caller, x_shape, w_shape, "(M, C/group, *kernel)")
     check_group(caller, group, names)
     channels, filters = x_shape[1], w_shape[0]
@@ -208,7 +265,17 @@ def check_conv_window(
             f"{caller}: W {w_shape} must have C/group = {channels}/{group} = "
             f"{channels // group} input channels in dim 1, got {w_shape[1]} (X {x_shape})"
         )
-    kernel, strides, dilations = check_kernel(caller, w_shape, strides, dilations, names)
+    return dims
+
+
+def check_conv_window(
+    caller, x_shape, w_shape, strides, pads, dilations, group, auto_pad
+) -> Window:
+    """Check a conv's shapes and ONNX attributes (before anything runs) and return its Window:
+    X (N, C, *spatial), W (M, C/group, *kernel), pads or auto_pad, errors naming `caller` and
+    the attributes as ONNX does (the kernels' contract: conv_grad)."""
+    dims = _check_conv_shapes(caller, x_shape, w_shape, group, ONNX_NAMES)
+    kernel, strides, dilations = check_kernel(caller, w_shape, strides, dilations)
     if auto_pad == "NOTSET":
         pads = onnx_pads(pads, dims, caller)
     elif pads is not None:
@@ -218,6 +285,16 @@ def check_conv_window(
     else:
         pads = auto_pads(auto_pad, x_shape[2:], kernel, strides, dilations, caller)
     return conv_window(x_shape[2:], kernel, strides, pads, dilations, caller)
+
+
+def torch_conv_window(caller, x_shape, w_shape, stride, padding, dilation, groups) -> Window:
+    """The Window of a conv op called with PyTorch's arguments (stride, padding as conv_padding
+    takes it, dilation, groups), checked before anything runs, errors naming `caller` and
+    PyTorch's arguments."""
+    _check_conv_shapes(caller, x_shape, w_shape, groups, TORCH_NAMES)
+    kernel, strides, dilations = check_kernel(caller, w_shape, stride, dilation, TORCH_NAMES)
+    pads = conv_padding(padding, x_shape[2:], kernel, strides, dilations, caller)
+    return conv_window(x_shape[2:], kernel, strides, pads, dilations, caller, TORCH_NAMES)
 
 
 def check_pool_input(caller: str, x_shape) -> None:
@@ -288,6 +365,26 @@ def pool_window(
         for dim in range(dims)
     )
     return Window(kernel, strides, pads, dilations, out)
+
+
+def pool_stride(stride, kernel: tuple[int, ...], caller: str) -> tuple[int, ...]:
+    """A pool's PyTorch `stride`: None or empty means the kernel size, else an int or one per
+    spatial dim, each >= 1."""
+    if stride is None or (isinstance(stride, Sequence) and len(stride) == 0):
+        return kernel
+    return spatial_ints(stride, len(kernel), "stride", caller, 1)
+
+
+def torch_pool_window(caller, x_shape, kernel_size, stride, padding, dilation, ceil_mode) -> Window:
+    """The Window of a pool op called with PyTorch's arguments (kernel_size; stride, None for
+    the kernel size; padding as padding_pads takes it; dilation), checked before anything runs,
+    errors naming `caller` and PyTorch's arguments."""
+    check_pool_input(caller, x_shape)
+    dims = len(x_shape) - 2
+    kernel = spatial_ints(kernel_size, dims, "kernel_size", caller, 1)
+    strides = pool_stride(stride, kernel, caller)
+    pads = padding_pads(padding, dims, caller)
+    return pool_window(caller, x_shape, kernel, strides, pads, dilation, ceil_mode, TORCH_NAMES)
 
 
 def cover_ends(window: Window, spatial) -> tuple[int, ...]:

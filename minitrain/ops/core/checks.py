@@ -74,38 +74,35 @@ def require_kind(caller: str, x, kinds: str, wanted: str, cast: str) -> None:
         raise DTypeError(f"{caller}: x must be {wanted}, got {dtype} (cast it first: x.{cast}())")
 
 
-def normalize_axis(axis, ndim: int, caller: str) -> tuple[int, ...]:
-    """axis (None, int or sequence) as a sorted tuple of distinct non-negative dims."""
-    if axis is None:
+def normalize_axis(dim, ndim: int, caller: str) -> tuple[int, ...]:
+    """PyTorch's `dim` (None for all, an int or a sequence) as a sorted tuple of distinct
+    non-negative dims, the `axis` numpy's reductions take."""
+    if dim is None:
         return tuple(range(ndim))
     try:
-        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     except TypeError:  # not iterable: a float, say
-        raise DTypeError(
-            f"{caller}: axis must be an int or a tuple of ints, got {axis!r}"
-        ) from None
-    limit = ndim if ndim else 1  # a 0-d tensor accepts axis 0 / -1, as numpy does
+        raise DTypeError(f"{caller}: dim must be an int or a tuple of ints, got {dim!r}") from None
+    limit = ndim if ndim else 1  # a 0-d tensor accepts dim 0 / -1, as PyTorch does
     result = []
-    for a in axes:
-        if not isinstance(a, (int, np.integer)):
-            raise DTypeError(f"{caller}: axis must be ints, got {axis!r}")
-        if not -limit <= a < limit:
-            raise DimensionError(
-                f"{caller}: axis {a} is out of range for a tensor with {ndim} dims"
-            )
-        result.append(int(a) % limit)
+    for d in dims:
+        if not isinstance(d, (int, np.integer)):
+            raise DTypeError(f"{caller}: dim must be ints, got {dim!r}")
+        if not -limit <= d < limit:
+            raise DimensionError(f"{caller}: dim {d} is out of range for a tensor with {ndim} dims")
+        result.append(int(d) % limit)
     if ndim == 0:
         return ()
     if len(set(result)) != len(result):
-        raise ShapeError(f"{caller}: axis {axis!r} repeats a dim")
+        raise ShapeError(f"{caller}: dim {dim!r} repeats a dim")
     return tuple(sorted(result))
 
 
-def normalize_one_axis(axis, ndim: int, caller: str) -> int | None:
-    """One int axis as a non-negative dim; None for a 0-d tensor's axis 0 or -1."""
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise DTypeError(f"{caller}: takes one int axis, got {axis!r}")
-    axes = normalize_axis(axis, ndim, caller)
+def normalize_one_axis(dim, ndim: int, caller: str) -> int | None:
+    """One int dim, non-negative; None for a 0-d tensor's dim 0 or -1."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise DTypeError(f"{caller}: takes one int dim, got {dim!r}")
+    axes = normalize_axis(dim, ndim, caller)
     return axes[0] if axes else None
 
 

@@ -3,19 +3,25 @@
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 import numpy as np
 
 from ... import backend
 from ...arguments import as_array
-from ...autograd import Node, versions
+from ...autograd import Node
 from ...autograd.anomaly import check_forward
 from ...autograd.grad_mode import recording
+from ...autograd.versions import (
+    check_plain_view_input,
+    check_view_current,
+    clock,
+    note_plain_view,
+    owner,
+)
 from ...errors import DTypeError, GraphError, ShapeError
-from ...inplace import check_plain_view_input, note_plain_view
 from ...tensor import Tensor
+from .header import validate_header
 from .promotion import (
     FLOAT64,
     any_float64,
@@ -142,14 +148,25 @@ class Op(metaclass=_OpType):
     and then `forward(ctx, *arrays) -> array` and `backward(ctx, grad) -> grads`, both on arrays,
     one gradient per input (None where `ctx.needs_grad[i]` is False).
 
-    Optional `numba_forward` / `numba_backward`, with the same signatures, run instead where
-    `numba_applies(ctx, *arrays)` says the numba kernels take the forward's inputs and attributes
-    (by default `backend.numba_takes(*arrays)`: numba on, CPU float32 or float64 arrays of one
-    dtype, not empty). The choice is made once, in `apply`, and neither variant checks again: a
-    backward runs the numba kernel when its forward did and numba is still on (the generic
-    backward reads what a numba forward saved; a numba backward never reads a generic forward's).
-    Ops whose kernels are public array functions users call directly (conv_grad, im2col, the
-    pooling kernels) have no numba variants: each such kernel chooses for itself, per call.
+    Numba is chosen one way: `backend.numba_takes(*arrays)` (numba on, CPU numpy arrays of
+    float32 or float64, of one dtype, none empty), asked once per call of the arrays the numba
+    kernels would take, by one of two askers. An op whose numba kernels are its own has
+    optional `numba_forward` / `numba_backward`, with the same signatures, and `apply` asks
+    through `numba_applies(ctx, *arrays)`: by default `backend.numba_takes(*arrays)`; an op whose
+    kernels need more (a row to run along, integer targets) overrides it with that condition
+    and-ed to `backend.numba_takes`, never a test of its own. The choice is made once, in
+    `apply`, and neither variant checks again: a backward runs the numba kernel when its forward
+    did and numba is still on (the generic backward reads what a numba forward saved; a numba
+    backward never reads a generic forward's). An op whose kernels are public array functions
+    users call directly (conv_grad, im2col, the pooling kernels, lstm_cell_grad, gru_cell_grad,
+    attention_grad) has no numba variants: each such kernel asks `backend.numba_takes` itself,
+    in one call, and the op's forward asks it of the arrays its own kernel takes.
+
+    A numba kernel is a second copy of an op's arithmetic, kept only for ops on the measured
+    hot list: `numba_bench` names the `make bench` row (benchmarks/README.md's table) that
+    keeps it. An op with `numba_forward` is refused at class definition without one (an op
+    that names a `fused_backward` row has that row unless it names another); an op whose
+    public kernels choose numba per call names their row too.
 
     The same `backward` serves create_graph, which runs it recorded (`run_tensor_backward`):
     `grad` is then a Tensor, and so is every saved input and `out` in `ctx`, each in the graph
@@ -180,6 +197,7 @@ class Op(metaclass=_OpType):
     saved_as: ClassVar[dict[str, str]] = {}
     numba_forward: ClassVar = None
     numba_backward: ClassVar = None
+    numba_bench: ClassVar[str] = ""  # the `make bench` row that keeps the numba kernels
     tensor_backward: ClassVar = None  # only where `backward` is a fused kernel (see above)
     fused_backward: ClassVar[str] = ""  # then: the `make bench` row that keeps the fused one
     no_double_backward: ClassVar[str] = ""
@@ -205,8 +223,10 @@ class Op(metaclass=_OpType):
             )
         )
         cls.saves_output = "out" in cls.saved
+        if not cls.numba_bench and cls.numba_forward is not None:
+            cls.numba_bench = cls.fused_backward  # the row that keeps its fused kernel, if any
         if register:
-            _validate_header(cls)
+            validate_header(cls, Op, _CTX_FIELDS)
             if cls.name in _OPS:
                 raise GraphError(f"op '{cls.name}' is registered twice ({_OPS[cls.name]}, {cls})")
             _OPS[cls.name] = cls
@@ -222,7 +242,8 @@ class Op(metaclass=_OpType):
     def numba_applies(ctx, *arrays) -> bool:
         """Whether `numba_forward` runs for these inputs instead of `forward`, asked once per
         call, only for an op that has one, on the CPU. By default `backend.numba_takes`: numba
-        on, float32 or float64 arrays of one dtype, not empty."""
+        on, float32 or float64 arrays of one dtype, none empty; an override and-s its own
+        condition to it."""
         return backend.numba_takes(*arrays)
 
     @staticmethod
@@ -295,7 +316,7 @@ class Op(metaclass=_OpType):
         # needs (where each gradient goes, input shapes and dtypes): this is the hot path.
         arrays, parents, needs_grad, shapes, dtypes = [], [], [], [], []
         any_grad = numpy_number = False
-        rebound = versions.latest_rebind  # an in-place op moved a tensor to a new node then
+        rebound = clock.latest_rebind  # an in-place op moved a tensor to a new node then
         for value in inputs:
             if isinstance(value, Tensor):
                 array = value.data
@@ -307,7 +328,7 @@ class Op(metaclass=_OpType):
                     else:
                         parents.append(node)
                         if node.seq < rebound and node.ctx.is_view and recording.enabled:
-                            node.check_view_current()
+                            check_view_current(node)
                     needs_grad.append(True)
                 else:
                     parents.append(None)
@@ -498,44 +519,11 @@ class SavedInput(Op, register=False):
 def _note_view(ctx, view, source, array, records) -> None:
     """Where a `views` op's output does view its input's memory (not every reshape or index
     does), mark it: the in-place rules refuse writes through views of tensors in the graph, and
-    a view taken outside the graph is remembered with its source (minitrain/inplace.py)."""
-    if versions.owner(view.data) is versions.owner(array):
+    a view taken outside the graph is remembered with its source (autograd/versions.py)."""
+    if owner(view.data) is owner(array):
         ctx.is_view = True
         if not records:
             note_plain_view(view, source)
-
-
-def _validate_header(cls) -> None:
-    subject = f"op class {cls.__name__}"
-    if not re.fullmatch(r"[a-z_][a-z0-9_]*", cls.name or ""):
-        raise GraphError(f"{subject}: `name` must be a lowercase identifier, got {cls.name!r}")
-    for field in ("inputs", "attrs", "saved"):
-        value = getattr(cls, field)
-        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
-            raise GraphError(f"{subject}: `{field}` must be a tuple of names, got {value!r}")
-    if not cls.inputs or (cls.variadic and len(cls.inputs) != 1):
-        raise GraphError(f"{subject}: needs at least one input (exactly one name when variadic)")
-    if cls.promoted and (
-        not isinstance(cls.promoted, tuple)
-        or len(set(cls.promoted)) != 2
-        or not set(cls.promoted) <= set(cls.inputs)
-    ):
-        raise GraphError(f"{subject}: `promoted` must name two of its inputs, got {cls.promoted!r}")
-    if not (set(cls.saved_as) <= set(cls.saved) and set(cls.saved_as.values()) <= set(cls.inputs)):
-        raise GraphError(
-            f"{subject}: `saved_as` must map saved names to input names, got {cls.saved_as!r}"
-        )
-    clash = (set(cls.attrs) & set(cls.saved)) | ((set(cls.attrs) | set(cls.saved)) & _CTX_FIELDS)
-    if clash:
-        raise GraphError(f"{subject}: names {sorted(clash)} clash between attrs, saved and ctx")
-    if cls.forward is Op.forward or cls.backward is Op.backward:
-        raise GraphError(f"{subject}: define both forward and backward")
-    if cls.tensor_backward is not None and not cls.fused_backward:
-        raise GraphError(
-            f"{subject}: a tensor_backward is a second copy of the derivative, kept only beside "
-            f"a fused backward a benchmark shows pays: name its `make bench` row in "
-            f"fused_backward, or write backward once, with ctx.xp"
-        )
 
 
 def registry() -> dict[str, type[Op]]:

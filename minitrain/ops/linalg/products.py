@@ -9,6 +9,7 @@ import numpy as np
 from ...autograd import unbroadcast
 from ...errors import ShapeError
 from ..core.op import Op, shape_of
+from ..core.variants import variants
 
 __all__ = ["linear", "matmul"]
 
@@ -60,23 +61,27 @@ class MatMul(Op):
         )
 
 
-def matmul(a, b):
-    """a @ b with numpy's rules (1-D operands, broadcast batch dims); a and b of one dtype, as
-    in PyTorch."""
-    sa, sb = shape_of(a), shape_of(b)
+@variants("function", "method")
+def matmul(input, other):  # noqa: A002
+    """The matrix product `input @ other`, with numpy's rules: 1-D operands are vectors, dims
+    before the last two are batch dims and broadcast. Both must share a dtype (DTypeError
+    otherwise): no promotion, as in PyTorch."""
+    sa, sb = shape_of(input), shape_of(other)
     if not sa or not sb:
         raise ShapeError(f"matmul: operands must have at least 1 dim, got {sa} and {sb}")
     inner_a, inner_b = sa[-1], (sb[0] if len(sb) == 1 else sb[-2])
     if inner_a != inner_b:
         raise ShapeError(
-            f"matmul: a {sa} and b {sb} do not fit: a's last dim {inner_a} != "
-            f"b's {'only' if len(sb) == 1 else 'second-to-last'} dim {inner_b}"
+            f"matmul: input {sa} and other {sb} do not fit: input's last dim {inner_a} != "
+            f"other's {'only' if len(sb) == 1 else 'second-to-last'} dim {inner_b}"
         )
     try:
         np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
-        raise ShapeError(f"matmul: batch dims of a {sa} and b {sb} do not broadcast") from None
-    return MatMul.apply(a, b)
+        raise ShapeError(
+            f"matmul: batch dims of input {sa} and other {sb} do not broadcast"
+        ) from None
+    return MatMul.apply(input, other)
 
 
 class Linear(Op):

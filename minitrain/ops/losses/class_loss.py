@@ -279,11 +279,7 @@ class SoftmaxCrossEntropy(Op):
         """The numba row kernels take class indices (of any integer dtype) with float32 or
         float64 logits, and a weight of any dtype (cast to the logits'); probability targets
         run the generic kernels."""
-        return (
-            backend.numba_enabled()
-            and logits.dtype in backend.NUMBA_DTYPES
-            and target.dtype.kind in "iu"
-        )
+        return backend.numba_takes(logits) and target.dtype.kind in "iu"
 
     @staticmethod
     def numba_forward(ctx, logits, target, weight):

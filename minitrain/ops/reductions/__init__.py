@@ -2,6 +2,7 @@
 
 from types import ModuleType as _ModuleType
 
+from .extremes import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .scans import *  # noqa: F403
 from .sorting import *  # noqa: F403

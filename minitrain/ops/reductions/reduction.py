@@ -1,9 +1,11 @@
-"""Reductions over axes: sum, mean, prod, max, min, var, std, logsumexp, norm; argmax/argmin
-(no gradient); and the running sum, cumsum.
+"""The reductions with a gradient: sum, mean, prod, var, std, logsumexp, norm, and the running
+sum, cumsum (its scan siblings are in scans.py; max, min and the argument reductions in
+extremes.py).
 
-Every reduction takes `axis` (None for all, an int, or a tuple of ints; negatives allowed) and
-`keepdims`. The functional forms normalise `axis` to a sorted tuple, so backward rules can always
-re-insert the reduced dims with `expand_dims`. cumsum takes one axis and keeps the shape.
+Each takes PyTorch's arguments (common.py): `dim` (None for all, an int, or a tuple of ints) and
+`keepdim`, or their numpy spellings `axis` and `keepdims`, and `dtype` where PyTorch's does (the
+input cast first, recorded). Each is declared once, as the top-level function and the Tensor
+method (`minitrain.sum(x, 0)`, `x.sum(0)`).
 """
 
 from __future__ import annotations
@@ -11,69 +13,20 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
-from ...errors import ArgumentError, DTypeError, ShapeError
-from ...tensor import Tensor
-from ..core.checks import NOT_BOOL, normalize_axis, normalize_one_axis, require_kind
+from ...arguments import dim_and_correction, dim_arg, keepdim_arg
+from ...errors import ArgumentError, DTypeError
+from ..core.checks import normalize_axis, normalize_one_axis, require_kind
 from ..core.op import Op, shape_of, value_of
+from ..core.variants import variants
 from ..pointwise import arithmetic as elementwise
-from ..pointwise import conversion
-from ..shapes.indexing import gather
+from ..pointwise.conversion import cast_first
+from .common import accumulator, count_reduced, keep_reduced, over_dims
+from .extremes import Max, Min, extreme
 
-__all__ = [
-    "all",
-    "any",
-    "argmax",
-    "argmin",
-    "cumsum",
-    "logsumexp",
-    "max",
-    "mean",
-    "min",
-    "norm",
-    "prod",
-    "std",
-    "sum",
-    "var",
-]
-
-
-def _kept(ctx, grad):
-    """The upstream gradient (or the saved output) with the reduced dims back in place (size
-    1): an array, or a Tensor under create_graph."""
-    if ctx.keepdims:
-        return grad
-    return grad.reshape(tuple(1 if d in ctx.axis else n for d, n in enumerate(ctx.shapes[0])))
-
-
-def _count(shape, axis) -> int:
-    """The number of values reduced into each output: the sizes of the axes, multiplied."""
-    return int(np.prod([shape[a] for a in axis], dtype=np.int64))
-
-
-def _accumulator(x):
-    """The dtype sum, prod and cumsum give x: int64 for every integer and bool dtype, as in
-    PyTorch (numpy gives uint64 for unsigned ones); None (x's own) for floating x."""
-    return np.int64 if x.dtype.kind in "biu" else None
-
-
-def _reduction(op, x, axis, keepdims, **attrs):
-    """Run reduction op over axis (normalised to a sorted tuple)."""
-    ndim = len(shape_of(x))
-    return op.apply(x, axis=normalize_axis(axis, ndim, op.name), keepdims=bool(keepdims), **attrs)
-
-
-def _require_nonempty(x, axis, caller: str) -> None:
-    """Refuse a reduction over an empty dim (max of nothing, mean of nothing)."""
-    shape = shape_of(x)
-    norm = normalize_axis(axis, len(shape), caller)
-    if builtins.any(shape[a] == 0 for a in norm):
-        raise ShapeError(
-            f"{caller}: reducing over an empty dim (input shape {shape}, axis {axis!r})"
-        )
+__all__ = ["cumsum", "logsumexp", "mean", "norm", "prod", "std", "sum", "var"]
 
 
 class Sum(Op):
@@ -85,17 +38,23 @@ class Sum(Op):
 
     @staticmethod
     def forward(ctx, x):
-        return x.sum(axis=ctx.axis, keepdims=ctx.keepdims, dtype=_accumulator(x))
+        return x.sum(axis=ctx.axis, keepdims=ctx.keepdims, dtype=accumulator(x))
 
     @staticmethod
     def backward(ctx, grad):
         """dx = grad broadcast back over the summed axes."""
-        return ctx.xp.broadcast_to(_kept(ctx, grad), ctx.shapes[0])
+        return ctx.xp.broadcast_to(keep_reduced(ctx, grad), ctx.shapes[0])
 
 
-def sum(x, axis=None, keepdims: bool = False):  # noqa: A001 (the op's name)
-    """Sum over axis; integer and bool x sum to int64, as in PyTorch."""
-    return _reduction(Sum, x, axis, keepdims)
+@variants("function", "method")
+def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A001, A002
+    """The sum of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+    `keepdim=True` keeps each reduced dim with size 1. Integer and bool tensors sum to int64,
+    as in PyTorch. `dtype` (a floating dtype, or int64) casts the tensor first, recorded. `axis`
+    and `keepdims` are numpy's names for `dim` and `keepdim`."""
+    x = cast_first(input, dtype, "sum", int64=True)
+    return over_dims(Sum, x, dim, keepdim, axis, keepdims)
 
 
 class Mean(Op):
@@ -105,7 +64,7 @@ class Mean(Op):
 
     @staticmethod
     def forward(ctx, x):
-        if not _count(x.shape, ctx.axis):  # the mean of nothing: nan, as in PyTorch
+        if not count_reduced(x.shape, ctx.axis):  # the mean of nothing: nan, as in PyTorch
             return x.sum(axis=ctx.axis, keepdims=ctx.keepdims) * np.nan
         return x.mean(axis=ctx.axis, keepdims=ctx.keepdims)
 
@@ -114,14 +73,21 @@ class Mean(Op):
         """dx = grad / M broadcast back over the reduced axes, M the count of values averaged
         (none: x is empty, and so is dx)."""
         shape = ctx.shapes[0]
-        count = _count(shape, ctx.axis) or 1  # none: the broadcast is empty, whatever it holds
-        return ctx.xp.broadcast_to(_kept(ctx, grad) / count, shape)
+        count = (
+            count_reduced(shape, ctx.axis) or 1
+        )  # none: the broadcast is empty, whatever it holds
+        return ctx.xp.broadcast_to(keep_reduced(ctx, grad) / count, shape)
 
 
-def mean(x, axis=None, keepdims: bool = False):
-    """Mean over axis; over no elements nan, as in PyTorch. Floating x only, as in PyTorch."""
+@variants("function", "method")
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A002
+    """The mean of the elements over `dim`: an int, a tuple of ints, or None for all.
+
+    Floating tensors only, as in PyTorch: an integer one needs `dtype=` (a floating dtype, cast
+    first, recorded). Over no elements it is NaN. `keepdim`, `axis` and `keepdims` as in `sum`."""
+    x = cast_first(input, dtype, "mean")
     require_kind("mean", x, "f", "floating point", "float")
-    return _reduction(Mean, x, axis, keepdims)
+    return over_dims(Mean, x, dim, keepdim, axis, keepdims)
 
 
 class Prod(Op):
@@ -135,7 +101,7 @@ class Prod(Op):
     @staticmethod
     def forward(ctx, x):
         ctx.save(x=x)
-        return x.prod(axis=ctx.axis, keepdims=ctx.keepdims, dtype=_accumulator(x))
+        return x.prod(axis=ctx.axis, keepdims=ctx.keepdims, dtype=accumulator(x))
 
     @staticmethod
     def backward(ctx, grad):
@@ -145,7 +111,7 @@ class Prod(Op):
         element gets a gradient (the product of the rest); with two or more, none does. The
         product of the others is a polynomial in x (running products, no division), so its
         own derivatives are exact at zeros too."""
-        return _kept(ctx, grad) * _product_of_the_others(ctx.xp, ctx.x, ctx.axis)
+        return keep_reduced(ctx, grad) * _product_of_the_others(ctx.xp, ctx.x, ctx.axis)
 
 
 def _product_of_the_others(xp, x, axis):
@@ -164,10 +130,16 @@ def _product_of_the_others(xp, x, axis):
     return xp.transpose((before * after).reshape(moved.shape), back)
 
 
-def prod(x, axis=None, keepdims: bool = False):
-    """Product over axis (1 over no elements); exact gradients where x holds zeros. Integer and
-    bool x multiply in int64, as in PyTorch."""
-    return _reduction(Prod, x, axis, keepdims)
+@variants("function", "method")
+def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):  # noqa: A002
+    """The product of the elements over `dim`: an int, a tuple of ints, or None for all (1
+    over no elements).
+
+    Integer and bool tensors multiply in int64, as in PyTorch; the gradient is exact where
+    elements are zero. `dtype` (a floating dtype, or int64) casts the tensor first, recorded.
+    `keepdim`, `axis` and `keepdims` as in `sum`."""
+    x = cast_first(input, dtype, "prod", int64=True)
+    return over_dims(Prod, x, dim, keepdim, axis, keepdims)
 
 
 class CumSum(Op):
@@ -182,7 +154,7 @@ class CumSum(Op):
     def forward(ctx, x):
         # axis is None only for a 0-d x: numpy then sums its one element into shape (1,)
         wide = elementwise.widened(x)
-        total = ctx.xp.cumsum(wide, axis=ctx.axis, dtype=_accumulator(x)).reshape(x.shape)
+        total = ctx.xp.cumsum(wide, axis=ctx.axis, dtype=accumulator(x)).reshape(x.shape)
         return total.astype(np.float16) if x.dtype == np.float16 else total
 
     @staticmethod
@@ -195,65 +167,13 @@ class CumSum(Op):
         return xp.flip(total, axis)  # (the engine casts float16 back)
 
 
-def cumsum(x, axis: int):
-    """The running sum along one axis; the shape stays. Integer and bool x sum in int64, as in
-    PyTorch."""
-    return CumSum.apply(x, axis=normalize_one_axis(axis, len(shape_of(x)), "cumsum"))
-
-
-class _Extreme(Op, register=False):
-    """max / min: the gradient goes to the extreme elements, split evenly between ties (a
-    subgradient whose shares sum to one). A slice holding NaN has NaN for its extreme: with
-    `nan_takes_grad` its NaNs are the extreme elements (PyTorch's max / min); without, the
-    slice's gradient is NaN (PyTorch's amax / amin)."""
-
-    inputs = ("x",)
-    attrs = ("axis", "keepdims", "nan_takes_grad")
-    saved = ("x", "extreme")
-    reduce = ""
-
-    @classmethod
-    def forward(cls, ctx, x):
-        extreme = getattr(x, cls.reduce)(axis=ctx.axis, keepdims=True)
-        ctx.save(x=x, extreme=extreme)
-        return extreme if ctx.keepdims else extreme.squeeze(ctx.axis)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dx = grad / k where x equals its slice's max (min), else 0; k: the ties in that slice.
-
-        The hits are constants (xp.equal: an array whatever x is): dx is linear in grad."""
-        xp, x = ctx.xp, ctx.x
-        hit = xp.equal(x, ctx.extreme)
-        if ctx.nan_takes_grad:
-            hit |= xp.isnan(x)  # a NaN is only in a slice whose extreme is NaN
-        ties = hit.sum(axis=ctx.axis, keepdims=True).astype(grad.dtype)
-        with np.errstate(divide="ignore", invalid="ignore"):  # amax's NaN slice: no hit, 0 / 0
-            return (_kept(ctx, grad) / ties) * hit
-
-
-class Max(_Extreme):
-    name = "max"
-    reduce = "max"
-
-
-def max(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
-    """Maximum over axis (numpy's amax); tied maxima share the gradient equally. A slice holding
-    NaN has maximum NaN and a NaN gradient (torch.amax); with `nan_takes_grad` its NaNs share the
-    gradient instead (torch.max)."""
-    _require_nonempty(x, axis, "max")
-    return _reduction(Max, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
-
-
-class Min(_Extreme):
-    name = "min"
-    reduce = "min"
-
-
-def min(x, axis=None, keepdims: bool = False, *, nan_takes_grad: bool = False):  # noqa: A001
-    """Minimum over axis (numpy's amin); tied minima share the gradient equally; NaN as in max."""
-    _require_nonempty(x, axis, "min")
-    return _reduction(Min, x, axis, keepdims, nan_takes_grad=nan_takes_grad)
+@variants("function", "method")
+def cumsum(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
+    """The running sum along one dim (`dim` or numpy's `axis`, which must be given); the shape
+    stays. Integer and bool tensors sum in int64, as in PyTorch; `dtype` casts first."""
+    x = cast_first(input, dtype, "cumsum", int64=True)
+    dim = normalize_one_axis(dim_arg(dim, axis, "cumsum"), len(shape_of(x)), "cumsum")
+    return CumSum.apply(x, axis=dim)
 
 
 class Norm(Op):
@@ -285,35 +205,42 @@ class Norm(Op):
         value is discarded, the power and the division read a stand-in of 1 instead of the 0,
         so that their derivatives (create_graph) stay finite there too; sign(x) is 0 at x = 0."""
         xp, x, p = ctx.xp, elementwise.widened(ctx.x), ctx.p
-        total = _kept(ctx, elementwise.widened(ctx.out))
+        total = keep_reduced(ctx, elementwise.widened(ctx.out))
         zero = xp.equal(total, 0)
         with np.errstate(divide="ignore", invalid="ignore"):  # inf and NaN in x or grad
-            scale = xp.where(zero, 0, _kept(ctx, grad) / xp.where(zero, 1, total) ** (p - 1))
+            scale = xp.where(zero, 0, keep_reduced(ctx, grad) / xp.where(zero, 1, total) ** (p - 1))
             if p == 2:
                 return scale * x
             return scale * (xp.sign(x) * xp.where(xp.equal(x, 0), 1, xp.abs(x)) ** (p - 1))
 
 
-def norm(x, p=2, axis=None, keepdims: bool = False):
-    """The p-norm over axis: (sum |x|^p)^(1/p) for p > 0, max |x| for p = inf, min |x| for
-    p = -inf (as abs then max / min: tied extremes share the gradient). Where a slice is all
-    zeros the gradient is 0, as in PyTorch. Floating x only."""
-    dtype = getattr(x, "dtype", None)
+@variants("function", "method")
+def norm(input, p="fro", dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A002
+    """The p-norm over `dim` (all elements by default): 'fro' (the default) and 2 are the
+    Euclidean norm, p > 0 (sum |x|^p)^(1/p), inf / -inf the max / min of |x| (as abs then
+    max / min: tied extremes share the gradient). Where a slice is all zeros the gradient is 0,
+    as in PyTorch. Floating tensors only."""
+    dtype = getattr(input, "dtype", None)
     if dtype is None or dtype.kind != "f":
-        raise DTypeError(f"norm: x must be a floating-point tensor, got dtype {dtype}")
+        raise DTypeError(f"norm: input must be a floating-point tensor, got dtype {dtype}")
+    if isinstance(p, str):
+        if p != "fro":
+            raise ArgumentError(f"norm: p={p!r} is not supported; use 'fro', a number or inf")
+        p = 2
     number = isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)
     if not number or not (p > 0 or p == -math.inf):
         raise ArgumentError(f"norm: p must be a number > 0, inf or -inf, got {p!r}")
     if math.isinf(p):
-        reduce = max if p > 0 else min
-        return reduce(elementwise.abs(x), axis, keepdims, nan_takes_grad=True)
-    return _reduction(Norm, x, axis, keepdims, p=float(p))
+        dim, keepdim = dim_arg(dim, axis, "norm"), keepdim_arg(keepdim, keepdims)
+        op = Max if p > 0 else Min
+        return extreme(op, elementwise.abs(input), dim, keepdim, nan_takes_grad=True, caller="norm")
+    return over_dims(Norm, input, dim, keepdim, axis, keepdims, p=float(p))
 
 
 def _dof(ctx, shape) -> int:
     """var / std's degrees of freedom: the values reduced into each output less the correction,
     and 0 where that is not positive (PyTorch's: the variance is then nan or inf)."""
-    return builtins.max(_count(shape, ctx.axis) - ctx.correction, 0)
+    return builtins.max(count_reduced(shape, ctx.axis) - ctx.correction, 0)
 
 
 def _over_dof(ctx, numerator: float) -> float:
@@ -325,7 +252,7 @@ def _over_dof(ctx, numerator: float) -> float:
 def _centered_variance(ctx, x):
     """var / std's forward: x - mean(x), and the variance with the reduced dims kept (size 1);
     nan (no elements, or 0 / 0) or inf where there are no degrees of freedom, as in PyTorch."""
-    if _count(x.shape, ctx.axis):
+    if count_reduced(x.shape, ctx.axis):
         centered = x - x.mean(axis=ctx.axis, keepdims=True)
     else:
         centered = x - x.sum(axis=ctx.axis, keepdims=True) * np.nan  # empty, as x is
@@ -346,27 +273,31 @@ def _centered(ctx):
     axis = ctx.axis
 
     def centering(grad, centered):
-        if not _count(grad.shape, axis):  # no elements to center
+        if not count_reduced(grad.shape, axis):  # no elements to center
             return grad
         return grad - grad.mean(axis=axis, keepdims=True)
 
     return value_of(ctx, 0, ctx.centered, centering)
 
 
-def _spread(op, x, axis, keepdims, correction):
-    require_kind(op.name, x, "f", "floating point", "float")  # as in PyTorch
-    shape = shape_of(x)
-    norm = normalize_axis(axis, len(shape), op.name)
-    count = _count(shape, norm)
+def _spread(op, input, dim, unbiased, keepdim, correction, axis, keepdims):  # noqa: A002
+    """var or std (op) with PyTorch's arguments: `correction` (default 1, Bessel's) or the older
+    `unbiased` (True is correction 1, False 0), which may also come alone in dim's place."""
+    dim, correction = dim_and_correction(dim, unbiased, correction, op.name)
+    dim, keepdim = dim_arg(dim, axis, op.name), keepdim_arg(keepdim, keepdims)
+    require_kind(op.name, input, "f", "floating point", "float")  # as in PyTorch
+    shape = shape_of(input)
+    dims = normalize_axis(dim, len(shape), op.name)
+    count = count_reduced(shape, dims)
     if count - correction <= 0:
         warnings.warn(
             f"{op.name}(): degrees of freedom is <= 0: {count} elements per reduction with "
-            f"correction={correction} (input shape {shape}, axis {axis!r}); the result is nan or "
+            f"correction={correction} (input shape {shape}, dim {dim!r}); the result is nan or "
             f"inf, as in PyTorch",
             UserWarning,
             stacklevel=3,
         )
-    return op.apply(x, axis=norm, keepdims=bool(keepdims), correction=correction)
+    return op.apply(input, axis=dims, keepdims=keepdim, correction=correction)
 
 
 class Var(Op):
@@ -390,13 +321,17 @@ class Var(Op):
         M: the number of values reduced into each output; x - mean(x) is saved as `centered`.
         With no degrees of freedom, inf and nan, as PyTorch's."""
         with np.errstate(invalid="ignore"):  # inf * 0 where there are no degrees of freedom
-            return _kept(ctx, grad) * _over_dof(ctx, 2.0) * _centered(ctx)
+            return keep_reduced(ctx, grad) * _over_dof(ctx, 2.0) * _centered(ctx)
 
 
-def var(x, axis=None, keepdims: bool = False, correction: int = 1):
-    """Variance over axis with `correction` (1: unbiased, PyTorch's default; 0: biased).
-    Floating x only, as in PyTorch."""
-    return _spread(Var, x, axis, keepdims, correction)
+@variants("function", "method")
+def var(  # noqa: A002
+    input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+):
+    """The variance over `dim` (all elements by default), as PyTorch's: `correction` (default
+    1, Bessel's; 0 the biased estimate) or the older `unbiased` (True is correction 1, False 0),
+    which may also come alone in dim's place, as in x.var(False). Floating tensors only."""
+    return _spread(Var, input, dim, unbiased, keepdim, correction, axis, keepdims)
 
 
 class Std(Op):
@@ -422,17 +357,20 @@ class Std(Op):
         There every x in the slice is equal and the derivative 0 / 0: 0 is a subgradient
         (PyTorch's choice too), where sqrt(var)'s chain rule would give inf * 0 = NaN. The
         division reads a stand-in of 1 there, so that its derivative (create_graph) is finite."""
-        xp, std = ctx.xp, _kept(ctx, ctx.out)
+        xp, std = ctx.xp, keep_reduced(ctx, ctx.out)
         zero = xp.equal(std, 0)
         with np.errstate(divide="ignore", invalid="ignore"):  # no degrees of freedom: nan
             scale = xp.where(zero, 0, 1 / (_dof(ctx, ctx.shapes[0]) * xp.where(zero, 1, std)))
-            return _kept(ctx, grad) * scale * _centered(ctx)
+            return keep_reduced(ctx, grad) * scale * _centered(ctx)
 
 
-def std(x, axis=None, keepdims: bool = False, correction: int = 1):
-    """Standard deviation over axis, sqrt(var(x)) with var's `correction`; where it is 0 (every
-    value equal) its gradient is 0, as in PyTorch. Floating x only, as in PyTorch."""
-    return _spread(Std, x, axis, keepdims, correction)
+@variants("function", "method")
+def std(  # noqa: A002
+    input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+):
+    """The standard deviation, sqrt(var(input)), with var's arguments; where it is 0 (every
+    value equal) its gradient is 0, as in PyTorch. Floating tensors only."""
+    return _spread(Std, input, dim, unbiased, keepdim, correction, axis, keepdims)
 
 
 class LogSumExp(Op):
@@ -463,82 +401,12 @@ class LogSumExp(Op):
     def backward(ctx, grad):
         """dx = grad * exp(x - out) = grad * softmax(x) over axis, out = logsumexp(x)."""
         # d/dx log(sum(exp(x))) = exp(x - logsumexp(x)): the softmax of x
-        return _kept(ctx, grad) * ctx.xp.exp(ctx.x - _kept(ctx, ctx.out))
+        return keep_reduced(ctx, grad) * ctx.xp.exp(ctx.x - keep_reduced(ctx, ctx.out))
 
 
-def logsumexp(x, axis=None, keepdims: bool = False):
-    """log(sum(exp(x))) over axis, stable for large x; an empty axis gives -inf."""
-    return _reduction(LogSumExp, x, axis, keepdims)
-
-
-def _arg(name, x, axis, keepdims):
-    """argmax / argmin (name), outside the graph: one axis, or the flattened tensor."""
-    array = x.data if isinstance(x, Tensor) else np.asarray(x)
-    require_kind(name, array, "iuf", NOT_BOOL, "int")  # as in PyTorch
-    _require_nonempty(array, axis, name)
-    if axis is not None:
-        axes = normalize_axis(axis, array.ndim, name)
-        if array.ndim and len(axes) != 1:
-            raise ShapeError(f"{name}: takes one axis, got {axis!r}")
-        axis = axes[0] if axes else None  # a 0-d tensor's axis 0 (or -1): its one element
-    return Tensor(getattr(array, name)(axis=axis, keepdims=keepdims))
-
-
-def argmax(x, axis=None, keepdims: bool = False):
-    """Index of the first maximum along axis (over the flattened tensor when None); bool x is
-    refused, as in PyTorch."""
-    return _arg("argmax", x, axis, keepdims)
-
-
-def argmin(x, axis=None, keepdims: bool = False):
-    """Index of the first minimum along axis (over the flattened tensor when None); bool x is
-    refused, as in PyTorch."""
-    return _arg("argmin", x, axis, keepdims)
-
-
-def _truth(name, x, axis, keepdims):
-    """all / any (name) over axis, outside the graph."""
-    array = x.data if isinstance(x, Tensor) else np.asarray(x)
-    axes = normalize_axis(axis, array.ndim, name)
-    truth = getattr(array.astype(bool), name)(axis=axes, keepdims=bool(keepdims))
-    # PyTorch keeps uint8 for uint8 x (0 or 1), its masks' dtype before bool
-    return Tensor(truth.astype(np.uint8) if array.dtype == np.uint8 else truth)
-
-
-def all(x, axis=None, keepdims: bool = False):  # noqa: A001 (PyTorch's name)
-    """Whether every element along axis is nonzero (a bool tensor, outside the graph; True over
-    no elements; uint8 for uint8 x, as in PyTorch)."""
-    return _truth("all", x, axis, keepdims)
-
-
-def any(x, axis=None, keepdims: bool = False):  # noqa: A001 (PyTorch's name)
-    """Whether some element along axis is nonzero (a bool tensor, outside the graph; False over
-    no elements; uint8 for uint8 x, as in PyTorch)."""
-    return _truth("any", x, axis, keepdims)
-
-
-MinMax = namedtuple("MinMax", ["values", "indices"])
-
-
-def values_and_indices(x, which: str, dim, keepdim: bool):
-    """PyTorch's max / min of x (`which`, "max" or "min"): with dim None the reduction over all
-    elements; along one int dim a MinMax of the values and the indices where they sit, the values
-    gathered at the indices so that the gradient goes to the index returned, as in PyTorch
-    (where the all-dims form splits it among ties)."""
-    reduce, arg = (max, argmax) if which == "max" else (min, argmin)
-    if dim is None:
-        return reduce(x, None, False, nan_takes_grad=True)
-    # PyTorch's argmax / argmin refuse bool, but its max / min along a dim take it
-    keys = conversion.cast(x, np.uint8) if x.dtype == np.bool_ else x
-    if not isinstance(dim, (int, np.integer)):
-        raise DTypeError(
-            f"{which}: takes one int dim (and returns values and indices); "
-            f"use a{which}(dim=...) to reduce over several dims"
-        )
-    if x.ndim == 0:
-        return MinMax(reduce(x, dim, keepdim, nan_takes_grad=True), arg(keys, dim, keepdim))
-    indices = arg(keys, dim, True)
-    values = gather(x, dim, indices)
-    if keepdim:
-        return MinMax(values, indices)
-    return MinMax(values.squeeze(dim), indices.squeeze(dim))
+@variants("function", "method")
+def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa: A002
+    """`log(sum(exp(x)))` over `dim`, without overflow: an int, a tuple of ints, or None for
+    all elements (PyTorch requires a dim). Integer and bool tensors compute in float32; over no
+    elements it is -inf. `keepdim`, `axis` and `keepdims` as in `sum`."""
+    return over_dims(LogSumExp, input, dim, keepdim, axis, keepdims)

@@ -8,10 +8,12 @@ import math
 
 import numpy as np
 
+from ...arguments import dim_arg
 from ...errors import DTypeError
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, as_tensor, shape_of
+from ..core.variants import variants
 from ..pointwise import arithmetic as elementwise
 from ..pointwise import conversion
 from .sorting import ValuesIndices, only_element, values_at
@@ -19,9 +21,10 @@ from .sorting import ValuesIndices, only_element, values_at
 __all__ = ["cummax", "cummin", "cumprod", "logcumsumexp"]
 
 
-def _scan_dim(input, dim, caller: str):  # noqa: A002
-    """A scan's one int dim, non-negative; None for a 0-d input (its one element)."""
-    return normalize_one_axis(dim, len(shape_of(input)), caller)
+def _scan_dim(input, dim, axis, caller: str):  # noqa: A002
+    """A scan's one int dim (PyTorch's `dim` or numpy's `axis`), non-negative; None for a 0-d
+    input (its one element)."""
+    return normalize_one_axis(dim_arg(dim, axis, caller), len(shape_of(input)), caller)
 
 
 def _last(xp, x, dim: int):
@@ -120,12 +123,13 @@ class CumProd(Op):
         return xp.transpose(before * after, back)
 
 
-def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
+@variants("function", "method")
+def cumprod(input, dim=None, *, dtype=None, axis=None):  # noqa: A002
     """The running product along dim; the shape stays. Integer and bool input multiplies in
     int64, as in PyTorch; `dtype` casts input first. The gradient is exact where input holds
     zeros."""
     x = conversion.cast_first(as_tensor(input), dtype, "cumprod", int64=True)
-    return CumProd.apply(x, dim=_scan_dim(x, dim, "cumprod"))
+    return CumProd.apply(x, dim=_scan_dim(x, dim, axis, "cumprod"))
 
 
 # the most negative finite float: log(0) in logcumsumexp's backward, where -inf would give NaN
@@ -183,21 +187,22 @@ class LogCumSumExp(Op):
         return parts[0] - parts[1]
 
 
-def logcumsumexp(input, dim: int):  # noqa: A002
+@variants("function", "method")
+def logcumsumexp(input, dim=None, *, axis=None):  # noqa: A002
     """The running log(sum(exp(input))) along dim, without overflow; the shape stays. Floating
     input only, as in PyTorch."""
     x = as_tensor(input)
     if x.dtype.kind != "f":
         raise DTypeError(f"logcumsumexp: input must be floating point, got {x.dtype}")
-    return LogCumSumExp.apply(x, dim=_scan_dim(x, dim, "logcumsumexp"))
+    return LogCumSumExp.apply(x, dim=_scan_dim(x, dim, axis, "logcumsumexp"))
 
 
-def _running_extreme(caller: str, input, dim, accumulate):  # noqa: A002
+def _running_extreme(caller: str, input, dim, axis, accumulate):  # noqa: A002
     """cummax / cummin: (values, indices) along dim, `accumulate` "maximum" or "minimum"."""
     x = as_tensor(input)
     if x.dtype.kind not in "biuf":
         raise DTypeError(f"{caller}: input must be numeric or bool, got {x.dtype}")
-    dim = _scan_dim(x, dim, caller)
+    dim = _scan_dim(x, dim, axis, caller)
     if dim is None:
         return only_element(x)
     array, xp = x.data, x.xp
@@ -215,13 +220,15 @@ def _running_extreme(caller: str, input, dim, accumulate):  # noqa: A002
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
 
-def cummax(input, dim: int):  # noqa: A002
+@variants("function", "method")
+def cummax(input, dim=None, *, axis=None):  # noqa: A002
     """(values, indices): the running maximum along dim and the index where it sits, the last
     of equal maxima, NaN the maximum from where it first appears (as PyTorch). The values'
     gradient goes to those indices; the indices are outside the graph."""
-    return _running_extreme("cummax", input, dim, "maximum")
+    return _running_extreme("cummax", input, dim, axis, "maximum")
 
 
-def cummin(input, dim: int):  # noqa: A002
+@variants("function", "method")
+def cummin(input, dim=None, *, axis=None):  # noqa: A002
     """(values, indices): the running minimum along dim and where it sits: see cummax."""
-    return _running_extreme("cummin", input, dim, "minimum")
+    return _running_extreme("cummin", input, dim, axis, "minimum")

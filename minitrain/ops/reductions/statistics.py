@@ -21,7 +21,7 @@ from ..core.op import Op, array_of, as_tensor
 from ..core.variants import variants
 from ..pointwise.masking import where
 from ..shapes.shape import permute, reshape
-from . import reduction
+from . import extremes, reduction
 from .sorting import ValuesIndices, only_element, order_input, stable_order, take_along, values_at
 
 __all__ = ["aminmax", "count_nonzero", "median", "quantile", "std_mean", "var_mean"]
@@ -195,7 +195,10 @@ def _spread_mean(spread, caller: str, input, dim, unbiased, keepdim, correction)
     dim, correction = dim_and_correction(dim, unbiased, correction, caller)
     x = as_tensor(input)
     require_kind(caller, x, "f", "floating point", "float")  # as in PyTorch
-    return spread(x, dim, bool(keepdim), correction), reduction.mean(x, dim, bool(keepdim))
+    return (
+        spread(x, dim, keepdim=bool(keepdim), correction=correction),
+        reduction.mean(x, dim, bool(keepdim)),
+    )
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:  # noqa: A002
@@ -226,7 +229,7 @@ def aminmax(input, *, dim: int | None = None, keepdim: bool = False):  # noqa: A
             f"aminmax: reducing over an empty dim (input shape {x.shape}, dim {dim!r}): there is "
             "no minimum or maximum"
         )
-    return MinAndMax(reduction.min(x, dim, keepdim), reduction.max(x, dim, keepdim))
+    return MinAndMax(extremes.amin(x, dim, keepdim), extremes.amax(x, dim, keepdim))
 
 
 @variants("function", "method")

@@ -1,6 +1,7 @@
 """unfold_patches / fold_patches (PyTorch's F.unfold / F.fold): the sliding windows of an image
 as columns (im2col per image), and the columns added back (col2im), each op the other's
-backward."""
+backward. The ops take PyTorch's arguments (kernel_size, dilation, padding, stride) for 1 to 3
+spatial dims; their Op classes' attributes keep the kernels' ONNX spelling."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from ...errors import ShapeError
 from ...tensor import Tensor
 from ..convolution.columns import col2im, im2col
 from ..convolution.window import (
-    ONNX_NAMES,
+    TORCH_NAMES,
     check_rank,
     check_strides_dilations,
     conv_window,
-    onnx_pads,
+    padding_pads,
     spatial_ints,
 )
 from ..core.checks import check_floating
@@ -25,13 +26,15 @@ from ..shapes.shape import reshape
 __all__ = ["fold_patches", "unfold_patches"]
 
 
-def _patches_window(caller, x_shape, kernel_shape, strides, pads, dilations, names):
-    """The Window of unfold_patches / fold_patches over an input of x_shape (N, C, *spatial)."""
+def _patches_window(caller, x_shape, kernel_size, dilation, padding, stride):
+    """The Window of unfold_patches / fold_patches over an input of x_shape (N, C, *spatial),
+    from PyTorch's arguments."""
     check_rank(caller, x_shape, "the image")
     dims = len(x_shape) - 2
-    kernel = spatial_ints(kernel_shape, dims, names["kernel_shape"], caller, 1)
-    steps, spread = check_strides_dilations(caller, strides, dilations, dims, names)
-    return conv_window(x_shape[2:], kernel, steps, onnx_pads(pads, dims, caller), spread, caller)
+    kernel = spatial_ints(kernel_size, dims, "kernel_size", caller, 1)
+    steps, spread = check_strides_dilations(caller, stride, dilation, dims, TORCH_NAMES)
+    pads = padding_pads(padding, dims, caller)
+    return conv_window(x_shape[2:], kernel, steps, pads, spread, caller, TORCH_NAMES)
 
 
 class UnfoldPatches(Op):
@@ -101,42 +104,48 @@ def _fold(ctx, columns, x_shape):
 
 
 def unfold_patches(
-    x,
-    kernel_shape: Sequence[int] | int,
-    *,
-    strides: Sequence[int] | int | None = None,
-    pads: Sequence[int] | int | None = None,
-    dilations: Sequence[int] | int | None = None,
+    input,  # noqa: A002 (PyTorch's name)
+    kernel_size: Sequence[int] | int,
+    dilation: Sequence[int] | int = 1,
+    padding: Sequence[int] | Sequence[Sequence[int]] | int = 0,
+    stride: Sequence[int] | int = 1,
 ) -> Tensor:
-    """The sliding windows of x (N, C, *spatial), 1 to 3 spatial dims, as columns (N, C*K, L)
-    (PyTorch's F.unfold): K = prod(kernel_shape) taps per window, L windows, the zero-padded
-    input read as conv reads it (ONNX names: strides and dilations default to 1, pads to 0):
+    """The sliding windows of input (N, C, *spatial), 1 to 3 spatial dims (taken from input's
+    rank), as columns (N, C*K, L) (PyTorch's F.unfold, arguments in its order): K =
+    prod(kernel_size) taps per window, L windows, the zero-padded input read as conv reads it:
 
-        out[n, c*K + k, l] = x_padded[n, c, l_i * strides_i + k_i * dilations_i (each dim i)]
+        out[n, c*K + k, l] = input_padded[n, c, l_i * stride_i + k_i * dilation_i (each dim i)]
 
-    fold_patches with the same attributes adds the columns back (its adjoint)."""
-    return unfold_patches_as("unfold_patches", x, kernel_shape, strides, pads, dilations)
+    padding: an int or one per spatial dim (both ends), or one (begin, end) pair per dim (beyond
+    PyTorch). fold_patches with the same arguments adds the columns back (its adjoint)."""
+    return unfold_patches_as("unfold_patches", input, kernel_size, dilation, padding, stride)
 
 
 def unfold_patches_as(
-    caller, x, kernel_shape, strides, pads, dilations, names=ONNX_NAMES, dims=None
+    caller,
+    input,  # noqa: A002
+    kernel_size,
+    dilation,
+    padding,
+    stride,
+    dims=None,
 ) -> Tensor:
-    """`unfold_patches` called as `caller`, errors naming the attributes as `names` spells
-    them. With `dims`, PyTorch's F.unfold rules: `dims` spatial dims, and an unbatched
-    (C, *spatial) x taken as a batch of one (dropped again)."""
-    x_shape = shape_of(x)
+    """`unfold_patches` called as `caller` (F.unfold passes its own name): its errors name
+    caller. With `dims`, PyTorch's F.unfold rules: `dims` spatial dims, and an unbatched
+    (C, *spatial) input taken as a batch of one (dropped again)."""
+    x_shape = shape_of(input)
     if dims is not None:
         if len(x_shape) == dims + 1:
             out = unfold_patches_as(
-                caller, reshape(x, (1,) + x_shape), kernel_shape, strides, pads, dilations,
-                names, dims,
+                caller, reshape(input, (1,) + x_shape), kernel_size, dilation, padding, stride,
+                dims,
             )  # fmt: skip
             return reshape(out, out.shape[1:])
         _check_batched(caller, x_shape, dims)
-    window = _patches_window(caller, x_shape, kernel_shape, strides, pads, dilations, names)
-    check_floating(caller, input=array_of(x))
+    window = _patches_window(caller, x_shape, kernel_size, dilation, padding, stride)
+    check_floating(caller, input=array_of(input))
     return UnfoldPatches.apply(
-        x,
+        input,
         kernel_shape=window.kernel,
         strides=window.strides,
         pads=window.pads,
@@ -172,61 +181,71 @@ class FoldPatches(Op):
 
 
 def fold_patches(
-    x,
+    input,  # noqa: A002 (PyTorch's name)
     output_size: Sequence[int] | int,
-    kernel_shape: Sequence[int] | int,
-    *,
-    strides: Sequence[int] | int | None = None,
-    pads: Sequence[int] | int | None = None,
-    dilations: Sequence[int] | int | None = None,
+    kernel_size: Sequence[int] | int,
+    dilation: Sequence[int] | int = 1,
+    padding: Sequence[int] | Sequence[Sequence[int]] | int = 0,
+    stride: Sequence[int] | int = 1,
 ) -> Tensor:
-    """Columns x (N, C*K, L) summed back into images (N, C, *output_size) (PyTorch's F.fold),
-    the adjoint of unfold_patches: each entry added to the image position its window tap reads
-    (overlapping windows add up; entries in the padding are dropped). L must be the number of
-    windows unfold_patches finds in output_size with these attributes."""
-    return fold_patches_as("fold_patches", x, output_size, kernel_shape, strides, pads, dilations)
+    """Columns input (N, C*K, L) summed back into images (N, C, *output_size) (PyTorch's
+    F.fold, arguments in its order), the adjoint of unfold_patches: each entry added to the
+    image position its window tap reads (overlapping windows add up; entries in the padding are
+    dropped). L must be the number of windows unfold_patches finds in output_size with these
+    arguments. The spatial dims are as many as output_size or kernel_size gives (2 when both
+    are ints)."""
+    return fold_patches_as(
+        "fold_patches", input, output_size, kernel_size, dilation, padding, stride
+    )
 
 
 def fold_patches_as(
-    caller, x, output_size, kernel_shape, strides, pads, dilations, names=ONNX_NAMES, dims=None
+    caller,
+    input,  # noqa: A002
+    output_size,
+    kernel_size,
+    dilation,
+    padding,
+    stride,
+    dims=None,
 ) -> Tensor:
-    """`fold_patches` called as `caller`, errors naming the attributes as `names` spells them.
-    With `dims`, PyTorch's F.fold rules: `dims` spatial dims, and an unbatched (C*K, L) x
+    """`fold_patches` called as `caller` (F.fold passes its own name): its errors name caller.
+    With `dims`, PyTorch's F.fold rules: `dims` spatial dims, and an unbatched (C*K, L) input
     taken as a batch of one (dropped again)."""
-    x_shape = shape_of(x)
+    x_shape = shape_of(input)
     if dims is not None and len(x_shape) == 2:
         out = fold_patches_as(
-            caller, reshape(x, (1,) + x_shape), output_size, kernel_shape, strides, pads,
-            dilations, names, dims,
+            caller, reshape(input, (1,) + x_shape), output_size, kernel_size, dilation, padding,
+            stride, dims,
         )  # fmt: skip
         return reshape(out, out.shape[1:])
     if len(x_shape) != 3:
         unbatched = "" if dims is None else " or (C*K, L)"
         raise ShapeError(f"{caller}: input must be (N, C*K, L){unbatched}, got shape {x_shape}")
-    if dims is None:  # as many as output_size or kernel_shape gives, else 2
-        sized = [v for v in (output_size, kernel_shape) if isinstance(v, Sequence)]
+    if dims is None:  # as many as output_size or kernel_size gives, else 2
+        sized = [v for v in (output_size, kernel_size) if isinstance(v, Sequence)]
         dims = len(sized[0]) if sized else 2
     size = spatial_ints(output_size, dims, "output_size", caller, 1)
-    kernel = spatial_ints(kernel_shape, dims, names["kernel_shape"], caller, 1)
+    kernel = spatial_ints(kernel_size, dims, "kernel_size", caller, 1)
     taps = math.prod(kernel)
     if x_shape[1] % taps:
         raise ShapeError(
             f"{caller}: input's dim 1 ({x_shape[1]}, of shape {x_shape}) must be C * K, a "
-            f"multiple of the {taps} taps of {names['kernel_shape']} {kernel}"
+            f"multiple of the {taps} taps of kernel_size {kernel}"
         )
     image = (x_shape[0], x_shape[1] // taps) + size
-    window = _patches_window(caller, image, kernel, strides, pads, dilations, names)
+    window = _patches_window(caller, image, kernel, dilation, padding, stride)
     blocks = math.prod(window.out)
     if x_shape[2] != blocks:
         raise ShapeError(
             f"{caller}: input {x_shape} must hold L = {blocks} windows in dim 2, the "
-            f"{' * '.join(map(str, window.out))} that {names['kernel_shape']} {kernel} finds in "
-            f"output_size {size} with {names['strides']} {window.strides}, "
-            f"{names['pads']} {window.pads} and {names['dilations']} {window.dilations}"
+            f"{' * '.join(map(str, window.out))} that kernel_size {kernel} finds in "
+            f"output_size {size} with stride {window.strides}, padding (begins, ends) "
+            f"{window.pads} and dilation {window.dilations}"
         )
-    check_floating(caller, input=array_of(x))
+    check_floating(caller, input=array_of(input))
     return FoldPatches.apply(
-        x,
+        input,
         output_size=size,
         kernel_shape=window.kernel,
         strides=window.strides,

@@ -1,5 +1,5 @@
-"""max_unpool: the inverse of max pooling (ONNX's MaxUnpool, PyTorch's F.max_unpool1d/2d/3d),
-each value written back where max_pool's return_indices says it came from."""
+"""max_unpool: the inverse of max pooling (PyTorch's F.max_unpool1d/2d/3d, with its arguments;
+ONNX's MaxUnpool), each value written back where max_pool's return_indices says it came from."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..convolution.standard import check_one_device
-from ..convolution.window import ONNX_NAMES, check_rank, onnx_pads, spatial_ints
+from ..convolution.window import check_rank, padding_pads, pool_stride, spatial_ints
 from ..core.checks import check_floating
 from ..core.op import Op, array_of, shape_of
 from ..shapes.shape import reshape
@@ -53,30 +53,39 @@ def _planes(x_shape, output_size) -> tuple:
 
 
 def max_unpool(
-    x,
+    input,  # noqa: A002 (PyTorch's name)
     indices,
-    kernel_shape: Sequence[int] | int,
-    *,
-    strides: Sequence[int] | int | None = None,
-    pads: Sequence[int] | int | None = None,
+    kernel_size: Sequence[int] | int,
+    stride: Sequence[int] | int | None = None,
+    padding: Sequence[int] | Sequence[Sequence[int]] | int = 0,
     output_size: Sequence[int] | None = None,
 ) -> Tensor:
-    """The inverse of max pooling, as ONNX's MaxUnpool and PyTorch's max_unpool: zeros of
-    (N, C, *output_size) with x (N, C, *in) written where `indices` (of x's shape: flat
-    positions in each (n, c) plane of the output, as max_pool's return_indices gives them)
-    point; where two entries point to one position, one of them is kept. output_size defaults
-    to (in - 1) * strides - pads_begin - pads_end + kernel_shape (strides default to 1)."""
-    return max_unpool_as("max_unpool", x, indices, kernel_shape, strides, pads, output_size)
+    """The inverse of max pooling, as PyTorch's max_unpool1d/2d/3d, for 1 to 3 spatial dims
+    (taken from input's rank): zeros of (N, C, *output_size) with input (N, C, *in) written
+    where `indices` (of input's shape: flat positions in each (n, c) plane of the output, as
+    max_pool's return_indices gives them) point; where two entries point to one position, one
+    of them is kept. stride defaults to kernel_size; padding is an int or one per spatial dim
+    (or one (begin, end) pair per dim, beyond PyTorch). output_size (the spatial sizes,
+    optionally after N and C) defaults to (in - 1) * stride - pad_begin - pad_end +
+    kernel_size."""
+    return max_unpool_as("max_unpool", input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool_as(
-    caller, x, indices, kernel_shape, strides, pads, output_size, names=ONNX_NAMES, dims=None
+    caller,
+    input,  # noqa: A002
+    indices,
+    kernel_size,
+    stride,
+    padding,
+    output_size,
+    dims=None,
 ) -> Tensor:
-    """`max_unpool` called as `caller`, errors naming the window attributes as `names` spells
-    them. With `dims` (the spatial dims), PyTorch's F.max_unpool1d/2d/3d rules: an unbatched
-    (C, *in) x is taken (a batch of one, dropped again), and output_size must lie strictly
+    """`max_unpool` called as `caller` (F.max_unpool2d passes its own name): its errors name
+    caller. With `dims` (the spatial dims), PyTorch's F.max_unpool1d/2d/3d rules: an unbatched
+    (C, *in) input is taken (a batch of one, dropped again), and output_size must lie strictly
     within a stride of the default in each dim."""
-    x_shape = shape_of(x)
+    x_shape = shape_of(input)
     index = array_of(indices.data if isinstance(indices, Tensor) else indices)
     if index is None or index.dtype != np.int64:
         raise DTypeError(
@@ -85,8 +94,8 @@ def max_unpool_as(
         )
     if dims is not None and len(x_shape) == dims + 1 and index.ndim == dims + 1:
         out = max_unpool_as(
-            caller, reshape(x, (1,) + x_shape), index[None], kernel_shape, strides, pads,
-            output_size, names, dims,
+            caller, reshape(input, (1,) + x_shape), index[None], kernel_size, stride, padding,
+            output_size, dims,
         )  # fmt: skip
         return reshape(out, out.shape[1:])
     check_rank(caller, x_shape)
@@ -96,9 +105,9 @@ def max_unpool_as(
             f"dims, got shape {x_shape}"
         )
     spatial = len(x_shape) - 2
-    kernel = spatial_ints(kernel_shape, spatial, names["kernel_shape"], caller, 1)
-    steps = spatial_ints(1 if strides is None else strides, spatial, names["strides"], caller, 1)
-    pads = onnx_pads(pads, spatial, caller)
+    kernel = spatial_ints(kernel_size, spatial, "kernel_size", caller, 1)
+    steps = pool_stride(stride, kernel, caller)
+    pads = padding_pads(padding, spatial, caller)
     default = tuple(
         (n - 1) * s + k - b - e
         for n, s, k, b, e in zip(
@@ -111,13 +120,13 @@ def max_unpool_as(
             if not d - s < n < d + s:
                 raise ShapeError(
                     f"{caller}: output_size {tuple(output_size)} must lie strictly within a "
-                    f"{names['strides']} of the default {default} in each dim; dim {dim} must be "
+                    f"stride of the default {default} in each dim; dim {dim} must be "
                     f"between {d - s} and {d + s} (exclusive)"
                 )
     if min(size) < 1:
         raise ShapeError(f"{caller}: the output size {size} has an empty dim (input {x_shape})")
-    check_floating(caller, input=array_of(x))
-    check_one_device(caller, input=array_of(x), indices=index)
+    check_floating(caller, input=array_of(input))
+    check_one_device(caller, input=array_of(input), indices=index)
     if index.shape != x_shape:
         raise ShapeError(f"{caller}: indices {index.shape} must have input's shape {x_shape}")
     plane = math.prod(size)
@@ -127,7 +136,7 @@ def max_unpool_as(
             f"{caller}: indices must lie in [0, {plane}) (positions in an output plane of "
             f"{size}), found {int(bad)}"
         )
-    return MaxUnpool.apply(x, indices=index, output_size=size)
+    return MaxUnpool.apply(input, indices=index, output_size=size)
 
 
 def _unpool_size(caller: str, output_size, dims: int, x_shape) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ from ..random.dropout import check_probability
 from ..shapes.rearrange import repeat_interleave
 from ..shapes.shape import broadcast_to
 from .attention_blocks import generic_backward, generic_forward
-from .attention_numba import numba_backward, numba_forward, numba_takes
+from .attention_numba import numba_backward, numba_forward
 
 __all__ = ["attention_grad", "scaled_dot_product_attention"]
 
@@ -123,7 +123,7 @@ def _attend(xp, query, key, value, mask, causal: bool, scale: float, keep, keep_
     """(out, lse) of attention in the inputs' layout, out (..., Hq, L, Ev) and lse (..., Hq, L),
     in the work dtype."""
     q5, k5, v5, bias5, keep5 = _prepare(xp, query, key, value, mask, keep)
-    forward = numba_forward if numba_takes(q5, k5, v5) else generic_forward
+    forward = numba_forward if backend.numba_takes(q5, k5, v5) else generic_forward
     out, lse = forward(xp, q5, k5, v5, bias5, causal, scale, keep5, keep_scale)
     return out.reshape(*query.shape[:-1], value.shape[-1]), lse.reshape(query.shape[:-1])
 
@@ -137,7 +137,7 @@ def _attend_grads(
     out5 = out.astype(q5.dtype, copy=False).reshape(*q5.shape[:-1], v5.shape[-1])
     d_out5 = d_out.astype(q5.dtype, copy=False).reshape(out5.shape)
     lse5 = lse.astype(q5.dtype, copy=False).reshape(q5.shape[:-1])
-    backward = numba_backward if numba_takes(q5, k5, v5) else generic_backward
+    backward = numba_backward if backend.numba_takes(q5, k5, v5) else generic_backward
     dq, dk, dv, dmask = backward(
         xp, d_out5, q5, k5, v5, out5, lse5, bias5, causal, scale, keep5, keep_scale, mask_grad
     )
@@ -322,6 +322,7 @@ class ScaledDotProductAttention(Op):
     grad_kernel = "AttentionGrad"
     exact_dtype = True
     fused_backward = "SDPA causal"
+    numba_bench = "SDPA causal"  # the row kernels, chosen per call (attention_grad)
 
     @staticmethod
     def forward(ctx, query, key, value, attn_mask):
@@ -403,9 +404,9 @@ def _tensor_grads(ctx, grad) -> tuple:
         scores = masked_fill(scores, upper, -np.inf)
     dead = ctx.xp.isinf(ctx.lse).reshape(*q5.shape[:-1], 1)  # rows whose keys are all masked
     if dead.any():  # a constant: their weights are 0 (softmax of a row of -inf would be nan)
-        weights = where(dead, 0.0, softmax(where(dead, 0.0, scores), axis=-1))
+        weights = where(dead, 0.0, softmax(where(dead, 0.0, scores), dim=-1))
     else:
-        weights = softmax(scores, axis=-1)
+        weights = softmax(scores, dim=-1)
     d_out = grad.reshape(*q5.shape[:-1], v5.shape[-1])
     dp = d_out @ v5.swapaxes(-1, -2)
     kept = weights

@@ -1,6 +1,9 @@
 """scaled_dot_product_attention's numba path: row kernels around BLAS GEMMs, a block of query
 rows against a block of keys at a time (online softmax across key blocks), chunks of heads shared
-among threads; tested against the generic kernels of attention_blocks.py."""
+among threads; tested against the generic kernels of attention_blocks.py. attention.py runs them
+where `backend.numba_takes(q5, k5, v5)` holds (the blocks need keys: an empty array never comes
+here), forward and backward each asking once; the row that keeps them is the op's `numba_bench`,
+`SDPA causal`."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from ...runtime.threads import side_by_side, side_by_side_threads
 from ..core import numba_math
 from .attention_blocks import generic_backward
 
-__all__ = ["numba_backward", "numba_forward", "numba_takes"]
+__all__ = ["numba_backward", "numba_forward"]
 
 # The numba path: blocks of query rows and of keys, and the bytes of a chunk of heads' block of
 # scores, which stays in the core's cache between the GEMMs and the row kernels.
@@ -27,11 +30,6 @@ _CHUNK_BYTES = 1 << 20
 # Scores (heads * L * S) from which the numba path shares its heads among threads.
 _THREADED_SCORES = 1 << 16
 _FASTMATH = {"reassoc", "contract", "nsz"}
-
-
-def numba_takes(q5, k5, v5) -> bool:
-    """Whether the numba path runs: numba's arrays (backend.numba_takes), none of them empty."""
-    return backend.numba_takes(q5, k5, v5) and bool(k5.size and v5.size)
 
 
 def _row_limit(i, row0, col0, keys, causal):

@@ -105,8 +105,8 @@ class GRUCell(Op):
     saved = ("x", "h", "w_ih", "w_hh", "b_ih", "b_hh", "gates", "hn")
     grad_kernel = "GRUCellGrad"
     same_dtype = True
-    # the gate kernels and the per-step weight sums of the LSTM's, which that row measures
-    fused_backward = "train step LSTM"  # no row runs a GRU: its kernel is the LSTM's design
+    fused_backward = "train step GRU"
+    numba_bench = "train step GRU"  # the gate kernels, chosen per call (gru_cell_grad)
 
     @staticmethod
     def forward(ctx, x, h, w_ih, w_hh, b_ih, b_hh):

@@ -108,6 +108,7 @@ class LSTMCell(Op):
     grad_kernel = "LSTMCellGrad"
     same_dtype = True
     fused_backward = "train step LSTM"
+    numba_bench = "train step LSTM"  # the gate kernels, chosen per call (lstm_cell_grad)
 
     @staticmethod
     def forward(ctx, x, state, w_ih, w_hh, b_ih, b_hh):

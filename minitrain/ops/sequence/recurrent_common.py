@@ -6,7 +6,8 @@ Each cell op takes one time step's input and the previous hidden state, does bot
 to hidden and hidden to hidden, PyTorch's weight layout: gates stacked along dim 0) and the gate
 math, and saves the activated gates for backward. The matmuls are BLAS through numpy; the gate
 math between them runs as a numba kernel on the CPU (one pass where numpy makes a dozen), chosen
-per call as conv_grad chooses (backend.numba_takes).
+per call as conv_grad chooses (one backend.numba_takes of the step's arrays); each cell's
+`numba_bench` names the row that keeps its kernels (train step LSTM, train step GRU).
 
 The input's product may also come from outside (w_ih None: x is then the input's gates): nn.LSTM
 and nn.GRU compute x_t @ w_ih^T + b_ih for every time step in one linear, whose rows (T * batch)

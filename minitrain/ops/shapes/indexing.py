@@ -14,6 +14,7 @@ from ...inplace import write_in_place
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, array_of, device_module, shape_of
+from ..core.variants import variants
 
 __all__ = ["assign", "gather", "getitem", "getitem_grad", "setitem"]
 
@@ -345,11 +346,12 @@ def along(xp, index, axis) -> tuple:
     )
 
 
-def gather(x, axis: int, index):
-    """x's elements picked along `axis` by `index` (PyTorch's gather): an integer tensor with
-    x's number of dims, no larger than x outside `axis`; the result has index's shape, and an
-    element picked several times receives the sum of its gradients."""
-    shape = shape_of(x)
+@variants("function", "method")
+def gather(input, dim: int, index):  # noqa: A002
+    """input's elements picked along `dim` by `index` (PyTorch's gather): an integer tensor with
+    input's number of dims, no larger than input outside `dim`; the result has index's shape, and
+    an element picked several times receives the sum of its gradients."""
+    shape = shape_of(input)
     array = index.data if isinstance(index, Tensor) else index
     if not backend.is_array(array):
         array = nested_array(array, "gather: index")
@@ -357,21 +359,21 @@ def gather(x, axis: int, index):
         raise DTypeError(f"gather: index must be an integer tensor, got dtype {array.dtype}")
     if not shape or array.ndim != len(shape):
         raise ShapeError(
-            f"gather: index must have as many dims as x, at least one: x has shape {shape}, "
-            f"index {array.shape}"
+            f"gather: index must have as many dims as input, at least one: input has shape "
+            f"{shape}, index {array.shape}"
         )
-    axis = normalize_one_axis(axis, len(shape), "gather")
-    for dim, (size, limit) in enumerate(zip(array.shape, shape, strict=True)):
-        if dim != axis and size > limit:
+    dim = normalize_one_axis(dim, len(shape), "gather")
+    for other, (size, limit) in enumerate(zip(array.shape, shape, strict=True)):
+        if other != dim and size > limit:
             raise ShapeError(
-                f"gather: index of shape {array.shape} is larger than x of shape {shape} in "
-                f"dim {dim} (only axis {axis} may differ)"
+                f"gather: index of shape {array.shape} is larger than input of shape {shape} in "
+                f"dim {other} (only dim {dim} may differ)"
             )
     if array.size:
         low, high = int(array.min()), int(array.max())
-        if low < 0 or high >= shape[axis]:
+        if low < 0 or high >= shape[dim]:
             raise IndexError(
-                f"gather: index {low if low < 0 else high} is out of range for axis {axis} of "
-                f"size {shape[axis]} (x shape {shape})"
+                f"gather: index {low if low < 0 else high} is out of range for dim {dim} of "
+                f"size {shape[dim]} (input shape {shape})"
             )
-    return Gather.apply(x, array, axis=axis)
+    return Gather.apply(input, array, axis=dim)

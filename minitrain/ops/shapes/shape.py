@@ -51,9 +51,11 @@ class Reshape(Op):
         return grad.reshape(ctx.shapes[0])
 
 
-def reshape(x, shape):
-    """x with a new shape of the same size; one dim may be -1."""
-    old = shape_of(x)
+@variants("function")
+def reshape(input, shape):  # noqa: A002
+    """`input` with the same elements in `shape` (a sequence; one size may be -1): a view of
+    its memory where the layout allows, else a copy."""
+    old = shape_of(input)
     shape = tuple(int(n) for n in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
     size = int(np.prod(old, dtype=np.int64))
     known = int(np.prod([n for n in shape if n != -1], dtype=np.int64))
@@ -67,7 +69,7 @@ def reshape(x, shape):
         raise ShapeError(
             f"reshape: cannot reshape {old} ({size} elements) to {shape} ({known} elements)"
         )
-    return Reshape.apply(x, shape=shape)
+    return Reshape.apply(input, shape=shape)
 
 
 class Flatten(Op):
@@ -155,9 +157,11 @@ class Permute(Op):
         return ctx.xp.transpose(grad, tuple(int(d) for d in np.argsort(ctx.dims)))
 
 
-def permute(x, dims):
-    """x with its dims reordered: output dim i is input dim dims[i]."""
-    ndim = len(shape_of(x))
+@variants("function")
+def permute(input, dims):  # noqa: A002
+    """`input` with its dims reordered: output dim i is input dim dims[i] (a sequence, negative
+    dims counted from the end); a view of its memory."""
+    ndim = len(shape_of(input))
     dims = tuple(dims)
     if len(dims) == ndim:  # as PyTorch: a dim out of range is a DimensionError first
         for d in dims:
@@ -165,9 +169,10 @@ def permute(x, dims):
     normalized = tuple(d % ndim if -ndim <= d < ndim else d for d in dims) if ndim else dims
     if sorted(normalized) != list(range(ndim)):
         raise ShapeError(
-            f"permute: dims {dims} are not a permutation of the {ndim} dims of shape {shape_of(x)}"
+            f"permute: dims {dims} are not a permutation of the {ndim} dims of shape "
+            f"{shape_of(input)}"
         )
-    return Permute.apply(x, dims=normalized)
+    return Permute.apply(input, dims=normalized)
 
 
 class BroadcastTo(Op):
@@ -186,16 +191,18 @@ class BroadcastTo(Op):
         return unbroadcast(grad, ctx.shapes[0])
 
 
-def broadcast_to(x, shape):
-    """x repeated along new leading dims and dims of size 1 to reach `shape`."""
-    old, shape = shape_of(x), tuple(int(n) for n in shape)
+@variants("function", "method")
+def broadcast_to(input, size):  # noqa: A002
+    """`input` repeated along new leading dims and dims of size 1 to reach `size`: a read-only
+    view. A size of -1 is refused (PyTorch keeps that dim as it is)."""
+    old, size = shape_of(input), tuple(int(n) for n in size)
     try:
-        fits = np.broadcast_shapes(old, shape) == shape
+        fits = np.broadcast_shapes(old, size) == size
     except ValueError:
         fits = False
     if not fits:
-        raise ShapeError(f"broadcast_to: cannot broadcast shape {old} to {shape}")
-    return BroadcastTo.apply(x, shape=shape)
+        raise ShapeError(f"broadcast_to: cannot broadcast shape {old} to {size}")
+    return BroadcastTo.apply(input, shape=size)
 
 
 def _one_dim(dim, axis, caller: str):
@@ -248,7 +255,7 @@ def concat(tensors, dim: int = 0, *, axis: int | None = None):
     (axis,) = normalize_axis(axis, ndim, "concat")
     rest = {s[:axis] + s[axis + 1 :] for s in shapes}
     if len(rest) > 1:
-        raise ShapeError(f"concat: shapes {shapes} differ outside axis {axis}")
+        raise ShapeError(f"concat: shapes {shapes} differ outside dim {axis}")
     return Concat.apply(tensors, axis=axis)
 
 
@@ -346,16 +353,16 @@ def _pieces(x, axis, sizes) -> tuple:
     return tuple(GetItem.apply(x, index=index, accumulate=False) for index in _slices(axis, sizes))
 
 
-def split(x, split_size_or_sections, axis: int = 0) -> tuple:
-    """x cut along `axis` into pieces of split_size_or_sections elements (the last one smaller
+def split(x, split_size_or_sections, dim: int = 0) -> tuple:
+    """x cut along `dim` into pieces of split_size_or_sections elements (the last one smaller
     when it does not divide the dim), or of the listed sizes, which must sum to the dim
     (PyTorch's split). Each piece is a getitem: its gradient is written into zeros of x's shape,
     so backward costs one x-sized array per piece used."""
     shape = shape_of(x)
     if not shape:
         raise ShapeError("split: cannot split a 0-d tensor")
-    axis = normalize_one_axis(axis, len(shape), "split")
-    size = shape[axis]
+    dim = normalize_one_axis(dim, len(shape), "split")
+    size = shape[dim]
     if isinstance(split_size_or_sections, (int, np.integer)) and not isinstance(
         split_size_or_sections, bool
     ):
@@ -374,37 +381,40 @@ def split(x, split_size_or_sections, axis: int = 0) -> tuple:
         if any(n < 0 for n in sizes) or sum(sizes) != size:
             raise ShapeError(
                 f"split: sections {sizes} must be non-negative and sum to {size}, the size of "
-                f"dim {axis} of shape {shape}"
+                f"dim {dim} of shape {shape}"
             )
-    return _pieces(x, axis, sizes)
+    return _pieces(x, dim, sizes)
 
 
-def chunk(x, chunks: int, axis: int = 0) -> tuple:
-    """x cut along `axis` into `chunks` pieces of ceil(size / chunks) elements, the last one
+@variants("function", "method")
+def chunk(input, chunks: int, dim: int = 0) -> tuple:  # noqa: A002
+    """`chunks` pieces of `input` along `dim`, of ceil(size / chunks) elements each, the last one
     smaller; fewer pieces when the dim runs out first (PyTorch's chunk). Backward as split's."""
     if isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer)):
         raise DTypeError(f"chunk: chunks must be an int, got {chunks!r}")
     if chunks <= 0:
         raise ArgumentError(f"chunk: chunks must be positive, got {chunks}")
-    shape = shape_of(x)
+    shape = shape_of(input)
     if not shape:
         raise ShapeError("chunk: cannot chunk a 0-d tensor")
-    axis = normalize_one_axis(axis, len(shape), "chunk")
-    size = shape[axis]
+    dim = normalize_one_axis(dim, len(shape), "chunk")
+    size = shape[dim]
     if size == 0:  # as PyTorch: `chunks` empty pieces
-        return _pieces(x, axis, [0] * int(chunks))
-    return split(x, -(-size // int(chunks)), axis)
+        return _pieces(input, dim, [0] * int(chunks))
+    return split(input, -(-size // int(chunks)), dim)
 
 
-def unbind(x, axis: int = 0) -> tuple:
-    """The slices of x along `axis`, that dim removed (PyTorch's unbind). Each is a getitem, with
-    split's backward cost: one x-sized array per slice used."""
-    shape = shape_of(x)
+@variants("function", "method")
+def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
+    """The slices of `input` along `dim`, that dim removed (PyTorch's unbind). Each is a
+    getitem, with split's backward cost: one input-sized array per slice used."""
+    shape = shape_of(input)
     if not shape:
         raise ShapeError("unbind: cannot unbind a 0-d tensor")
-    axis = normalize_one_axis(axis, len(shape), "unbind")
-    lead = (slice(None),) * axis
-    return tuple(GetItem.apply(x, index=lead + (i,), accumulate=False) for i in range(shape[axis]))
+    dim = normalize_one_axis(dim, len(shape), "unbind")
+    lead = (slice(None),) * dim
+    pieces = range(shape[dim])
+    return tuple(GetItem.apply(input, index=lead + (i,), accumulate=False) for i in pieces)
 
 
 class Flip(Op):
@@ -425,9 +435,10 @@ class Flip(Op):
         return ctx.xp.flip(grad, ctx.axes)
 
 
-def flip(x, axis):
-    """x with the order of its elements reversed along `axis` (an int or a tuple), a copy."""
-    return Flip.apply(x, axes=normalize_axis(axis, len(shape_of(x)), "flip"))
+@variants("function")
+def flip(input, dims):  # noqa: A002
+    """`input` with the order of its elements reversed along `dims` (an int or a tuple), a copy."""
+    return Flip.apply(input, axes=normalize_axis(dims, len(shape_of(input)), "flip"))
 
 
 def meshgrid(*tensors, indexing: str = "ij") -> tuple:
@@ -483,12 +494,13 @@ def contiguous(x):
     return Contiguous.apply(x)
 
 
-def tile(x, reps):
-    """x repeated reps[d] times along each dim d (numpy's tile; PyTorch's tile, and its repeat
-    when reps has a number per dim): x gains leading dims of size 1 when reps is longer, reps
+@variants("function")
+def tile(input, dims):  # noqa: A002
+    """`input` repeated dims[d] times along each dim d (numpy's tile; PyTorch's tile, and its repeat
+    when dims has a number per dim): `input` gains leading dims of size 1 when dims is longer, dims
     leading 1s when shorter. Composed of reshape, broadcast_to, reshape: each element's gradient
     is the sum over its copies."""
-    return tile_as("tile", x, reps)
+    return tile_as("tile", input, dims)
 
 
 def tile_as(caller: str, x, reps):

@@ -14,17 +14,22 @@ from minitrain.errors import DTypeError, ShapeError
 @pytest.mark.parametrize(
     "call, error",
     [
-        (lambda x: ops.softmax(x, opset=0), ValueError),
-        (lambda x: ops.log_softmax(x, opset="13"), ValueError),
+        (lambda x: ops.softmax_grad(x.data, x.data, opset=0), ValueError),
+        (lambda x: ops.log_softmax_grad(x.data, x.data, opset="13"), ValueError),
         (lambda x: ops.softmax_grad(x.data, x.data, opset=True), ValueError),
+        (lambda x: ops.softmax(x, 3), ShapeError),
         (lambda x: ops.softmax(x, axis=3), ShapeError),
-        (lambda x: ops.softmax(x, axis=(0, 1)), DTypeError),
+        (lambda x: ops.softmax(x, dim=(0, 1)), DTypeError),
+        (lambda x: ops.log_softmax(x, 0, axis=0), DTypeError),  # dim and axis, not both
+        (lambda x: ops.log_softmax(x, 0, np.int64), DTypeError),
         (lambda x: ops.log_softmax_grad(x.data, x.data, axis=-4), ShapeError),
-        (lambda x: ops.softmax(x[0, 0], opset=11), ShapeError),  # 1-D: no axis 1 to flatten at
+        # opset < 13 flattens at the axis: a 1-D tensor has no axis 1 to flatten at
+        (lambda x: ops.softmax_grad(x.data[0, 0], x.data[0, 0], opset=11), ShapeError),
         (lambda x: ops.softmax(mt.tensor(np.ones((2, 3), np.int64))), DTypeError),
         (lambda x: ops.gelu(x, "erf"), ValueError),
         (lambda x: ops.gelu_grad(x.data, x.data, approximate=None), ValueError),
         (lambda x: ops.leaky_relu(x, -0.1), ValueError),
+        (lambda x: ops.leaky_relu(x, negative_slope=float("inf")), ValueError),
         (lambda x: ops.leaky_relu_grad(x.data, x.data, alpha=-1.0), ValueError),
         (lambda x: ops.quick_gelu(x, float("nan")), ValueError),
         (lambda x: ops.quick_gelu(x, "1.702"), DTypeError),

@@ -59,16 +59,16 @@ def _draw(rng, layout, dtype, scale=4.0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-@pytest.mark.parametrize("axis, opset", [(-1, 13), (0, 13), (1, 13), (None, 11), (-1, 1)])
+@pytest.mark.parametrize("dim", [-1, 0, 1, None])
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
-def test_numba_softmax_matches_generic(numba_runs, name, axis, opset, layout, dtype):
+def test_numba_softmax_matches_generic(numba_runs, name, dim, layout, dtype):
     rng = np.random.default_rng(3)
     x, dy = _draw(rng, layout, dtype), _draw(rng, layout, dtype, scale=1.0)
     with backend.use_numba(True):
-        y_numba, dx_numba = value_and_grad(getattr(ops, name), x, dy, axis, opset)
+        y_numba, dx_numba = value_and_grad(getattr(ops, name), x, dy, dim)
     assert runs_of(numba_runs) == [name, name + "_grad"]
     with backend.use_numba(False):
-        y, dx = value_and_grad(getattr(ops, name), x, dy, axis, opset)
+        y, dx = value_and_grad(getattr(ops, name), x, dy, dim)
     assert runs_of(numba_runs) == []
     assert y_numba.dtype == y.dtype == dx_numba.dtype == dx.dtype == dtype
     tol = {"rtol": 2e-5, "atol": 2e-6} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-14}

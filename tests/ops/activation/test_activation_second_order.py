@@ -1,8 +1,9 @@
 """Second and third derivatives of the activations (create_graph), checked by hand in float64:
-closed forms (sigmoid'' = s (1 - s) (1 - 2 s), tanh'', gelu'' = phi (2 - x^2), ...), the kinked
-ones' zero second derivative with a gradient still linear in the upstream gradient, softmax and
-log_softmax against their Hessians, and every kink and far tail against PyTorch's double
-backward."""
+closed forms to the third order (sigmoid'' = s (1 - s) (1 - 2 s), tanh'', gelu'' = phi (2 - x^2),
+...), the kinked ones' zero second derivative with a gradient still linear in the upstream
+gradient, softmax and log_softmax against their Hessians, and every sample's call at every kink
+and in the far tails against PyTorch's double backward (the samples compare second derivatives
+with PyTorch's away from the kinks: tests/ops/test_second_order.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+from activation_cases import one_input_calls
+from samples.activations import activation, pytorch_activations
 
 import minitrain as mt
 from minitrain import ops
@@ -41,6 +44,7 @@ def _derivatives(fn, values, order: int) -> list[np.ndarray]:
 
 
 s, t = _sigmoid(X), np.tanh(X)
+# to the third order (the second derivatives of every activation against PyTorch's: below)
 CLOSED_FORMS = {
     "sigmoid": (
         ops.sigmoid,
@@ -51,50 +55,6 @@ CLOSED_FORMS = {
     "gelu": (
         ops.gelu,
         [_cdf(X) + X * _phi(X), _phi(X) * (2 - X * X), _phi(X) * (X**3 - 4 * X)],
-    ),
-    # silu = x s: silu'' = s (1 - s) (2 + x (1 - 2 s))
-    "silu": (ops.silu, [s + X * s * (1 - s), s * (1 - s) * (2 + X * (1 - 2 * s))]),
-    # quick_gelu = x s(a x): f'' = a s (1 - s) (2 + a x (1 - 2 s)), s = s(a x)
-    "quick_gelu": (
-        ops.quick_gelu,
-        [
-            _sigmoid(1.702 * X) * (1 + 1.702 * X * (1 - _sigmoid(1.702 * X))),
-            1.702
-            * _sigmoid(1.702 * X)
-            * (1 - _sigmoid(1.702 * X))
-            * (2 + 1.702 * X * (1 - 2 * _sigmoid(1.702 * X))),
-        ],
-    ),
-    # logsigmoid' = s(-x) = 1 - s, logsigmoid'' = -s (1 - s)
-    "logsigmoid": (ops.logsigmoid, [1 - s, -s * (1 - s)]),
-    # softsign'' = -2 sign(x) / (1 + |x|)^3
-    "softsign": (ops.softsign, [1 / (1 + abs(X)) ** 2, -2 * np.sign(X) / (1 + abs(X)) ** 3]),
-    # softplus(x, beta=2, threshold=10) = x where 2 x > 10: second derivative 0 there,
-    # beta s(beta x) (1 - s(beta x)) below
-    "softplus_beta2": (
-        lambda x: ops.softplus(x, 2.0, 10.0),
-        [
-            np.where(2 * X > 10, 1.0, _sigmoid(2 * X)),
-            np.where(2 * X > 10, 0.0, 2 * _sigmoid(2 * X) * (1 - _sigmoid(2 * X))),
-        ],
-    ),
-    # elu'' = alpha exp(x) for x <= 0, 0 above; selu scales it by its constants
-    "elu_alpha0.5": (
-        lambda x: ops.elu(x, 0.5),
-        [np.where(X > 0, 1.0, 0.5 * np.exp(X)), np.where(X > 0, 0.0, 0.5 * np.exp(X))],
-    ),
-    # celu(x, alpha) = alpha (exp(x / alpha) - 1) below 0: second derivative exp(x / alpha) / alpha
-    "celu_alpha2": (
-        lambda x: ops.celu(x, 2.0),
-        [np.where(X > 0, 1.0, np.exp(X / 2)), np.where(X > 0, 0.0, np.exp(X / 2) / 2)],
-    ),
-    # hardswish = x (x + 3) / 6 between -3 and 3: second derivative 1/3 there, 0 outside
-    "hardswish": (
-        ops.hardswish,
-        [
-            np.where(X <= -3, 0.0, np.where(X < 3, X / 3 + 0.5, 1.0)),
-            np.where((X > -3) & (X < 3), 1 / 3, 0.0),
-        ],
     ),
 }
 
@@ -198,54 +158,52 @@ GRID = np.array(
     [-3.0, -2.0, -1.0, 0.0, 1.0, 3.0, 6.0, 10.0, 20.0, 1e-8, -1e-8, 0.5, -0.5, 2.5, -7.0]
     + [-2.999, 2.999, 19.999, 20.001, 40.0, -40.0, 100.0, -100.0, 700.0, -700.0, -800.0]
 )
-# (minitrain call, PyTorch's F function and extra arguments): the ones PyTorch can differentiate
-# twice (not hardsigmoid: its hardsigmoid_backward has no derivative), and consistently with its
-# first derivative at the kink (not prelu: see the prelu test above)
+# every one-input call of the activations' samples, and PyTorch's, where PyTorch's own op has a
+# double backward consistent with its first derivative (not where a sample stands in for it,
+# `second_order_ref`: hardsigmoid's has none, mish's overflows; prelu, which takes a weight too:
+# see the prelu test above)
 AT_KINKS = {
-    "relu": (ops.relu, ("relu",)),
-    "leaky_relu": (lambda x: ops.leaky_relu(x, 0.2), ("leaky_relu", 0.2)),
-    "hardtanh": (ops.hardtanh, ("hardtanh",)),
-    "relu6": (ops.relu6, ("relu6",)),
-    "elu": (ops.elu, ("elu",)),
-    "elu_alpha-1.5": (lambda x: ops.elu(x, -1.5), ("elu", -1.5)),
-    "selu": (ops.selu, ("selu",)),
-    "celu_alpha2": (lambda x: ops.celu(x, 2.0), ("celu", 2.0)),
-    "softplus": (ops.softplus, ("softplus",)),
-    "softplus_beta-1": (lambda x: ops.softplus(x, -1.0), ("softplus", -1.0)),
-    "hardswish": (ops.hardswish, ("hardswish",)),
-    "logsigmoid": (ops.logsigmoid, ("logsigmoid",)),
-    "softsign": (ops.softsign, ("softsign",)),
-    "gelu": (ops.gelu, ("gelu",)),
-    "silu": (ops.silu, ("silu",)),
+    name: sample
+    for name, sample in one_input_calls(
+        activation.SAMPLES, pytorch_activations.SAMPLES, pytorch_activations.COMPOSED
+    ).items()
+    if sample.second_order_ref is None
 }
 
 
-@pytest.mark.parametrize("name", list(AT_KINKS))
+@pytest.mark.parametrize("name", sorted(AT_KINKS))
 def test_second_derivatives_at_kinks_and_in_the_tails_match_torch(name, torch):
-    ours_fn, (torch_name, *extra) = AT_KINKS[name]
+    sample = AT_KINKS[name]
+    grid = np.stack([GRID, -GRID])  # (glu halves either dim)
     rng = np.random.default_rng(3)
-    upstream, across = rng.standard_normal(GRID.shape), rng.standard_normal(GRID.shape)
 
-    x = mt.tensor(GRID, requires_grad=True)
+    x = mt.tensor(grid, requires_grad=True)
+    out = sample.call(x)
+    upstream, across = rng.standard_normal(out.shape), rng.standard_normal(grid.shape)
     v = mt.tensor(upstream, requires_grad=True)
-    (first,) = mt.grad(ours_fn(x), [x], v, create_graph=True)
+    (first,) = mt.grad(out, [x], v, create_graph=True)
     ours = mt.grad((first * mt.tensor(across)).sum(), [x, v], allow_unused=True)
-    ours = [np.zeros(GRID.shape) if g is None else g.data for g in ours]
+    ours = [
+        np.zeros(g.shape) if d is None else d.data
+        for d, g in zip(ours, (grid, upstream), strict=True)
+    ]
 
-    tx = torch.tensor(GRID, requires_grad=True)
+    tx = torch.tensor(grid, requires_grad=True)
     tv = torch.tensor(upstream, requires_grad=True)
-    (their_first,) = torch.autograd.grad(
-        getattr(torch.nn.functional, torch_name)(tx, *extra), tx, tv, create_graph=True
-    )
+    (their_first,) = torch.autograd.grad(sample.ref(tx), tx, tv, create_graph=True)
     theirs = torch.autograd.grad(
         (their_first * torch.from_numpy(across)).sum(), [tx, tv], allow_unused=True
     )
-    theirs = [np.zeros(GRID.shape) if g is None else g.numpy() for g in theirs]
+    theirs = [
+        np.zeros(g.shape) if d is None else d.numpy()
+        for d, g in zip(theirs, (grid, upstream), strict=True)
+    ]
 
-    # (an absolute tolerance for the far tails, where PyTorch's formulas round differently)
+    # (an absolute tolerance for the far tails, where PyTorch's formulas round differently:
+    # gelu's tanh form 3e-15 apart at x = 6)
     np.testing.assert_allclose(first.data, their_first.detach().numpy(), rtol=1e-12, atol=1e-15)
     for wrt, got, want in zip(("x", "grad"), ours, theirs, strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-15, err_msg=f"d/d{wrt}")
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14, err_msg=f"d/d{wrt}")
 
 
 def test_mish_second_derivative_is_zero_far_right_where_torch_overflows(torch):

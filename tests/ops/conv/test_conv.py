@@ -1,6 +1,7 @@
-"""Convolution: conv_grad called directly against PyTorch, `need` doing no work for skipped
-outputs, the op's edge cases (empty batches, no channels, strided views), auto_pad and PyTorch's
-padding spellings, and the errors. (Gradchecks and PyTorch comparisons of the op itself run from
+"""Convolution: conv_grad called directly against PyTorch (with ONNX's pads and auto_pad, its
+contract), `need` doing no work for skipped outputs, the op's edge cases (empty batches, no
+channels, strided views), the op's padding spellings (PyTorch's, and (begin, end) pairs), and
+the errors. (Gradchecks and PyTorch comparisons of the op itself run from
 tests/samples/convolution/standard.py; im2col and the column layouts are in test_columns.py,
 numba against numpy, chunks and layouts in test_conv_chunks.py.)
 """
@@ -68,6 +69,14 @@ def _leaves(rng, x_shape, w_shape, bias=True):
     return values
 
 
+def _padding(onnx_pads):
+    """ONNX pads as the op's padding: one int per dim where both ends agree, else (begin, end)
+    pairs."""
+    dims = len(onnx_pads) // 2
+    begins, ends = tuple(onnx_pads[:dims]), tuple(onnx_pads[dims:])
+    return begins if begins == ends else tuple(zip(begins, ends, strict=True))
+
+
 @pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
 @pytest.mark.parametrize(
     "x_shape, w_shape, strides, pads, dilations, group", GEOMETRIES, ids=GEOMETRY_IDS
@@ -86,7 +95,9 @@ def test_conv_grad_matches_torch(
     dy = _normal(rng, *expected.shape)
     expected.backward(torch.from_numpy(dy))
     with backend.use_numba(use_numba):
-        y = ops.conv(mt.tensor(x), mt.tensor(w), mt.tensor(b), **attrs)
+        y = ops.conv(
+            mt.tensor(x), mt.tensor(w), mt.tensor(b), strides, _padding(pads), dilations, group
+        )
         dx, dw, db = ops.conv_grad(dy, x, w, **attrs)
     np.testing.assert_allclose(y.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
@@ -99,11 +110,13 @@ def test_conv_grad_matches_torch(
 )
 def test_conv_grad_honours_auto_pad_as_the_forward_does(auto_pad, pads):
     # H = 6, stride 2, kernel 3: 3 outputs need (3 - 1) * 2 + 3 - 6 = 1 pad, at the end for
-    # UPPER and the beginning for LOWER; W = 5: 3 outputs need 2, one each side
+    # UPPER and the beginning for LOWER; W = 5: 3 outputs need 2, one each side. The op's
+    # padding='same' is SAME_UPPER; either is the op's forward with those pads as pairs.
     rng = np.random.default_rng(2)
     x, w = _leaves(rng, (2, 2, 6, 5), (3, 2, 3, 3), bias=False)
-    y = ops.conv(x, w, strides=2, auto_pad=auto_pad)
-    np.testing.assert_array_equal(y.data, ops.conv(x, w, strides=2, pads=pads).data)
+    y = ops.conv(x, w, stride=2, padding=_padding(pads))
+    if auto_pad == "SAME_UPPER":
+        np.testing.assert_array_equal(ops.conv(x, w, stride=2, padding="same").data, y.data)
     dy = _normal(rng, *y.shape)
     automatic = ops.conv_grad(dy, x, w, strides=2, auto_pad=auto_pad)
     explicit = ops.conv_grad(dy, x, w, strides=2, pads=pads)
@@ -116,13 +129,19 @@ def test_conv_grad_honours_auto_pad_as_the_forward_does(auto_pad, pads):
     [(5, 3, 1, 1), (6, 3, 2, 1), (7, 2, 3, 1), (8, 3, 3, 2), (4, 4, 1, 1), (9, 2, 4, 3)],
 )
 def test_auto_pad_output_sizes(length, kernel, stride, dilation):
+    # the op's 'same' and 'valid', and conv_grad's auto_pad, which takes a dY of that size
     x = np.zeros((1, 1, length))
     w = np.zeros((1, 1, kernel))
+    y = ops.conv(x, w, stride=stride, padding="same", dilation=dilation)
+    assert y.shape[-1] == math.ceil(length / stride)
     for auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        y = ops.conv(x, w, strides=stride, dilations=dilation, auto_pad=auto_pad)
-        assert y.shape[-1] == math.ceil(length / stride)
-    valid = ops.conv(x, w, strides=stride, dilations=dilation, auto_pad="VALID")
+        dx, _, _ = ops.conv_grad(
+            y.data, x, w, strides=stride, dilations=dilation, auto_pad=auto_pad
+        )
+        assert dx.shape == x.shape
+    valid = ops.conv(x, w, stride=stride, padding="valid", dilation=dilation)
     assert valid.shape[-1] == (length - dilation * (kernel - 1) - 1) // stride + 1
+    ops.conv_grad(valid.data, x, w, strides=stride, dilations=dilation, auto_pad="VALID")
 
 
 @pytest.fixture
@@ -179,7 +198,7 @@ def test_first_layer_and_frozen_weight_skip_their_work_in_the_backward(work):
     x_value, w_value, b_value = _leaves(rng, (2, 3, 5, 5), (4, 3, 3, 3))
     # a first layer: the input needs no gradient, so the backward does no col2im
     w, b = mt.tensor(w_value, requires_grad=True), mt.tensor(b_value, requires_grad=True)
-    y = ops.conv(mt.tensor(x_value), w, b, pads=1)
+    y = ops.conv(mt.tensor(x_value), w, b, padding=1)
     assert work == {"im2col": 1, "col2im": 0, "gemm": 1}
     y.backward(np.ones(y.shape))
     assert work == {"im2col": 2, "col2im": 0, "gemm": 2}
@@ -188,7 +207,7 @@ def test_first_layer_and_frozen_weight_skip_their_work_in_the_backward(work):
     for key in work:
         work[key] = 0
     x = mt.tensor(x_value, requires_grad=True)
-    y = ops.conv(x, mt.tensor(w_value), b_value, pads=1)
+    y = ops.conv(x, mt.tensor(w_value), b_value, padding=1)
     y.backward(np.ones(y.shape))
     assert work == {"im2col": 1, "col2im": 1, "gemm": 2}
     assert x.grad.shape == x_value.shape
@@ -206,7 +225,7 @@ def test_conv_saves_x_and_w_and_its_backward_calls_conv_grad(monkeypatch):
     rng = np.random.default_rng(5)
     x = mt.tensor(_normal(rng, 2, 2, 5, 5), requires_grad=True)
     w = mt.tensor(_normal(rng, 3, 2, 3, 3))
-    y = ops.conv(x, w, strides=2, auto_pad="SAME_LOWER")
+    y = ops.conv(x, w, stride=2, padding="same")
     assert y.grad_fn.name == "ConvGrad"
     saved = y.grad_fn.saved_arrays()
     assert list(saved) == ["x", "w"]
@@ -214,7 +233,7 @@ def test_conv_saves_x_and_w_and_its_backward_calls_conv_grad(monkeypatch):
     y.backward(np.ones(y.shape))
     (((dy, saved_x, saved_w), kwargs),) = calls
     assert saved_x is x.data and saved_w is w.data
-    # auto_pad reaches the kernel resolved: 5 with stride 2 and kernel 3 needs 2 pads, 1 + 1
+    # 'same' reaches the kernel as ONNX pads: 5 with stride 2 and kernel 3 needs 2 pads, 1 + 1
     assert kwargs["pads"] == (1, 1, 1, 1) and kwargs["need"] == (True, False, False)
 
 
@@ -223,7 +242,7 @@ def test_stride_longer_than_the_kernel_leaves_untouched_positions_at_zero():
     # 6 are in no window. With dY = 1 everywhere, dX[i, j] = W[i % 3, j % 3] where covered.
     w = np.array([[[[1.0, 2.0], [3.0, 4.0]]]])
     x = mt.tensor(np.zeros((1, 1, 7, 7)), requires_grad=True)
-    y = ops.conv(x, w, strides=3)
+    y = ops.conv(x, w, stride=3)
     assert y.shape == (1, 1, 2, 2)
     y.backward(np.ones(y.shape))
     expected = np.zeros((7, 7))
@@ -236,7 +255,7 @@ def test_an_empty_batch():
     x = mt.tensor(np.zeros((0, 2, 5, 5)), requires_grad=True)
     w = mt.tensor(np.ones((3, 2, 3, 3)), requires_grad=True)
     b = mt.tensor(np.ones(3), requires_grad=True)
-    y = ops.conv(x, w, b, pads=1)
+    y = ops.conv(x, w, b, padding=1)
     assert y.shape == (0, 3, 5, 5)
     y.sum().backward()
     assert x.grad.shape == (0, 2, 5, 5)
@@ -289,7 +308,7 @@ def test_a_non_contiguous_input():
     transposed = mt.tensor(x_value).transpose(1, 3)  # (2, 3, 6, 5), a strided view
     dense = mt.tensor(np.ascontiguousarray(transposed.data))
     np.testing.assert_allclose(
-        ops.conv(transposed, w_value, pads=1).data, ops.conv(dense, w_value, pads=1).data
+        ops.conv(transposed, w_value, padding=1).data, ops.conv(dense, w_value, padding=1).data
     )
     dy = _normal(rng, 2, 4, 7, 6)
     for got, want in zip(
@@ -303,7 +322,7 @@ def test_a_non_contiguous_input():
 def test_float32_stays_float32_through_the_kernels():
     rng = np.random.default_rng(13)
     x, w = (v.astype(np.float32) for v in _leaves(rng, (2, 2, 5, 5), (3, 2, 3, 3), bias=False))
-    y = ops.conv(x, w, pads=1)
+    y = ops.conv(x, w, padding=1)
     assert y.dtype == np.float32
     for grad in ops.conv_grad(y.data, x, w, pads=1):
         assert grad.dtype == np.float32
@@ -321,11 +340,21 @@ def test_float32_stays_float32_through_the_kernels():
     ],
     ids=["int", "per_dim", "pairs", "valid", "same"],
 )
-def test_functional_padding_forms(padding, onnx_pads):
+def test_padding_forms_reach_the_kernels_as_onnx_pads(padding, onnx_pads):
+    # the op's and F.conv2d's padding, against the forward's kernels (im2col and a GEMM) and
+    # the backward's (conv_grad) with the ONNX pads it translates to
     rng = np.random.default_rng(14)
     x, w, b = _leaves(rng, (2, 2, 5, 6), (3, 2, 3, 2))
+    y = ops.conv(x, w, b, padding=padding)
+    col = ops.im2col(x, (3, 2), pads=onnx_pads)
+    by_columns = (w.reshape(3, -1) @ col + b[:, None]).reshape((3, 2) + y.shape[2:])
+    np.testing.assert_allclose(y.data, by_columns.transpose(1, 0, 2, 3), rtol=1e-12, atol=1e-12)
     ours = F.conv2d(mt.tensor(x), mt.tensor(w), mt.tensor(b), padding=padding)
-    np.testing.assert_array_equal(ours.data, ops.conv(x, w, b, pads=onnx_pads).data)
+    np.testing.assert_array_equal(ours.data, y.data)
+    x_leaf = mt.tensor(x, requires_grad=True)
+    dy = _normal(rng, *y.shape)
+    ops.conv(x_leaf, w, b, padding=padding).backward(dy)
+    np.testing.assert_array_equal(x_leaf.grad.data, ops.conv_grad(dy, x, w, pads=onnx_pads)[0])
 
 
 def test_functional_same_with_a_stride_pads_like_onnx_same_upper():
@@ -335,7 +364,12 @@ def test_functional_same_with_a_stride_pads_like_onnx_same_upper():
     x, w = _leaves(rng, (1, 2, 6), (2, 2, 3), bias=False)
     y = F.conv1d(mt.tensor(x), mt.tensor(w), stride=2, padding="same")
     assert y.shape == (1, 2, 3)
-    np.testing.assert_array_equal(y.data, ops.conv(x, w, strides=2, pads=(0, 1)).data)
+    np.testing.assert_array_equal(y.data, ops.conv(x, w, stride=2, padding=((0, 1),)).data)
+    dy = _normal(rng, *y.shape)
+    np.testing.assert_array_equal(
+        ops.conv_grad(dy, x, w, strides=2, auto_pad="SAME_UPPER")[0],
+        ops.conv_grad(dy, x, w, strides=2, pads=(0, 1))[0],
+    )
 
 
 def test_functional_unbatched_input(torch):
@@ -355,9 +389,10 @@ def test_functional_unbatched_input(torch):
 def test_defaults_are_stride_1_no_padding_dilation_1_one_group():
     rng = np.random.default_rng(17)
     x, w = _leaves(rng, (1, 2, 5, 5), (3, 2, 3, 3), bias=False)
-    explicit = ops.conv(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), group=1)
+    explicit = ops.conv(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
     np.testing.assert_array_equal(ops.conv(x, w).data, explicit.data)
     np.testing.assert_array_equal(F.conv2d(x, w).data, explicit.data)
+    np.testing.assert_array_equal(ops.conv(x, w, None, 1, 0, 1, 1).data, explicit.data)
 
 
 def _zeros(*shape, dtype=np.float64):
@@ -368,19 +403,19 @@ ERRORS = [
     # (id, call, error, words the message must hold)
     (
         "group_not_dividing_C",
-        lambda: ops.conv(_zeros(1, 4, 5, 5), _zeros(6, 2, 3, 3), group=3),
+        lambda: ops.conv(_zeros(1, 4, 5, 5), _zeros(6, 2, 3, 3), groups=3),
         ShapeError,
-        ["conv", "group 3", "(1, 4, 5, 5)", "(6, 2, 3, 3)"],
+        ["conv", "groups 3", "(1, 4, 5, 5)", "(6, 2, 3, 3)"],
     ),
     (
         "group_not_dividing_M",
-        lambda: ops.conv(_zeros(1, 4, 5, 5), _zeros(5, 2, 3, 3), group=2),
+        lambda: ops.conv(_zeros(1, 4, 5, 5), _zeros(5, 2, 3, 3), groups=2),
         ShapeError,
-        ["conv", "group 2", "M = 5"],
+        ["conv", "groups 2", "M = 5"],
     ),
     (
         "w_channels_not_C_over_group",
-        lambda: ops.conv(_zeros(1, 4, 5, 5), _zeros(6, 4, 3, 3), group=2),
+        lambda: ops.conv(_zeros(1, 4, 5, 5), _zeros(6, 4, 3, 3), groups=2),
         ShapeError,
         ["conv", "C/group", "(1, 4, 5, 5)", "(6, 4, 3, 3)"],
     ),
@@ -392,21 +427,21 @@ ERRORS = [
     ),
     (
         "stride_zero",
-        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), strides=(1, 0)),
+        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), stride=(1, 0)),
         ValueError,
-        ["conv", "strides", ">= 1", "(1, 0)"],
+        ["conv", "stride", ">= 1", "(1, 0)"],
     ),
     (
         "dilation_negative",
-        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), dilations=-1),
+        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), dilation=-1),
         ValueError,
-        ["conv", "dilations", ">= 1"],
+        ["conv", "dilation", ">= 1"],
     ),
     (
         "group_zero",
-        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), group=0),
+        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), groups=0),
         ValueError,
-        ["conv", "group", "positive"],
+        ["conv", "groups", "positive"],
     ),
     (
         "input_rank_too_low",
@@ -427,28 +462,52 @@ ERRORS = [
         ["conv", "weight W", "(1, 1, 3)", "rank"],
     ),
     (
-        "pads_length",
-        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), pads=(1, 1, 1)),
+        "padding_length",
+        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), padding=(1, 1, 1)),
         ShapeError,
-        ["conv", "pads", "2 * 2", "(1, 1, 1)"],
+        ["conv", "padding", "2 values", "(1, 1, 1)"],
     ),
     (
-        "pads_negative",
-        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), pads=(1, -1, 1, 1)),
+        "padding_negative",
+        lambda: ops.conv(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), padding=((1, 1), (-1, 1))),
         ValueError,
-        ["conv", "pads", ">= 0"],
+        ["conv", "padding", ">= 0"],
     ),
     (
-        "unknown_auto_pad",
-        lambda: ops.conv(_zeros(1, 1, 5), _zeros(1, 1, 3), auto_pad="SAME"),
+        "unknown_padding_string",  # ONNX's auto_pad spellings are conv_grad's only
+        lambda: ops.conv(_zeros(1, 1, 5), _zeros(1, 1, 3), padding="SAME_UPPER"),
         ValueError,
-        ["conv", "auto_pad", "'SAME'", "SAME_UPPER"],
+        ["conv", "padding", "'SAME_UPPER'", "'valid' or 'same'"],
     ),
     (
-        "pads_and_auto_pad",
-        lambda: ops.conv(_zeros(1, 1, 5), _zeros(1, 1, 3), pads=1, auto_pad="VALID"),
+        "conv_grad_pads_length",
+        lambda: ops.conv_grad(
+            _zeros(1, 1, 3, 3), _zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), pads=(1, 1, 1)
+        ),
+        ShapeError,
+        ["conv_grad", "pads", "2 * 2", "(1, 1, 1)"],
+    ),
+    (
+        "conv_grad_pads_negative",
+        lambda: ops.conv_grad(
+            _zeros(1, 1, 3, 3), _zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), pads=(1, -1, 1, 1)
+        ),
         ValueError,
-        ["conv", "pads", "auto_pad"],
+        ["conv_grad", "pads", ">= 0"],
+    ),
+    (
+        "conv_grad_unknown_auto_pad",
+        lambda: ops.conv_grad(_zeros(1, 1, 5), _zeros(1, 1, 5), _zeros(1, 1, 3), auto_pad="SAME"),
+        ValueError,
+        ["conv_grad", "auto_pad", "'SAME'", "SAME_UPPER"],
+    ),
+    (
+        "conv_grad_pads_and_auto_pad",
+        lambda: ops.conv_grad(
+            _zeros(1, 1, 3), _zeros(1, 1, 5), _zeros(1, 1, 3), pads=1, auto_pad="VALID"
+        ),
+        ValueError,
+        ["conv_grad", "pads", "auto_pad"],
     ),
     (
         "bias_shape",
@@ -460,7 +519,7 @@ ERRORS = [
         "integer_input",
         lambda: ops.conv(_zeros(1, 2, 5, dtype=np.int64), _zeros(3, 2, 3)),
         DTypeError,
-        ["conv", "X", "floating", "int64"],
+        ["conv", "input", "floating", "int64"],
     ),
     (
         "mixed_dtypes",
@@ -470,9 +529,9 @@ ERRORS = [
     ),
     (
         "float_stride",
-        lambda: ops.conv(_zeros(1, 1, 5), _zeros(1, 1, 3), strides=1.5),
+        lambda: ops.conv(_zeros(1, 1, 5), _zeros(1, 1, 3), stride=1.5),
         DTypeError,
-        ["conv", "strides", "1.5"],
+        ["conv", "stride", "1.5"],
     ),
     (
         "torch_stride_zero",
@@ -567,6 +626,6 @@ def test_a_failing_conv_records_nothing():
     x = mt.tensor(np.zeros((1, 4, 5, 5)), requires_grad=True)
     w = mt.tensor(np.zeros((6, 2, 3, 3)), requires_grad=True)
     with mt.Tape() as tape, pytest.raises(ShapeError):
-        ops.conv(x, w, group=3)
+        ops.conv(x, w, groups=3)
     assert len(tape) == 0
     assert x.grad is None and w.grad is None

@@ -37,12 +37,12 @@ def _conv_and_grads(x_value, w_value, b_value, **attrs):
 
 @pytest.mark.parametrize(
     "attrs",
-    [{"pads": 1}, {"strides": 2, "pads": (1, 0, 0, 1)}, {"dilations": 2, "group": 2}],
+    [{"padding": 1}, {"stride": 2, "padding": ((1, 0), (0, 1))}, {"dilation": 2, "groups": 2}],
     ids=["same_3x3", "strided", "dilated_groups"],
 )
 def test_numba_conv_matches_numpy_in_float32(attrs):
     rng = np.random.default_rng(9)
-    values = _leaves(rng, (3, 4, 9, 8), (6, 4 // attrs.get("group", 1), 3, 3))
+    values = _leaves(rng, (3, 4, 9, 8), (6, 4 // attrs.get("groups", 1), 3, 3))
     values = [v.astype(np.float32) for v in values]
     with backend.use_numba(True):
         fast = _conv_and_grads(*values, **attrs)
@@ -65,12 +65,12 @@ def test_convs_in_two_threads_at_once_match_each_alone(monkeypatch):
     monkeypatch.setattr(chunking, "_COL_CHUNK_BYTES", 1 << 17)  # a few chunks each
     rng = np.random.default_rng(13)
     cases = [_leaves(rng, (6, 8, 12, 12), (8, 8, 3, 3)), _leaves(rng, (5, 8, 10, 9), (8, 8, 3, 3))]
-    alone = [_conv_and_grads(*values, pads=1) for values in cases]
+    alone = [_conv_and_grads(*values, padding=1) for values in cases]
     results = [[], []]
 
     def run(i):
         for _ in range(10):
-            results[i].append(_conv_and_grads(*cases[i], pads=1))
+            results[i].append(_conv_and_grads(*cases[i], padding=1))
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     for thread in threads:
@@ -84,7 +84,7 @@ def test_convs_in_two_threads_at_once_match_each_alone(monkeypatch):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("attrs", [{"pads": 1}, {"strides": (2, 1)}], ids=["wide", "compact"])
+@pytest.mark.parametrize("attrs", [{"padding": 1}, {"stride": (2, 1)}], ids=["wide", "compact"])
 def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
     rng = np.random.default_rng(10)
     values = _leaves(rng, (7, 3, 6, 5), (4, 3, 3, 3))
@@ -104,11 +104,11 @@ NUMBA_FACTORIES = (
 
 
 @pytest.mark.parametrize(
-    "attrs", [{"pads": 1}, {"strides": (2, 1), "group": 2}], ids=["wide", "compact"]
+    "attrs", [{"padding": 1}, {"stride": (2, 1), "groups": 2}], ids=["wide", "compact"]
 )
 def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, record_builds, attrs):
     rng = np.random.default_rng(12)
-    w_shape = (6, 4 // attrs.get("group", 1), 3, 3)
+    w_shape = (6, 4 // attrs.get("groups", 1), 3, 3)
     values = [v.astype(np.float32) for v in _leaves(rng, (7, 4, 6, 5), w_shape)]
     monkeypatch.setattr(chunking, "_COL_CHUNK_BYTES", 1)  # one image per chunk
     one = _conv_and_grads(*values, **attrs)
@@ -178,10 +178,14 @@ def test_shares_split_the_batch_in_even_chunks_for_every_thread(
 @pytest.mark.parametrize(
     "x_shape, w_shape, attrs",
     [
-        ((2, 4, 9), (6, 2, 3), {"pads": (2, 1), "dilations": 2, "group": 2}),
-        ((2, 3, 6, 7), (4, 3, 3, 2), {"pads": (1, 0, 2, 1), "dilations": (1, 2)}),
-        ((3, 4, 5, 6), (6, 2, 3, 3), {"pads": 1, "group": 2}),
-        ((2, 2, 4, 5, 3), (3, 2, 2, 3, 2), {"pads": (1, 1, 0, 0, 1, 1), "dilations": (2, 1, 1)}),
+        ((2, 4, 9), (6, 2, 3), {"padding": ((2, 1),), "dilation": 2, "groups": 2}),
+        ((2, 3, 6, 7), (4, 3, 3, 2), {"padding": ((1, 2), (0, 1)), "dilation": (1, 2)}),
+        ((3, 4, 5, 6), (6, 2, 3, 3), {"padding": 1, "groups": 2}),
+        (
+            (2, 2, 4, 5, 3),
+            (3, 2, 2, 3, 2),
+            {"padding": ((1, 0), (1, 1), (0, 1)), "dilation": (2, 1, 1)},
+        ),
     ],
     ids=["1d_groups_dilated", "2d_asymmetric_dilated", "2d_groups_same", "3d_dilated"],
 )
@@ -210,13 +214,13 @@ def test_every_layout_agrees_with_the_compact_one_on_the_op(
 @pytest.mark.parametrize(
     "x_shape, w_shape, attrs, split",
     [
-        ((32, 64, 32, 32), (64, 64, 3, 3), {"pads": 1}, 2),  # the benchmark's: (192, 192)
-        ((32, 128, 16, 16), (64, 128, 3, 3), {"pads": 1}, 2),  # (192, 384), not (64, 1152)
-        ((64, 1, 28, 28), (16, 1, 3, 3), {"pads": 1}, 0),  # (16, 9), not (48, 3)
+        ((32, 64, 32, 32), (64, 64, 3, 3), {"padding": 1}, 2),  # the benchmark's: (192, 192)
+        ((32, 128, 16, 16), (64, 128, 3, 3), {"padding": 1}, 2),  # (192, 384), not (64, 1152)
+        ((64, 1, 28, 28), (16, 1, 3, 3), {"padding": 1}, 0),  # (16, 9), not (48, 3)
         # (96, 48) would be squarer than (32, 144), but its shifts reach 13% more columns
-        ((64, 16, 14, 14), (32, 16, 3, 3), {"pads": 1}, 0),
-        ((8, 64, 4, 4), (64, 64, 3, 3), {"pads": 1}, 0),  # shifts would reach 40% more columns
-        ((8, 64, 16, 16), (64, 64, 3, 3), {"strides": 2, "pads": 1}, None),  # compact
+        ((64, 16, 14, 14), (32, 16, 3, 3), {"padding": 1}, 0),
+        ((8, 64, 4, 4), (64, 64, 3, 3), {"padding": 1}, 0),  # shifts would reach 40% more columns
+        ((8, 64, 16, 16), (64, 64, 3, 3), {"stride": 2, "padding": 1}, None),  # compact
     ],
     ids=[
         "benchmark",
@@ -228,8 +232,8 @@ def test_every_layout_agrees_with_the_compact_one_on_the_op(
     ],
 )
 def test_layout_splits_where_the_gemm_gets_squarer(x_shape, w_shape, attrs, split):
-    window = window_module.check_conv_window(
-        "conv", x_shape, w_shape, attrs.get("strides"), attrs["pads"], None, 1, "NOTSET"
+    window = window_module.torch_conv_window(
+        "conv", x_shape, w_shape, attrs.get("stride", 1), attrs["padding"], 1, 1
     )
     columns = chunking._layout(window, x_shape[2:], x_shape[1], w_shape[0])
     assert columns.wide == (split is not None)

@@ -42,7 +42,7 @@ def test_conv_weight_gradient_differentiates_in_x_and_dy():
         _leaf([[[3.0, 5.0]]]),
     )
     u = mt.tensor(np.array([[[1.0, 10.0, 100.0]]]))
-    (dw,) = mt.grad(ops.conv(x, w, strides=2), [w], g, create_graph=True)
+    (dw,) = mt.grad(ops.conv(x, w, stride=2), [w], g, create_graph=True)
     np.testing.assert_allclose(dw.data, [[[3 * 1 + 5 * 3, 3 * 2 + 5 * 4, 3 * 3 + 5 * 5]]])
     dx, dg = mt.grad((dw * u).sum(), [x, g])
     np.testing.assert_allclose(dx.data, [[[3.0, 30.0, 300.0 + 5.0, 50.0, 500.0, 0.0]]])
@@ -54,7 +54,7 @@ def test_conv_input_gradient_keeps_positions_past_the_last_window():
     # window: output_padding gives dx its full length, zero at 2, 5 and 6
     x, w = _leaf(np.arange(7.0).reshape(1, 1, 7)), _leaf([[[2.0, 3.0]]])
     g = _leaf([[[1.0, -1.0]]])
-    (dx,) = mt.grad(ops.conv(x, w, strides=3), [x], g, create_graph=True)
+    (dx,) = mt.grad(ops.conv(x, w, stride=3), [x], g, create_graph=True)
     np.testing.assert_allclose(dx.data, [[[2.0, 3.0, 0.0, -2.0, -3.0, 0.0, 0.0]]])
     dw, dg = mt.grad(dx.sum(), [w, g])
     np.testing.assert_allclose(dw.data, [[[0.0, 0.0]]])  # sum(dx) = (g0 + g1) (w0 + w1)
@@ -71,7 +71,7 @@ def test_conv_third_derivative_matches_torch(group):
     for lib in ("ours", "torch"):
         if lib == "ours":
             x, w = _leaf(x_np), _leaf(w_np)
-            y = ops.conv(x, w, strides=(2, 1), pads=[1, 1, 1, 0], dilations=(1, 2), group=group)
+            y = ops.conv(x, w, None, (2, 1), ((1, 1), (1, 0)), (1, 2), group)
             grad, wrap = mt.grad, mt.tensor
         else:
             x, w = (torch.tensor(a, requires_grad=True) for a in (x_np, w_np))
@@ -97,7 +97,7 @@ def test_conv_transpose_second_derivatives_by_hand():
     x, w = _leaf([[[1.0, 2.0]]]), _leaf([[[3.0, 4.0]]])
     g = _leaf([[[1.0, 2.0, 3.0, 4.0]]])
     v = mt.tensor(np.array([[[1.0, 10.0]]]))
-    (dx,) = mt.grad(ops.conv_transpose(x, w, strides=2), [x], g, create_graph=True)
+    (dx,) = mt.grad(ops.conv_transpose(x, w, stride=2), [x], g, create_graph=True)
     np.testing.assert_allclose(dx.data, [[[3.0 + 8.0, 9.0 + 16.0]]])
     dw, dg = mt.grad((dx * v).sum(), [w, g])
     np.testing.assert_allclose(dw.data, [[[1.0 + 30.0, 2.0 + 40.0]]])
@@ -109,7 +109,7 @@ def test_max_pool_second_derivative_reads_grad_back_at_the_max():
     # dx = [0, g0 + g1, 0]; S = v . dx gives dS/dg = [v1, v1], and dx is flat in x
     x = _leaf([[[1.0, 3.0, 2.0]]])
     g = _leaf([[[2.0, 5.0]]])
-    (dx,) = mt.grad(ops.max_pool(x, 2), [x], g, create_graph=True)
+    (dx,) = mt.grad(ops.max_pool(x, 2, stride=1), [x], g, create_graph=True)
     np.testing.assert_allclose(dx.data, [[[0.0, 7.0, 0.0]]])
     dg, dx2 = mt.grad(
         (dx * mt.tensor(np.array([[[1.0, 10.0, 100.0]]]))).sum(), [g, x], allow_unused=True
@@ -125,7 +125,7 @@ def test_max_pool_window_over_no_input_sends_nothing():
     # none, so no plane mixes found and missing windows)
     x = _leaf([[[4.0], [1.0]]])
     g = _leaf([[[3.0], [5.0]]])
-    y = ops.max_pool(x, 2, strides=1, pads=1, dilations=2)
+    y = ops.max_pool(x, 2, stride=1, padding=1, dilation=2)
     assert np.all(np.isneginf(y.data))
     (dx,) = mt.grad(y, [x], g, create_graph=True)
     np.testing.assert_array_equal(dx.data, [[[0.0], [0.0]]])
@@ -139,7 +139,8 @@ def test_avg_pool_second_derivative_by_hand():
     # each window, dS/dg[o] = the mean of v over window o
     x = _leaf(np.arange(5.0).reshape(1, 1, 5))
     g = _leaf([[[2.0, 4.0, 6.0]]])
-    (dx,) = mt.grad(ops.avg_pool(x, 2, strides=2, ceil_mode=True), [x], g, create_graph=True)
+    y = ops.avg_pool(x, 2, ceil_mode=True, count_include_pad=False)
+    (dx,) = mt.grad(y, [x], g, create_graph=True)
     np.testing.assert_allclose(dx.data, [[[1.0, 1.0, 2.0, 2.0, 6.0]]])
     v = mt.tensor(np.array([[[1.0, 3.0, 10.0, 30.0, 100.0]]]))
     (dg,) = mt.grad((dx * v).sum(), [g])
@@ -151,7 +152,7 @@ def test_avg_pool_positions_past_the_last_window_get_nothing():
     # [2, 3] (divisor 2, the pad counted); 4 and 5 (and 1) are in none
     x = _leaf(np.zeros((1, 1, 6)))
     g = _leaf([[[2.0, 4.0]]])
-    y = ops.avg_pool(x, 2, strides=3, pads=[1, 0], count_include_pad=True)
+    y = ops.avg_pool(x, 2, stride=3, padding=((1, 0),))
     (dx,) = mt.grad(y, [x], g, create_graph=True)
     np.testing.assert_allclose(dx.data, [[[1.0, 0.0, 2.0, 2.0, 0.0, 0.0]]])
     (dg,) = mt.grad((dx * mt.tensor(np.arange(1.0, 7.0).reshape(1, 1, 6))).sum(), [g])

@@ -1,8 +1,8 @@
 """Transposed convolution: ops.conv_transpose (gradchecks, PyTorch's forward and gradients with
-ONNX's asymmetric pads, numba and numpy, float64 and float32), its identity with conv_grad's dX,
-F.conv_transpose1d/2d/3d, the ConvTranspose layers against PyTorch's (init, repr, output_size),
-and the errors. (Its samples, tests/samples/convolution/transposed.py, run through test_ops
-too.)"""
+asymmetric padding as (begin, end) pairs, numba and numpy, float64 and float32), its identity
+with conv_grad's dX, F.conv_transpose1d/2d/3d, the ConvTranspose layers against PyTorch's
+(init, repr, output_size), and the errors. (Its samples, tests/samples/convolution/transposed.py,
+run through test_ops too.)"""
 
 from __future__ import annotations
 
@@ -50,12 +50,21 @@ GEOMETRY_IDS = [
 ]
 
 
+def _padding(onnx_pads):
+    """ONNX pads as the op's padding: one int per dim where both ends agree, else (begin, end)
+    pairs."""
+    dims = len(onnx_pads) // 2
+    begins, ends = tuple(onnx_pads[:dims]), tuple(onnx_pads[dims:])
+    return begins if begins == ends else tuple(zip(begins, ends, strict=True))
+
+
 def _attrs(strides, pads, dilations, group, output_padding) -> dict:
+    """ops.conv_transpose's arguments for a geometry of GEOMETRIES."""
     return {
-        "strides": strides,
-        "pads": pads,
-        "dilations": dilations,
-        "group": group,
+        "stride": strides,
+        "padding": _padding(pads),
+        "dilation": dilations,
+        "groups": group,
         "output_padding": output_padding,
     }
 
@@ -136,7 +145,7 @@ def test_forward_is_conv_grads_dx(geometry):
     x_shape, w_shape, strides, pads, dilations, group, _ = geometry
     rng = np.random.default_rng(3)
     x, w = _normal(rng, *x_shape), _normal(rng, *w_shape)
-    y = ops.conv_transpose(x, w, strides=strides, pads=pads, dilations=dilations, group=group)
+    y = ops.conv_transpose(x, w, None, strides, _padding(pads), 0, group, dilations)
     conv_attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": group}
     dx, dw, db = ops.conv_grad(x, np.zeros(y.shape), w, **conv_attrs, need=(True, False, False))
     assert dw is None and db is None
@@ -148,13 +157,13 @@ def test_stride_past_the_kernel_leaves_gaps_at_zero_and_output_padding_adds_zero
     # positions 5, 6 get nothing
     x = np.array([[[1.0, 2.0]]])
     w = np.array([[[10.0, 100.0]]])
-    y = ops.conv_transpose(x, w, strides=3, output_padding=2)
+    y = ops.conv_transpose(x, w, stride=3, output_padding=2)
     np.testing.assert_array_equal(y.data, [[[10.0, 100.0, 0.0, 20.0, 200.0, 0.0, 0.0]]])
 
 
 def test_an_empty_batch_and_no_input_channels():
     w = mt.tensor(np.ones((2, 3, 2, 2)), requires_grad=True)
-    y = ops.conv_transpose(mt.tensor(np.zeros((0, 2, 3, 3))), w, strides=2)
+    y = ops.conv_transpose(mt.tensor(np.zeros((0, 2, 3, 3))), w, stride=2)
     assert y.shape == (0, 3, 6, 6)
     b = mt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     x = mt.tensor(np.zeros((2, 0, 3, 3)), requires_grad=True)
@@ -196,7 +205,7 @@ def test_backward_runs_only_the_kernels_the_inputs_need(monkeypatch, grad, calls
     rng = np.random.default_rng(4)
     values = [_normal(rng, 2, 4, 3, 3), _normal(rng, 4, 3, 2, 2), _normal(rng, 3)]
     inputs = [mt.tensor(v, requires_grad=i in grad) for i, v in enumerate(values)]
-    ops.conv_transpose(*inputs, strides=2).sum().backward()
+    ops.conv_transpose(*inputs, stride=2).sum().backward()
     expected = dict.fromkeys(["conv_grad_unchecked", "conv_forward", "_input_and_weight_grads"], 0)
     assert counts == {**expected, **calls, "im2col_into": im2cols}
     assert [t.grad is not None for t in inputs] == [i in grad for i in range(3)]
@@ -218,10 +227,10 @@ LAYOUTS = [(True, 0), (True, 1), (True, 2), (True, 3)]
 @pytest.mark.parametrize(
     "x_shape, w_shape, attrs",
     [
-        ((2, 4, 5), (4, 3, 3), {"pads": (2, 1), "dilations": 2, "group": 2}),
-        ((2, 3, 4, 3), (3, 2, 3, 2), {"pads": (1, 0, 0, 1), "dilations": (2, 3),
+        ((2, 4, 5), (4, 3, 3), {"padding": ((2, 1),), "dilation": 2, "groups": 2}),
+        ((2, 3, 4, 3), (3, 2, 3, 2), {"padding": ((1, 0), (0, 1)), "dilation": (2, 3),
                                       "output_padding": (1, 2)}),
-        ((2, 2, 3, 2, 3), (2, 2, 2, 3, 2), {"pads": 1, "dilations": (2, 1, 1),
+        ((2, 2, 3, 2, 3), (2, 2, 2, 3, 2), {"padding": 1, "dilation": (2, 1, 1),
                                             "output_padding": (1, 0, 0)}),
     ],
     ids=["1d_groups_dilated", "2d_output_padding_under_dilation", "3d"],
@@ -232,7 +241,7 @@ def test_every_layout_agrees_with_the_compact_one(
     # stride 1 lets the conv op pick its wide layouts, where x's size is not the natural output
     # size of a conv of y when output_padding reaches past the stride
     rng = np.random.default_rng(11)
-    filters = w_shape[1] * attrs.get("group", 1)
+    filters = w_shape[1] * attrs.get("groups", 1)
     values = [_normal(rng, *x_shape), _normal(rng, *w_shape), _normal(rng, filters)]
     with backend.use_numba(use_numba):
         monkeypatch.setattr(
@@ -250,7 +259,7 @@ def test_every_layout_agrees_with_the_compact_one(
             np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("attrs", [{"pads": 1}, {"strides": 2, "pads": 1}], ids=["s1", "s2"])
+@pytest.mark.parametrize("attrs", [{"padding": 1}, {"stride": 2, "padding": 1}], ids=["s1", "s2"])
 def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
     rng = np.random.default_rng(13)
     values = [_normal(rng, 5, 3, 4, 4), _normal(rng, 3, 2, 3, 3), _normal(rng, 2)]
@@ -260,7 +269,7 @@ def test_a_batch_in_chunks_matches_one_chunk(monkeypatch, attrs):
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("attrs", [{"pads": 1}, {"strides": 2, "pads": 1}], ids=["s1", "s2"])
+@pytest.mark.parametrize("attrs", [{"padding": 1}, {"stride": 2, "padding": 1}], ids=["s1", "s2"])
 def test_chunks_side_by_side_match_one_thread(monkeypatch, side_by_side_on, attrs):
     # the forward is conv_grad's dX, the backward _input_and_weight_grads: both in shares
     rng = np.random.default_rng(14)
@@ -309,7 +318,7 @@ def test_functional_matches_torch_with_its_positional_arguments(torch, x_shape, 
 def test_functional_defaults_are_stride_1_no_padding_one_group_dilation_1():
     rng = np.random.default_rng(6)
     x, w = _normal(rng, 1, 2, 4, 4), _normal(rng, 2, 3, 3, 3)
-    explicit = ops.conv_transpose(x, w, strides=1, pads=0, dilations=1, group=1, output_padding=0)
+    explicit = ops.conv_transpose(x, w, stride=1, padding=0, dilation=1, groups=1, output_padding=0)
     assert explicit.shape == (1, 3, 6, 6)
     np.testing.assert_array_equal(F.conv_transpose2d(x, w).data, explicit.data)
     np.testing.assert_array_equal(ops.conv_transpose(x, w).data, explicit.data)
@@ -442,47 +451,47 @@ ERRORS = [
     ),
     (
         "group_not_dividing_C",
-        lambda: ops.conv_transpose(_zeros(1, 4, 5), _zeros(4, 2, 3), group=3),
+        lambda: ops.conv_transpose(_zeros(1, 4, 5), _zeros(4, 2, 3), groups=3),
         ShapeError,
-        ["conv_transpose", "group 3", "C = 4", "(1, 4, 5)"],
+        ["conv_transpose", "groups 3", "C = 4", "(1, 4, 5)"],
     ),
     (
         "group_zero",
-        lambda: ops.conv_transpose(_zeros(1, 4, 5), _zeros(4, 2, 3), group=0),
+        lambda: ops.conv_transpose(_zeros(1, 4, 5), _zeros(4, 2, 3), groups=0),
         ArgumentError,
-        ["conv_transpose", "group", "positive", "0"],
+        ["conv_transpose", "groups", "positive", "0"],
     ),
     (
         "stride_zero",
-        lambda: ops.conv_transpose(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), strides=(1, 0)),
+        lambda: ops.conv_transpose(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), stride=(1, 0)),
         ArgumentError,
-        ["conv_transpose", "strides", ">= 1", "(1, 0)"],
+        ["conv_transpose", "stride", ">= 1", "(1, 0)"],
     ),
     (
         "dilation_negative",
-        lambda: ops.conv_transpose(_zeros(1, 1, 5), _zeros(1, 1, 3), dilations=-1),
+        lambda: ops.conv_transpose(_zeros(1, 1, 5), _zeros(1, 1, 3), dilation=-1),
         ArgumentError,
-        ["conv_transpose", "dilations", ">= 1", "-1"],
+        ["conv_transpose", "dilation", ">= 1", "-1"],
     ),
     (
-        "pads_negative",
-        lambda: ops.conv_transpose(_zeros(1, 1, 5), _zeros(1, 1, 3), pads=(1, -1)),
+        "padding_negative",
+        lambda: ops.conv_transpose(_zeros(1, 1, 5), _zeros(1, 1, 3), padding=((1, -1),)),
         ArgumentError,
-        ["conv_transpose", "pads", ">= 0", "(1, -1)"],
+        ["conv_transpose", "padding", ">= 0", "-1"],
     ),
     (
-        "pads_length",
-        lambda: ops.conv_transpose(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), pads=(1, 1, 1)),
+        "padding_length",
+        lambda: ops.conv_transpose(_zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), padding=(1, 1, 1)),
         ShapeError,
-        ["conv_transpose", "pads", "2 * 2", "(1, 1, 1)"],
+        ["conv_transpose", "padding", "2 values", "(1, 1, 1)"],
     ),
     (
         "output_padding_not_under_stride_or_dilation",
         lambda: ops.conv_transpose(
-            _zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), strides=(2, 2), output_padding=(1, 2)
+            _zeros(1, 1, 5, 5), _zeros(1, 1, 3, 3), stride=(2, 2), output_padding=(1, 2)
         ),
         ArgumentError,
-        ["conv_transpose", "output_padding", "smaller than either strides or dilations", "(1, 2)"],
+        ["conv_transpose", "output_padding", "smaller than either stride or dilation", "(1, 2)"],
     ),
     (
         "output_padding_negative",
@@ -492,21 +501,21 @@ ERRORS = [
     ),
     (
         "output_size_not_positive",
-        lambda: ops.conv_transpose(_zeros(1, 1, 1), _zeros(1, 1, 2), pads=(1, 1)),
+        lambda: ops.conv_transpose(_zeros(1, 1, 1), _zeros(1, 1, 2), padding=1),
         ShapeError,
         ["conv_transpose", "output size 0", "spatial dim 0", "(1 - 1) * 1 - 1 - 1"],
     ),
     (
         "bias_shape",
-        lambda: ops.conv_transpose(_zeros(1, 4, 5), _zeros(4, 3, 3), _zeros(3), group=2),
+        lambda: ops.conv_transpose(_zeros(1, 4, 5), _zeros(4, 3, 3), _zeros(3), groups=2),
         ShapeError,
-        ["conv_transpose", "bias", "(6,)", "(3,)", "group 2"],
+        ["conv_transpose", "bias", "(6,)", "(3,)", "groups 2"],
     ),
     (
         "integer_input",
         lambda: ops.conv_transpose(_zeros(1, 2, 5, dtype=np.int64), _zeros(2, 3, 3)),
         DTypeError,
-        ["conv_transpose", "X", "floating", "int64"],
+        ["conv_transpose", "input", "floating", "int64"],
     ),
     (
         "mixed_dtypes",
@@ -626,8 +635,8 @@ def test_errors_name_the_function_the_argument_and_the_values(call, error, words
 @pytest.mark.parametrize(
     "call",
     [
-        lambda x, w: ops.conv_transpose(x, w, group=3),
-        lambda x, w: ops.conv_transpose(x, w, strides=2, output_padding=2),
+        lambda x, w: ops.conv_transpose(x, w, groups=3),
+        lambda x, w: ops.conv_transpose(x, w, stride=2, output_padding=2),
         lambda x, w: F.conv_transpose2d(x, w, padding=-1),
     ],
     ids=["group", "output_padding", "padding"],

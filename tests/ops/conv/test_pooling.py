@@ -41,7 +41,7 @@ def test_max_pool_ties_send_the_gradient_to_the_first_max(use_numba):
     # window's max is the first 3 (position 1), so position 1 gets two gradients, 2 gets one
     x = _leaf([[[1.0, 3.0, 3.0, 2.0]]])
     with backend.use_numba(use_numba):
-        out = ops.max_pool(x, 2)
+        out = ops.max_pool(x, 2, stride=1)
         np.testing.assert_array_equal(out.data, [[[3.0, 3.0, 3.0]]])
         np.testing.assert_array_equal(
             _grad(out, x, np.array([[[1.0, 10.0, 100.0]]])), [[[0.0, 11.0, 100.0, 0.0]]]
@@ -65,7 +65,7 @@ def test_max_pool_with_nan_is_nan_like_torch(torch, use_numba):
     values = np.array([[[1.0, np.nan, 2.0, np.nan, 0.5, 4.0]]])
     x = _leaf(values)
     with backend.use_numba(use_numba):
-        out = ops.max_pool(x, 3, strides=1)
+        out = ops.max_pool(x, 3, stride=1)
         grad = _grad(out, x)
     tx = torch.tensor(values, requires_grad=True)
     expected = torch.nn.functional.max_pool1d(tx, 3, 1)
@@ -80,7 +80,7 @@ def test_a_window_over_padding_only_is_minus_inf_with_no_gradient(torch, use_num
     # L = 2, kernel 2, dilation 3, pad 1: the one window reads positions -1 and 2, both padding
     x = _leaf([[[1.0, 2.0]]])
     with backend.use_numba(use_numba):
-        out = ops.max_pool(x, 2, pads=1, dilations=3)
+        out = ops.max_pool(x, 2, stride=1, padding=1, dilation=3)
         np.testing.assert_array_equal(out.data, [[[-np.inf]]])
         np.testing.assert_array_equal(_grad(out, x), [[[0.0, 0.0]]])
     expected = torch.nn.functional.max_pool1d(torch.tensor([[[1.0, 2.0]]]), 2, 1, 1, dilation=3)
@@ -107,13 +107,13 @@ def test_ceil_mode_output_sizes_match_torch(torch, length, kernel, stride, pad, 
             ).shape
         except RuntimeError:  # PyTorch: "Output size is too small"
             theirs = None
-        pools = [functools.partial(ops.max_pool, dilations=dilation)]
+        pools = [functools.partial(ops.max_pool, dilation=dilation)]
         for pool in pools + [ops.avg_pool] * (dilation == 1):
             if theirs is None:
                 with pytest.raises(ShapeError, match="padded input's"):
-                    pool(x, kernel, strides=stride, pads=pad, ceil_mode=ceil_mode)
+                    pool(x, kernel, stride=stride, padding=pad, ceil_mode=ceil_mode)
             else:
-                ours = pool(x, kernel, strides=stride, pads=pad, ceil_mode=ceil_mode)
+                ours = pool(x, kernel, stride=stride, padding=pad, ceil_mode=ceil_mode)
                 assert ours.shape == tuple(theirs)
 
 
@@ -164,11 +164,11 @@ def test_ceil_mode_drops_a_last_window_that_starts_in_the_right_padding():
     # L = 4, kernel 2, stride 3, pad 1: ceil((4 + 2 - 2) / 3) + 1 = 3 windows, but the third
     # would start at 2 * 3 - 1 = 5, past the input (4) and its left padding: 2 windows
     x = np.arange(4.0).reshape(1, 1, 4)
-    out = ops.max_pool(x, 2, strides=3, pads=1, ceil_mode=True)
+    out = ops.max_pool(x, 2, stride=3, padding=1, ceil_mode=True)
     np.testing.assert_array_equal(out.data, [[[0.0, 3.0]]])  # windows [-1, 0] and [2, 3]
     # L = 6 instead: the third window starts at 6 - 1 = 5, inside the input, and stays,
     # reaching into the right padding
-    out = ops.max_pool(np.arange(6.0).reshape(1, 1, 6), 2, strides=3, pads=1, ceil_mode=True)
+    out = ops.max_pool(np.arange(6.0).reshape(1, 1, 6), 2, stride=3, padding=1, ceil_mode=True)
     np.testing.assert_array_equal(out.data, [[[0.0, 3.0, 5.0]]])
 
 
@@ -177,8 +177,8 @@ def test_count_include_pad_by_hand(use_numba):
     # [1, 2, 3, 4], kernel 3, stride 1, pad 1: windows [0 1 2] [1 2 3] [2 3 4] [3 4 0]
     x = _leaf([[[1.0, 2.0, 3.0, 4.0]]])
     with backend.use_numba(use_numba):
-        include = ops.avg_pool(x, 3, pads=1, count_include_pad=True)
-        exclude = ops.avg_pool(x, 3, pads=1)
+        include = ops.avg_pool(x, 3, 1, 1)
+        exclude = ops.avg_pool(x, 3, 1, 1, count_include_pad=False)
         np.testing.assert_allclose(include.data, [[[3 / 3, 6 / 3, 9 / 3, 7 / 3]]])
         np.testing.assert_allclose(exclude.data, [[[3 / 2, 6 / 3, 9 / 3, 7 / 2]]])
         # each element gets 1/divisor from every window holding it
@@ -193,7 +193,7 @@ def test_count_include_pad_does_not_count_the_ceil_mode_overhang(torch, use_numb
     # runs to 5: the padded input ends at 4 + 1 = 5, so it counts 2 (positions 3, 4), not 3
     x = _leaf([[[1.0, 2.0, 3.0, 4.0]]])
     with backend.use_numba(use_numba):
-        out = ops.avg_pool(x, 3, strides=2, pads=1, ceil_mode=True, count_include_pad=True)
+        out = ops.avg_pool(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=True)
     np.testing.assert_allclose(out.data, [[[3 / 3, 9 / 3, 4 / 2]]])
     expected = torch.nn.functional.avg_pool1d(torch.from_numpy(x.data), 3, 2, 1, ceil_mode=True)
     np.testing.assert_allclose(out.data, expected.numpy())
@@ -203,7 +203,7 @@ def test_count_include_pad_does_not_count_the_ceil_mode_overhang(torch, use_numb
 def test_divisor_override_by_hand(use_numba):
     x = _leaf(np.arange(16.0).reshape(1, 1, 4, 4))
     with backend.use_numba(use_numba):
-        out = ops.avg_pool(x, 2, strides=2, divisor_override=3)
+        out = ops.avg_pool(x, 2, divisor_override=3)
         # window sums: 0+1+4+5, 2+3+6+7, 8+9+12+13, 10+11+14+15
         np.testing.assert_allclose(out.data, [[[[10 / 3, 18 / 3], [42 / 3, 50 / 3]]]])
         np.testing.assert_allclose(_grad(out, x), np.full((1, 1, 4, 4), 1 / 3))
@@ -289,15 +289,14 @@ def test_avg_pool_grad_kernel_matches_torch(
     dy = rng.standard_normal(expected.shape)
     expected.backward(torch.from_numpy(dy))
     attrs = {
-        "strides": strides,
-        "pads": pads,
         "ceil_mode": ceil_mode,
         "count_include_pad": count_include_pad,
         "divisor_override": divisor_override,
     }
+    padding = tuple(zip(pads[:dims], pads[dims:], strict=True))  # (begin, end) per dim
     with backend.use_numba(use_numba):
-        out = ops.avg_pool(values, kernel, **attrs)
-        dx = ops.avg_pool_grad(dy, shape, kernel, **attrs)
+        out = ops.avg_pool(values, kernel, strides, padding, **attrs)
+        dx = ops.avg_pool_grad(dy, shape, kernel, strides=strides, pads=pads, **attrs)
     np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-13, atol=1e-14)
 
@@ -317,24 +316,33 @@ def test_adaptive_avg_pool_grad_kernel_matches_torch(torch, shape, output_size):
 
 
 POOLS = [
-    ("max_1d", (3, 4, 11), lambda x: ops.max_pool(x, 3, strides=2, pads=1, ceil_mode=True)),
+    ("max_1d", (3, 4, 11), lambda x: ops.max_pool(x, 3, stride=2, padding=1, ceil_mode=True)),
     (
         "max_2d_dilated",
         (2, 3, 9, 8),
-        lambda x: ops.max_pool(x, (3, 2), strides=(2, 1), pads=(1, 1, 1, 0), dilations=(2, 3)),
+        lambda x: ops.max_pool(x, (3, 2), stride=(2, 1), padding=((1, 1), (1, 0)), dilation=(2, 3)),
     ),
-    ("max_3d", (2, 2, 5, 6, 4), lambda x: ops.max_pool(x, 2, strides=(1, 2, 1), pads=1)),
-    ("avg_1d", (3, 4, 11), lambda x: ops.avg_pool(x, 4, strides=3, pads=2, ceil_mode=True)),
+    ("max_3d", (2, 2, 5, 6, 4), lambda x: ops.max_pool(x, 2, stride=(1, 2, 1), padding=1)),
+    (
+        "avg_1d",
+        (3, 4, 11),
+        lambda x: ops.avg_pool(x, 4, stride=3, padding=2, ceil_mode=True, count_include_pad=False),
+    ),
     (
         "avg_2d_include_pad",
         (2, 3, 9, 8),
-        lambda x: ops.avg_pool(x, 3, strides=2, pads=1, count_include_pad=True, ceil_mode=True),
+        lambda x: ops.avg_pool(x, 3, stride=2, padding=1, count_include_pad=True, ceil_mode=True),
     ),
     (
         "avg_3d_divisor",
         (2, 2, 5, 6, 4),
         lambda x: ops.avg_pool(
-            x, (2, 3, 2), strides=2, pads=(1, 1, 0, 0, 1, 1), divisor_override=7
+            x,
+            (2, 3, 2),
+            stride=2,
+            padding=((1, 0), (1, 1), (0, 1)),
+            count_include_pad=False,
+            divisor_override=7,
         ),
     ),
 ]
@@ -444,7 +452,7 @@ def test_registry_names_the_backward_kernels(name, display):
 
 def test_max_pool_saves_only_where_each_max_came_from():
     x = _leaf(np.arange(16.0).reshape(1, 1, 4, 4))
-    out = ops.max_pool(x, 2, strides=2)
+    out = ops.max_pool(x, 2)
     assert out.grad_fn.name == "MaxPoolGrad"
     saved = out.grad_fn.saved_arrays()
     assert list(saved) == ["indices"]
@@ -454,19 +462,38 @@ def test_max_pool_saves_only_where_each_max_came_from():
     assert avg.grad_fn.saved_arrays() == {}
 
 
-def test_functional_defaults_stride_to_the_kernel_size():
+def test_defaults_stride_to_the_kernel_size():
     rng = np.random.default_rng(6)
     values = rng.standard_normal((2, 3, 6, 6))
+    for pool in (ops.max_pool, F.max_pool2d):
+        np.testing.assert_array_equal(pool(values, 3).data, ops.max_pool(values, 3, stride=3).data)
+    for pool in (ops.avg_pool, F.avg_pool2d):
+        np.testing.assert_array_equal(
+            pool(values, 2).data,
+            ops.avg_pool(values, 2, stride=2, count_include_pad=True).data,
+        )
     np.testing.assert_array_equal(
-        F.max_pool2d(values, 3).data, ops.max_pool(values, 3, strides=3).data
+        F.avg_pool1d(values[0], 2, stride=[]).data, ops.avg_pool(values[0], 2, stride=2).data
     )
     np.testing.assert_array_equal(
-        F.avg_pool2d(values, 2).data,
-        ops.avg_pool(values, 2, strides=2, count_include_pad=True).data,
+        ops.avg_pool(values[0], 2, stride=()).data, ops.avg_pool(values[0], 2, stride=2).data
     )
-    np.testing.assert_array_equal(
-        F.avg_pool1d(values[0], 2, stride=[]).data, ops.avg_pool(values[0], 2, strides=2).data
-    )
+
+
+def test_return_indices_of_the_op_are_max_pool_grads_routes(torch):
+    # the op's indices, for 1 to 3 spatial dims, are PyTorch's and what its gradient follows
+    rng = np.random.default_rng(10)
+    for shape in ((2, 3, 9), (2, 3, 7, 6), (1, 2, 5, 4, 5)):
+        values = rng.standard_normal(shape)
+        x = mt.tensor(values, requires_grad=True)
+        out, indices = ops.max_pool(x, 3, 2, 1, ceil_mode=True, return_indices=True)
+        pool = getattr(torch.nn.functional, f"max_pool{len(shape) - 2}d")
+        _, expected = pool(torch.from_numpy(values), 3, 2, 1, ceil_mode=True, return_indices=True)
+        np.testing.assert_array_equal(indices.data, expected.numpy())
+        assert indices.dtype == np.int64 and not indices.requires_grad
+        dy = rng.standard_normal(out.shape)
+        out.backward(dy)
+        np.testing.assert_array_equal(x.grad.data, ops.max_pool_grad(dy, indices.data, shape))
 
 
 def test_functional_pooling_of_an_unbatched_input(torch):
@@ -532,9 +559,15 @@ ERRORS = [
     ),
     (
         "pad_over_half_kernel",
-        lambda: ops.max_pool(_zeros(1, 1, 5, 5), 3, pads=2),
+        lambda: ops.max_pool(_zeros(1, 1, 5, 5), 3, padding=2),
         ValueError,
-        ["max_pool", "pads", "at most 1", "kernel 3"],
+        ["max_pool", "padding", "at most 1", "kernel 3"],
+    ),
+    (
+        "avg_pool_grad_pad_over_half_kernel",
+        lambda: ops.avg_pool_grad(_zeros(1, 1, 3, 3), (1, 1, 5, 5), 3, pads=(0, 0, 2, 2)),
+        ValueError,
+        ["avg_pool_grad", "pads", "at most 1", "kernel 3"],
     ),
     (
         "torch_pad_over_half_kernel",
@@ -562,9 +595,9 @@ ERRORS = [
     ),
     (
         "stride_zero",
-        lambda: ops.max_pool(_zeros(1, 1, 5), 2, strides=0),
+        lambda: ops.max_pool(_zeros(1, 1, 5), 2, stride=0),
         ValueError,
-        ["max_pool", "strides", ">= 1"],
+        ["max_pool", "stride", ">= 1"],
     ),
     (
         "torch_stride_zero",
@@ -582,13 +615,25 @@ ERRORS = [
         "kernel_dims",
         lambda: ops.avg_pool(_zeros(1, 1, 5, 5), (2, 2, 2)),
         ShapeError,
-        ["avg_pool", "kernel_shape", "2 values"],
+        ["avg_pool", "kernel_size", "2 values"],
     ),
     (
-        "pads_length",
-        lambda: ops.avg_pool(_zeros(1, 1, 5, 5), 2, pads=(1, 1)),
+        "padding_length",
+        lambda: ops.avg_pool(_zeros(1, 1, 5, 5), 2, padding=(1, 1, 1)),
         ShapeError,
-        ["avg_pool", "pads", "2 * 2"],
+        ["avg_pool", "padding", "2 values"],
+    ),
+    (
+        "avg_pool_grad_kernel_dims",
+        lambda: ops.avg_pool_grad(_zeros(1, 1, 2, 2), (1, 1, 5, 5), (2, 2, 2)),
+        ShapeError,
+        ["avg_pool_grad", "kernel_shape", "2 values"],
+    ),
+    (
+        "avg_pool_grad_pads_length",
+        lambda: ops.avg_pool_grad(_zeros(1, 1, 2, 2), (1, 1, 5, 5), 2, pads=(1, 1)),
+        ShapeError,
+        ["avg_pool_grad", "pads", "2 * 2"],
     ),
     (
         "divisor_zero",

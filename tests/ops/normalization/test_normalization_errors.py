@@ -134,7 +134,7 @@ ERRORS = {
     "layer_norm_axis_out_of_range": (
         lambda: ops.layer_norm(_ones(2, 3), axis=2),
         ShapeError,
-        ["layer_norm", "axis 2"],
+        ["layer_norm", "dim 2"],
     ),
     "normalized_shape_mismatch": (
         lambda: ops.layer_norm(_ones(2, 3, 4), (5,)),

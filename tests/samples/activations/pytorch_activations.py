@@ -124,3 +124,25 @@ SAMPLES: dict[str, list[Sample]] = {
         ]
     ],
 }
+
+
+# tanhshrink and glu, composed of registered ops
+COMPOSED: dict[str, list[Sample]] = {
+    "tanhshrink": [
+        Sample(name, draws(values), ops.tanhshrink, torch_fn("tanhshrink"))
+        for name, values in [("matrix", normal(3, 4)), ("zero_d", normal())]
+    ],
+    "glu": [
+        Sample(
+            name,
+            draws(values),
+            lambda x, args=args: ops.glu(x, *args),
+            lambda x, args=args: torch.nn.functional.glu(x, *args),
+        )
+        for name, values, args in [
+            ("last_dim", normal(3, 4), ()),
+            ("dim0", normal(4, 3), (0,)),
+            ("3d_dim1", normal(2, 6, 3), (1,)),
+        ]
+    ],
+}

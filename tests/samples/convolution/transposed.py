@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from op_samples import Sample, draws, normal
+from op_samples import Sample, draws, normal, onnx_to_padding
 from reference import torch
 
 from minitrain import ops
@@ -10,23 +10,17 @@ from minitrain.nn import functional
 
 
 def _conv_transpose(name, x_shape, w_shape, bias=True, pads=None, grad=None, **kw) -> Sample:
-    """ops.conv_transpose of a normal x and w (C, M/group, *kernel) (and bias); the reference
-    runs PyTorch's without padding and crops the ONNX `pads` off each end, `kw` holds the
-    other ops.conv_transpose attributes."""
+    """ops.conv_transpose of a normal x and w (C, M/groups, *kernel) (and bias), padded by the
+    ONNX `pads` (passed as its padding: ints, or (begin, end) pairs where they differ); the
+    reference runs PyTorch's without padding and crops the pads off each end. `kw` holds
+    ops.conv_transpose's other arguments (PyTorch's)."""
     dims = len(x_shape) - 2
     reference = getattr(torch.nn.functional, f"conv_transpose{dims}d") if torch else None
-    filters = w_shape[1] * kw.get("group", 1)
+    filters = w_shape[1] * kw.get("groups", 1)
+    padding = 0 if pads is None else onnx_to_padding(pads)
 
     def ref(x, w, b=None):
-        full = reference(
-            x,
-            w,
-            b,
-            stride=kw.get("strides", 1),
-            output_padding=kw.get("output_padding", 0),
-            groups=kw.get("group", 1),
-            dilation=kw.get("dilations", 1),
-        )
+        full = reference(x, w, b, **kw)
         begins, ends = (pads[:dims], pads[dims:]) if pads else ((0,) * dims, (0,) * dims)
         crop = tuple(slice(b, n - e) for b, e, n in zip(begins, ends, full.shape[2:], strict=True))
         return full[(slice(None), slice(None)) + crop]
@@ -35,7 +29,7 @@ def _conv_transpose(name, x_shape, w_shape, bias=True, pads=None, grad=None, **k
     return Sample(
         name,
         draws(*specs),
-        lambda x, w, b=None: ops.conv_transpose(x, w, b, pads=pads, **kw),
+        lambda x, w, b=None: ops.conv_transpose(x, w, b, padding=padding, **kw),
         ref,
         grad=grad,
     )
@@ -64,43 +58,43 @@ SAMPLES: dict[str, list[Sample]] = {
             (2, 2, 4),
             (2, 3, 3),
             pads=[2, 1],
-            strides=2,
-            dilations=2,
+            stride=2,
+            dilation=2,
             output_padding=1,
         ),
-        _conv_transpose("1d_depthwise_stride3", (2, 3, 4), (3, 1, 2), strides=3, group=3),
-        _conv_transpose("2d_k4_s2_p1", (2, 3, 3, 4), (3, 2, 4, 4), pads=[1, 1, 1, 1], strides=2),
+        _conv_transpose("1d_depthwise_stride3", (2, 3, 4), (3, 1, 2), stride=3, groups=3),
+        _conv_transpose("2d_k4_s2_p1", (2, 3, 3, 4), (3, 2, 4, 4), pads=[1, 1, 1, 1], stride=2),
         _conv_transpose(
             "2d_groups_asymmetric_pads",
             (2, 4, 4, 3),
             (4, 3, 3, 2),
             pads=[1, 0, 2, 1],
-            strides=(2, 1),
-            dilations=(1, 2),
-            group=2,
+            stride=(2, 1),
+            dilation=(1, 2),
+            groups=2,
             output_padding=(1, 1),
         ),
-        _conv_transpose("2d_depthwise", (1, 3, 3, 3), (3, 2, 3, 3), pads=[1, 1, 1, 1], group=3),
+        _conv_transpose("2d_depthwise", (1, 3, 3, 3), (3, 2, 3, 3), pads=[1, 1, 1, 1], groups=3),
         # stride 1, dilation 3: output_padding 2 is allowed (smaller than the dilation) and adds
         # positions no input reaches
         _conv_transpose(
             "2d_output_padding_under_dilation",
             (1, 2, 3, 3),
             (2, 2, 2, 2),
-            dilations=3,
+            dilation=3,
             output_padding=(2, 1),
         ),
-        _conv_transpose("2d_frozen_weight", (2, 2, 3, 3), (2, 3, 3, 3), strides=2, grad=(0, 2)),
-        _conv_transpose("2d_first_layer", (2, 2, 3, 3), (2, 3, 3, 3), strides=2, grad=(1, 2)),
+        _conv_transpose("2d_frozen_weight", (2, 2, 3, 3), (2, 3, 3, 3), stride=2, grad=(0, 2)),
+        _conv_transpose("2d_first_layer", (2, 2, 3, 3), (2, 3, 3, 3), stride=2, grad=(1, 2)),
         _conv_transpose("2d_input_only", (2, 2, 3, 3), (2, 3, 2, 2), bias=False, grad=(0,)),
         _conv_transpose(
             "3d_strides_groups_asymmetric_pads",
             (1, 4, 3, 2, 3),
             (4, 1, 2, 2, 3),
             pads=[1, 0, 0, 0, 1, 1],
-            strides=(2, 1, 2),
-            dilations=(1, 2, 1),
-            group=2,
+            stride=(2, 1, 2),
+            dilation=(1, 2, 1),
+            groups=2,
             output_padding=(1, 1, 0),
         ),
         _conv_transpose("3d_pad1", (1, 2, 2, 3, 2), (2, 2, 3, 2, 2), pads=[1, 1, 1, 1, 0, 0]),

@@ -1,14 +1,14 @@
-"""Samples of ops/reductions/reduction.py: every kind of axis, with and without keepdims."""
+"""Samples of ops/reductions/reduction.py: every kind of dim, with and without keepdim."""
 
 from __future__ import annotations
 
-from op_samples import Draw, Sample, distinct, draws, nonzero, normal, with_zeros
+from op_samples import Draw, Sample, draws, nonzero, normal, with_zeros
 from reference import torch
 
 from minitrain import ops
 
 
-def _dims(x, axis):
+def dims_of(x, axis):
     """A minitrain axis as a PyTorch dim: None becomes every dim of x, spelled out."""
     return tuple(range(x.ndim)) if axis is None else axis
 
@@ -23,7 +23,7 @@ def _torch_prod(x, axis, keepdims):
     return x if keepdims or not dims else x.squeeze(dims)
 
 
-_REDUCTION_AXES = [  # (shape, axis, keepdims)
+REDUCTION_DIMS = [  # (shape, axis, keepdims)
     ((3, 4), None, False),
     ((3, 4), None, True),
     ((3, 4), 0, False),
@@ -42,7 +42,7 @@ def _reduction_name(shape, axis, keepdims) -> str:
     return f"{dims}_axis{axes}" + ("_keep" if keepdims else "")
 
 
-def _reduction(call, ref, values=normal, axes=_REDUCTION_AXES) -> list[Sample]:
+def reduction_samples(call, ref, values=normal, axes=REDUCTION_DIMS) -> list[Sample]:
     """One sample per (shape, axis, keepdims); `call(x, axis, keepdims)`, `ref` likewise."""
     samples = []
     for shape, axis, keepdims in axes:
@@ -59,16 +59,16 @@ def _reduction(call, ref, values=normal, axes=_REDUCTION_AXES) -> list[Sample]:
 
 def _spread_samples(op, torch_name: str) -> list[Sample]:
     """var / std: the reduction samples, then corrections 0 and 2 (PyTorch's `correction`)."""
-    reductions = _reduction(
-        op,
+    reductions = reduction_samples(
+        lambda x, a, k: op(x, a, keepdim=k),
         lambda x, a, k: getattr(torch, torch_name)(x, a, keepdim=k, correction=1),
-        axes=_REDUCTION_AXES[:-1],  # not 0-d: one value leaves no degrees of freedom
+        axes=REDUCTION_DIMS[:-1],  # not 0-d: one value leaves no degrees of freedom
     )
     return reductions + [
         Sample(
             f"correction{c}_axis{axis}",
             draws(normal(3, 4)),
-            lambda x, c=c, axis=axis: op(x, axis, False, correction=c),
+            lambda x, c=c, axis=axis: op(x, axis, correction=c),
             lambda x, c=c, axis=axis: getattr(torch, torch_name)(x, axis, correction=c),
         )
         for c, axis in [(0, None), (0, 1), (2, 1), (0, -2)]
@@ -76,12 +76,12 @@ def _spread_samples(op, torch_name: str) -> list[Sample]:
 
 
 SAMPLES: dict[str, list[Sample]] = {
-    "sum": _reduction(ops.sum, lambda x, a, k: torch.sum(x, _dims(x, a), keepdim=k))
+    "sum": reduction_samples(ops.sum, lambda x, a, k: torch.sum(x, dims_of(x, a), keepdim=k))
     + [
         Sample(
             "empty_axis",
             draws(normal(2, 0, 3)),
-            lambda x: ops.sum(x, axis=1),
+            lambda x: ops.sum(x, dim=1),
             lambda x: torch.sum(x, 1),
         ),
         Sample(
@@ -93,14 +93,14 @@ SAMPLES: dict[str, list[Sample]] = {
         Sample(
             "empty_result",
             draws(normal(0, 3)),
-            lambda x: ops.sum(x, axis=1, keepdims=True),
+            lambda x: ops.sum(x, dim=1, keepdim=True),
             lambda x: torch.sum(x, 1, keepdim=True),
         ),
     ],
-    "mean": _reduction(ops.mean, lambda x, a, k: torch.mean(x, _dims(x, a), keepdim=k)),
+    "mean": reduction_samples(ops.mean, lambda x, a, k: torch.mean(x, dims_of(x, a), keepdim=k)),
     # prod's gradient with zeros: one zero in a slice gets the product of the rest, the others
     # nothing; two or more zeros give the whole slice no gradient
-    "prod": _reduction(ops.prod, _torch_prod)
+    "prod": reduction_samples(ops.prod, _torch_prod)
     + [
         Sample(
             name,
@@ -118,28 +118,22 @@ SAMPLES: dict[str, list[Sample]] = {
             ("empty_axis", (2, 0), (), 1, False),
         ]
     ],
-    "max": _reduction(
-        ops.max, lambda x, a, k: torch.amax(x, _dims(x, a), keepdim=k), values=distinct
-    ),
-    "min": _reduction(
-        ops.min, lambda x, a, k: torch.amin(x, _dims(x, a), keepdim=k), values=distinct
-    ),
     "var": _spread_samples(ops.var, "var"),
     "std": _spread_samples(ops.std, "std"),
-    "logsumexp": _reduction(
-        ops.logsumexp, lambda x, a, k: torch.logsumexp(x, _dims(x, a), keepdim=k)
+    "logsumexp": reduction_samples(
+        ops.logsumexp, lambda x, a, k: torch.logsumexp(x, dims_of(x, a), keepdim=k)
     )
     + [
         Sample(
             "large_values",
             draws(Draw(lambda rng: 1e3 + rng.standard_normal((3, 4)))),
-            lambda x: ops.logsumexp(x, axis=1),
+            lambda x: ops.logsumexp(x, dim=1),
             lambda x: torch.logsumexp(x, 1),
         ),
         Sample(
             "empty_axis",
             draws(normal(2, 0)),
-            lambda x: ops.logsumexp(x, axis=1),
+            lambda x: ops.logsumexp(x, dim=1),
             lambda x: torch.logsumexp(x, 1),
         ),
     ],

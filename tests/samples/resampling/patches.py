@@ -30,19 +30,19 @@ SAMPLES: dict[str, list[Sample]] = {
         Sample(
             "2d_stride_pads_dilations",
             draws(normal(1, 2, 7, 6)),
-            lambda x: ops.unfold_patches(x, 3, strides=2, pads=1, dilations=(1, 2)),
+            lambda x: ops.unfold_patches(x, 3, dilation=(1, 2), padding=1, stride=2),
             lambda x: torch.nn.functional.unfold(x, 3, dilation=(1, 2), padding=1, stride=2),
         ),
         Sample(
             "1d",
             draws(normal(2, 3, 9)),
-            lambda x: ops.unfold_patches(x, 3, strides=2, pads=1),
+            lambda x: ops.unfold_patches(x, 3, padding=1, stride=2),
             lambda x: torch.nn.functional.unfold(x[:, :, None], (1, 3), padding=(0, 1), stride=2),
         ),
         Sample(
             "3d",
             draws(normal(1, 2, 4, 4, 5)),
-            lambda x: ops.unfold_patches(x, 2, strides=(1, 2, 2)),
+            lambda x: ops.unfold_patches(x, 2, stride=(1, 2, 2)),
             lambda x: _windows_3d(x, (2, 2, 2), (1, 2, 2)),
         ),
         Sample(
@@ -62,7 +62,7 @@ SAMPLES: dict[str, list[Sample]] = {
         Sample(
             "2d_overlapping_pads_dilations",
             draws(normal(1, 18, 28)),
-            lambda x: ops.fold_patches(x, (7, 6), 3, pads=1, dilations=(1, 2)),
+            lambda x: ops.fold_patches(x, (7, 6), 3, dilation=(1, 2), padding=1),
             lambda x: torch.nn.functional.fold(x, (7, 6), 3, dilation=(1, 2), padding=1),
         ),
         Sample(

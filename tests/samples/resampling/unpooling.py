@@ -49,9 +49,15 @@ SAMPLES: dict[str, list[Sample]] = {
         _max_unpool("2d_unbatched", (3, 4, 6), 2, dims=2),
         _max_unpool("3d", (1, 2, 4, 4, 6), (2, 2, 3)),
         Sample(
-            "ops_max_unpool_onnx_names",
+            "ops_max_unpool_stride_padding",
+            lambda rng: _pooled((1, 2, 7, 7), 2, 2, 2, 1)(rng),
+            lambda x, indices: ops.max_unpool(x, indices, 2, 2, 1, (7, 7)),
+            lambda x, indices: torch.nn.functional.max_unpool2d(x, indices, 2, 2, 1, (7, 7)),
+        ),
+        Sample(
+            "ops_max_unpool_default_stride",
             lambda rng: _pooled((2, 2, 6, 4), 2, 2)(rng),
-            lambda x, indices: ops.max_unpool(x, indices, 2, strides=2),
+            lambda x, indices: ops.max_unpool(x, indices, 2),
             lambda x, indices: torch.nn.functional.max_unpool2d(x, indices, 2),
         ),
     ],
