@@ -20,7 +20,7 @@ __all__ = [
     "cosine_similarity", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
     "std_mean", "var_mean", "remainder", "floor_divide", "equal", "bitwise_and",
     "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
-    "rsqrt", "square", "reciprocal", "round", "pow", "clamp_min", "clamp_max",
+    "pow",
     "t", "squeeze", "unsqueeze",
     "split", "clone", "detach",
     "numel", "is_tensor", "from_numpy", "float", "double", "half", "long", "int", "short", "int8",
@@ -79,11 +79,6 @@ def from_numpy(ndarray) -> Tensor:
     return Tensor(ndarray)
 
 
-rsqrt = _of_tensor(Tensor.rsqrt)
-square = _of_tensor(Tensor.square)
-reciprocal = _of_tensor(Tensor.reciprocal)
-
-
 # input may be a number where PyTorch's takes one: torch.remainder(7, x), torch.bitwise_and(1, x)
 def remainder(input, other):  # noqa: A002
     """input % other, with other's sign (Python's %)."""
@@ -126,9 +121,6 @@ def bitwise_right_shift(input, other):  # noqa: A002
 
 # tests, logic and bits: bool or integer results, outside the graph
 equal = _of_tensor(Tensor.equal)
-round = _of_tensor(Tensor.round)  # noqa: A001
-clamp_min = _of_tensor(Tensor.clamp_min)
-clamp_max = _of_tensor(Tensor.clamp_max)
 
 
 def pow(input, exponent):  # noqa: A001, A002

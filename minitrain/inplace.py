@@ -194,22 +194,6 @@ class InPlaceMethods:
         """In-place `neg`: its result written into this tensor, which is returned."""
         return write_in_place(self, lambda: -self, "neg_")
 
-    def rsqrt_(self):
-        """In-place `rsqrt`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.rsqrt, "rsqrt_")
-
-    def square_(self):
-        """In-place `square`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.square, "square_")
-
-    def reciprocal_(self):
-        """In-place `reciprocal`: its result written into this tensor, which is returned."""
-        return write_in_place(self, self.reciprocal, "reciprocal_")
-
-    def round_(self, *, decimals: int = 0):
-        """In-place `round`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.round(decimals=decimals), "round_")
-
     def cumsum_(self, dim, *, dtype=None):
         """In-place `cumsum`: its result written into this tensor, which is returned."""
         if dtype is not None and np.dtype(dtype) != self.dtype:
@@ -218,14 +202,6 @@ class InPlaceMethods:
                 f"in-place result keeps its tensor's dtype (as in PyTorch)"
             )
         return write_in_place(self, lambda: self.cumsum(dim), "cumsum_")
-
-    def clamp_min_(self, min):  # noqa: A002
-        """In-place `clamp_min`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.clamp_min(min), "clamp_min_")
-
-    def clamp_max_(self, max):  # noqa: A002
-        """In-place `clamp_max`: its result written into this tensor, which is returned."""
-        return write_in_place(self, lambda: self.clamp_max(max), "clamp_max_")
 
     def fill_(self, value):
         """Every element set to value (a number or a 0-d tensor, which gets the gradient)."""

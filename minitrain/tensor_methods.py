@@ -51,35 +51,11 @@ class TensorMethods:
 
     # Elementwise math by other names (clamp_min, square, ...): each calls its op.
 
-    def clamp_min(self, min):  # noqa: A002
-        """The elements limited from below by the number `min`: `clamp(min=min)`."""
-        return ops.clip(self, min, None)
-
-    def clamp_max(self, max):  # noqa: A002
-        """The elements limited from above by the number `max`: `clamp(max=max)`."""
-        return ops.clip(self, None, max)
-
-    def square(self):
-        """self ** 2 (a bool tensor gives int64, as in PyTorch)."""
-        return ops.pow(self, 2)
-
-    def rsqrt(self):
-        """1 / sqrt(self), as self ** -0.5."""
-        return ops.pow(self, -0.5)
-
-    def reciprocal(self):
-        """1 / self (an integer tensor gives float32, as in PyTorch)."""
-        return ops.div(1, self)
-
     # Tests, outside the graph (the other pointwise methods: their ops declare them).
 
     def equal(self, other) -> bool:
         """Whether other has self's shape and elements (one bool; `==` is elementwise)."""
         return ops.array_equal(self, other)
-
-    def round(self, *, decimals: int = 0):
-        """Rounded to `decimals` places, halves to even; the gradient is zero."""
-        return ops.round(self, decimals)
 
     def where(self, condition, other):
         """self where condition is True, other elsewhere: where(condition, self, other)."""

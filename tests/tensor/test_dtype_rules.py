@@ -123,7 +123,7 @@ def test_sum_of_unsigned_is_int64_with_the_carry_kept():
         (lambda a: ops.ceil(a), "ceil", np.bool_),
         (lambda a: ops.trunc(a), "trunc", np.bool_),
         (lambda a: ops.round(a), "round", np.bool_),
-        (lambda a: ops.round(a, 2), "round", np.int16),
+        (lambda a: ops.round(a, decimals=2), "round", np.int16),
         (lambda a: ops.argmax(a), "argmax", np.bool_),
         (lambda a: ops.argmin(a, 0), "argmin", np.bool_),
         (lambda a: ops.relu(a), "relu", np.bool_),

@@ -14,6 +14,8 @@ from ..core.variants import variants
 __all__ = [
     "abs",
     "add",
+    "clamp_max",
+    "clamp_min",
     "clip",
     "cos",
     "div",
@@ -24,8 +26,11 @@ __all__ = [
     "mul",
     "neg",
     "pow",
+    "reciprocal",
+    "rsqrt",
     "sin",
     "sqrt",
+    "square",
     "sub",
 ]
 
@@ -508,3 +513,36 @@ def clip(input, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise ArgumentError("clip: at least one of min and max must not be None")
     return Clip.apply(input, min=_bound(min, "min"), max=_bound(max, "max"))
+
+
+# PyTorch's other names for a clip, a power and a division, composed of those ops
+
+
+@variants("function", "method", "inplace")
+def clamp_min(input, min):  # noqa: A002 (PyTorch's names)
+    """The elements limited from below by the number `min`: `clamp(input, min=min)`."""
+    return clip(input, min, None)
+
+
+@variants("function", "method", "inplace")
+def clamp_max(input, max):  # noqa: A002 (PyTorch's names)
+    """The elements limited from above by the number `max`: `clamp(input, max=max)`."""
+    return clip(input, None, max)
+
+
+@variants("function", "method", "inplace")
+def square(input):  # noqa: A002
+    """`input ** 2` (a bool tensor gives int64, as in PyTorch)."""
+    return pow(input, 2)
+
+
+@variants("function", "method", "inplace")
+def rsqrt(input):  # noqa: A002
+    """`1 / sqrt(input)`, as `input ** -0.5`."""
+    return pow(input, -0.5)
+
+
+@variants("function", "method", "inplace")
+def reciprocal(input):  # noqa: A002
+    """`1 / input` (an integer tensor gives float32, as in PyTorch)."""
+    return div(1, input)

@@ -111,17 +111,18 @@ class Round(_Step):
         return ctx.xp.round(widened(x), ctx.decimals).astype(x.dtype, copy=False)
 
 
-def round(x, decimals: int = 0):  # noqa: A001 (the op's name)
-    """x rounded to `decimals` places (negative: to tens, hundreds...), halves to even; the
-    gradient is zero. As in PyTorch, bool x is refused, and so is integer x with decimals other
-    than 0 (with 0, an integer x comes back as it is)."""
+@variants("function", "method", "inplace")
+def round(input, *, decimals: int = 0):  # noqa: A001, A002 (PyTorch's names)
+    """`input` rounded to `decimals` places (negative: to tens, hundreds...), halves to even; the
+    gradient is zero. As in PyTorch, a bool input is refused, and so is an integer one with
+    decimals other than 0 (with 0, an integer input comes back as it is)."""
     if isinstance(decimals, bool) or not isinstance(decimals, (int, np.integer)):
         raise DTypeError(f"round: decimals must be an int, got {decimals!r}")
     if decimals:
-        require_kind("round", x, "f", f"floating point for decimals={decimals}", "float")
+        require_kind("round", input, "f", f"floating point for decimals={decimals}", "float")
     else:
-        require_kind("round", x, "iuf", NOT_BOOL, "int")
-    return Round.apply(x, decimals=int(decimals))
+        require_kind("round", input, "iuf", NOT_BOOL, "int")
+    return Round.apply(input, decimals=int(decimals))
 
 
 class RoundedDiv(_Step):

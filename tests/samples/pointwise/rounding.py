@@ -40,7 +40,7 @@ SAMPLES: dict[str, list[Sample]] = {
         Sample(
             f"decimals{decimals}",
             draws(on_grid(3, 4, step=10.0**-decimals)),
-            lambda x, d=decimals: ops.round(x, d),
+            lambda x, d=decimals: ops.round(x, decimals=d),
             lambda x, d=decimals: torch.round(x, decimals=d),
         )
         for decimals in (1, 2, -1)
