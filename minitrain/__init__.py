@@ -54,4 +54,5 @@ __all__ = [
     "ops", "nn", "optim", "data", "train", "viz", "cuda", "allocator", "distributed",
 ]  # fmt: skip
 
-from .autograd import functional  # noqa: E402, F401 (built from ops: imported once they exist)
+# autograd.functional and autograd.function (Function) are built from ops: imported once they exist
+from .autograd import function, functional  # noqa: E402, F401

@@ -62,6 +62,10 @@ def write_in_place(target, compute, caller: str):
             f"{caller}: the result's dtype {result.dtype} cannot be written into the tensor's "
             f"{target.dtype} (cast one of them first)"
         )
+    if recording and result.node is None and target.node is not None:
+        # a result outside the graph (a comparison's 1 and 0) replaces values in it: the tensor
+        # becomes a constant of the graph, its old values' gradient zero, as in PyTorch
+        result = result.where(np.True_, target)
     node = result.node
     source = versions.plain_view_source(target) if recording and target.node is None else None
     if source is not None and source.requires_grad:

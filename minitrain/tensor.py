@@ -285,6 +285,23 @@ class Tensor(InPlaceMethods):
     def __int__(self) -> int:
         return int(self.item())
 
+    def __index__(self) -> int:
+        """A one-element integer (or bool) tensor as a Python int, where Python wants an index:
+        `items[t]`, `range(t)`, a slice bound. Others raise PyTorch's TypeError."""
+        if self.data.size != 1 or self.dtype.kind not in "iub":
+            raise DTypeError(
+                "only integer tensors of a single element can be converted to an index"
+            )
+        return int(self.item())
+
+    def __format__(self, format_spec: str) -> str:
+        """`f"{loss:.4f}"`: a 0-d tensor formats its number; with an empty spec, any tensor
+        formats as str; any other spec raises Python's TypeError, as PyTorch's does (for a
+        subclass such as Parameter too)."""
+        if self.data.ndim == 0 and type(self) is Tensor:
+            return format(self.item(), format_spec)
+        return object.__format__(self, format_spec)
+
     __hash__ = object.__hash__
 
     def __iter__(self):
@@ -426,22 +443,22 @@ class Tensor(InPlaceMethods):
         return ops.abs(self)
 
     def __eq__(self, other):  # type: ignore[override]
-        return ops.equal(self, other)
+        return ops.eq(self, other)
 
     def __ne__(self, other):  # type: ignore[override]
-        return ops.not_equal(self, other)
+        return ops.ne(self, other)
 
     def __lt__(self, other):
-        return ops.less(self, other)
+        return ops.lt(self, other)
 
     def __le__(self, other):
-        return ops.less_equal(self, other)
+        return ops.le(self, other)
 
     def __gt__(self, other):
-        return ops.greater(self, other)
+        return ops.gt(self, other)
 
     def __ge__(self, other):
-        return ops.greater_equal(self, other)
+        return ops.ge(self, other)
 
     # %, // and the bitwise operators (ops/pointwise/binary_math.py, predicates.py)
 

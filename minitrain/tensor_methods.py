@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
+from . import backend, creation, ops
 from .arguments import (
+    as_dtype,
     dims_args,
     shape_args,
 )
@@ -20,6 +21,38 @@ from .ops.pointwise.arithmetic import Div, Mul, Neg
 from .tensor import Tensor
 
 __all__ = ["TensorMethods"]
+
+# PyTorch's type strings (x.type()), by numpy dtype; on a GPU, 'torch.cuda.' in front of the name
+_TYPE_NAMES = {
+    np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "DoubleTensor",
+    np.dtype(np.float16): "HalfTensor", np.dtype(np.int64): "LongTensor",
+    np.dtype(np.int32): "IntTensor", np.dtype(np.int16): "ShortTensor",
+    np.dtype(np.int8): "CharTensor", np.dtype(np.uint8): "ByteTensor",
+    np.dtype(np.bool_): "BoolTensor", np.dtype(np.uint16): "UInt16Tensor",
+    np.dtype(np.uint32): "UInt32Tensor", np.dtype(np.uint64): "UInt64Tensor",
+    np.dtype(np.complex64): "ComplexFloatTensor", np.dtype(np.complex128): "ComplexDoubleTensor",
+}  # fmt: skip
+_TYPE_DTYPES = {name: dtype for dtype, name in _TYPE_NAMES.items()}
+
+
+def _type_target(dtype) -> tuple:
+    """`type`'s argument as (device or None, numpy dtype): a dtype, or PyTorch's type string,
+    which names the device too ('torch.DoubleTensor' the CPU, 'torch.cuda.FloatTensor' a GPU)."""
+    if isinstance(dtype, str) and dtype.startswith("torch."):
+        name = dtype.removeprefix("torch.")
+        device = "cuda" if name.startswith("cuda.") else "cpu"
+        if name.removeprefix("cuda.") not in _TYPE_DTYPES:
+            raise DTypeError(f"type: invalid type {dtype!r}")
+        return device, _TYPE_DTYPES[name.removeprefix("cuda.")]
+    return None, as_dtype(dtype, "type")
+
+
+def _new_options(self, dtype, device) -> dict:
+    """The new_* methods' dtype and device: self's unless given."""
+    return {
+        "dtype": self.dtype if dtype is None else as_dtype(dtype, "new tensor"),
+        "device": self.device if device is None else device,
+    }
 
 
 class TensorMethods:
@@ -60,6 +93,114 @@ class TensorMethods:
     def where(self, condition, other):
         """self where condition is True, other elsewhere: where(condition, self, other)."""
         return ops.where(condition, self, other)
+
+    # The matrix products' in-place forms (ops/linalg/products.py declares the rest).
+
+    def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+        """`addmm` in place: beta * self + alpha * (mat1 @ mat2) written into self, which
+        must have the product's shape (it cannot broadcast); returns self."""
+        return write_in_place(
+            self, lambda: ops.addmm(self, mat1, mat2, beta=beta, alpha=alpha), "addmm_"
+        )
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        """`addmv` in place: beta * self + alpha * (mat @ vec) written into self, which must
+        have the product's shape; returns self."""
+        return write_in_place(
+            self, lambda: ops.addmv(self, mat, vec, beta=beta, alpha=alpha), "addmv_"
+        )
+
+    # New tensors in this one's dtype and on its device (PyTorch's new_*), leaves.
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False):
+        """Zeros of `size` (spread out or one sequence), in self's dtype and on its device
+        unless `dtype` or `device` is given."""
+        return creation.zeros(
+            *size, requires_grad=requires_grad, **_new_options(self, dtype, device)
+        )
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False):
+        """Ones of `size` (spread out or one sequence), in self's dtype and on its device
+        unless `dtype` or `device` is given."""
+        return creation.ones(
+            *size, requires_grad=requires_grad, **_new_options(self, dtype, device)
+        )
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False):
+        """A tensor of `size` (spread out or one sequence) whose values are whatever its new
+        memory held, in self's dtype and on its device unless `dtype` or `device` is given."""
+        return creation.empty(
+            *size, requires_grad=requires_grad, **_new_options(self, dtype, device)
+        )
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
+        """A tensor of `size` (a sequence of ints) filled with `fill_value`, in self's dtype
+        and on its device unless `dtype` or `device` is given."""
+        if not isinstance(size, (tuple, list)):
+            raise DTypeError(f"new_full: size must be a tuple of ints, got {type(size).__name__}")
+        options = _new_options(self, dtype, device)
+        return creation.full(tuple(size), fill_value, requires_grad=requires_grad, **options)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad: bool = False):
+        """A new leaf holding a copy of `data` (a tensor's values are copied and detached), in
+        self's dtype and on its device unless `dtype` or `device` is given."""
+        return creation.tensor(
+            data, requires_grad=requires_grad, **_new_options(self, dtype, device)
+        )
+
+    # The memory layout, PyTorch's type names, and where the tensor is not.
+
+    def stride(self, dim=None):
+        """The step in elements from one element to the next along each dim (a tuple), or
+        along `dim`: numpy's strides in bytes over the item size. A 0-d tensor's is ()."""
+        strides = tuple(n // self.data.itemsize for n in self.data.strides)
+        if dim is None:
+            return strides
+        (dim,) = normalize_axis(dim, self.ndim, "stride")
+        return strides[dim]
+
+    def type(self, dtype=None, non_blocking: bool = False):
+        """With no dtype, PyTorch's name of the tensor's type ('torch.FloatTensor', on a GPU
+        'torch.cuda.FloatTensor'); with one (a numpy dtype, or such a name), the tensor cast to
+        it (a name moves it to the name's device too): itself where it has that dtype already,
+        else `to(dtype)`. `non_blocking` is PyTorch's, and changes nothing here."""
+        if dtype is None:
+            name = _TYPE_NAMES.get(self.dtype)
+            if name is None:
+                raise DTypeError(f"type: PyTorch has no tensor type of dtype {self.dtype}")
+            return f"torch.{'cuda.' if self.is_cuda else ''}{name}"
+        device, dtype = _type_target(dtype)
+        return self.to(device=device, dtype=dtype)
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the tensor lives in host memory."""
+        return backend.device_of(self.data).type == "cpu"
+
+    @property
+    def is_sparse(self) -> bool:
+        """False: minitrain's tensors are dense."""
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        """False: minitrain has no quantized tensors."""
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        """False: every minitrain tensor holds its data."""
+        return False
+
+    @property
+    def is_mps(self) -> bool:
+        """False: minitrain runs on the CPU and on CUDA GPUs only."""
+        return False
+
+    @property
+    def is_xpu(self) -> bool:
+        """False: minitrain runs on the CPU and on CUDA GPUs only."""
+        return False
 
     # Shape methods: a shape or dims spread out, f(2, 3), or as one sequence, f((2, 3)).
 

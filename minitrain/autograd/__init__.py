@@ -26,6 +26,7 @@ from .walk import graph_nodes, propagate, replay_backward
 
 __all__ = [
     "BackwardScope",
+    "Function",
     "Node",
     "RemovableHandle",
     "Tape",
@@ -45,3 +46,14 @@ __all__ = [
     "set_grad_enabled",
     "unbroadcast",
 ]
+
+
+def __getattr__(name):
+    """`Function` (PyTorch's custom op with its own backward), read from
+    minitrain.autograd.function: built from Tensors and ops, it sits in their layer above the
+    engine, and the package imports it once they exist (minitrain/__init__.py)."""
+    if name == "Function":
+        from .function import Function
+
+        return Function
+    raise AttributeError(f"module 'minitrain.autograd' has no attribute '{name}'")

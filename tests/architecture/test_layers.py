@@ -35,11 +35,14 @@ LAYERS = {
     ),
     # autograd.functional (vjp, jacobian, hessian, ...) is built from ops: it sits in their layer
     # Tensor's method table calls ops: it sits in their layer, as the top-level functions do
+    # autograd.function (PyTorch's custom Function) runs Tensors and records its Node through Op
+    # subclasses: it sits in their layer too
     "ops": (
         "minitrain.ops",
         "minitrain.functions",
         "minitrain.tensor_methods",
         "minitrain.autograd.functional",
+        "minitrain.autograd.function",
     ),
     "nn": ("minitrain.nn",),
     "training": ("minitrain.optim", "minitrain.data", "minitrain.train", "minitrain.io"),
@@ -54,6 +57,10 @@ _OPS_FOR_TENSOR = (
     "tensor.py, once Tensor exists"
 )
 ALLOWED_UPWARD = {
+    ("minitrain.autograd", "minitrain.autograd.function"): (
+        "`from minitrain.autograd import Function`, as PyTorch's: the package's __getattr__ reads "
+        "it from the ops layer, which minitrain/__init__.py has imported by then"
+    ),
     ("minitrain.backend", "minitrain.autograd.grad_mode"): (
         "a device-side check runs at once under anomaly mode, which backend reads from the "
         "per-thread recording state"

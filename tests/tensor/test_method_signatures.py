@@ -117,6 +117,18 @@ BINDING = {
     "log_softmax": ("dim, dtype", lambda: _x().log_softmax(dim=1, dtype=torch.float64)),
     "to": ("target, *, device, dtype", lambda: _x().to(torch.float64).to(device="cpu",
                                                                          dtype=torch.float32)),
+    # the docstrings say batch2 and other: the bindings take mat2 and tensor
+    "bmm": ("mat2", lambda: torch.randn(2, 3, 4).bmm(mat2=torch.randn(2, 4, 5))),
+    "dot": ("tensor", lambda: torch.randn(3).dot(tensor=torch.randn(3))),
+    # the size given spread out too (new_zeros(2, 3)), as torch's binding takes it
+    **{
+        name: ("*size, dtype, device, requires_grad",
+               lambda name=name: getattr(_x(), name)(
+                   2, 3, dtype=torch.float64, device="cpu", requires_grad=False))
+        for name in ("new_zeros", "new_ones", "new_empty")
+    },
+    # non_blocking named, where torch's docstring adds **kwargs (its deprecated async)
+    "type": ("dtype, non_blocking", lambda: _x().type(dtype=torch.float64, non_blocking=False)),
     # dims given spread out or as dims=...
     **{
         name: ("*dims, **keywords", lambda name=name: getattr(_x(), name)(dims=(0,)))

@@ -11,18 +11,9 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...errors import DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.op import Op
+from ..core.variants import variants
 
-__all__ = [
-    "cast",
-    "cast_first",
-    "equal",
-    "greater",
-    "greater_equal",
-    "less",
-    "less_equal",
-    "not_equal",
-    "to_device",
-]
+__all__ = ["cast", "cast_first", "eq", "ge", "gt", "le", "lt", "ne", "to_device"]
 
 
 class Cast(Op):
@@ -108,27 +99,63 @@ def to_device(x, device):
     return ToDevice.apply(x, device=backend.device(device))
 
 
-def _comparison(ufunc_name):
-    def compare(a, b):
-        x, y = (v.data if isinstance(v, Tensor) else v for v in (a, b))
-        xp = backend.array_module(x, y)
-        if xp is not np:
-            backend.check_same_device(ufunc_name, (x, y))
-        try:
-            return Tensor(getattr(xp, ufunc_name)(x, y))
-        except ValueError:
-            raise ShapeError(
-                f"{ufunc_name}: shapes do not broadcast: {np.shape(x)} and {np.shape(y)}"
-            ) from None
-
-    compare.__name__ = ufunc_name
-    compare.__doc__ = f"Elementwise {ufunc_name} as a boolean tensor (no gradient)."
-    return compare
+def _compared(name: str, ufunc_name: str, input, other):  # noqa: A002
+    """`ufunc_name` (numpy's) of input and other, broadcast, as a bool tensor outside the graph."""
+    x, y = (v.data if isinstance(v, Tensor) else v for v in (input, other))
+    xp = backend.array_module(x, y)
+    if xp is not np:
+        backend.check_same_device(name, (x, y))
+    try:
+        return Tensor(getattr(xp, ufunc_name)(x, y))
+    except ValueError:
+        raise ShapeError(
+            f"{name}: shapes do not broadcast: input {np.shape(x)} and other {np.shape(y)}"
+        ) from None
 
 
-equal = _comparison("equal")
-not_equal = _comparison("not_equal")
-less = _comparison("less")
-less_equal = _comparison("less_equal")
-greater = _comparison("greater")
-greater_equal = _comparison("greater_equal")
+# The comparisons: PyTorch's eq, ne, lt, le, gt, ge (and its other names for them), elementwise,
+# broadcasting, each a bool tensor with no gradient. An in-place twin (x.lt_(y)) writes 1 and 0
+# into x in x's own dtype, as PyTorch's does. `minitrain.equal` is torch.equal, one bool
+# (ops.array_equal); `==` is eq.
+
+
+@variants("function", "method", "inplace")
+def eq(input, other):  # noqa: A002
+    """`input == other`, elementwise, broadcasting (other may be a number): a bool tensor, no
+    gradient. (`minitrain.equal` is one bool: whether the shapes and all elements agree.)"""
+    return _compared("eq", "equal", input, other)
+
+
+@variants("function", "method", "inplace", aliases=("not_equal",))
+def ne(input, other):  # noqa: A002
+    """`input != other`, elementwise, broadcasting (other may be a number): a bool tensor, no
+    gradient. `not_equal` is the same."""
+    return _compared("ne", "not_equal", input, other)
+
+
+@variants("function", "method", "inplace", aliases=("less",))
+def lt(input, other):  # noqa: A002
+    """`input < other`, elementwise, broadcasting (other may be a number): a bool tensor, no
+    gradient. `less` is the same."""
+    return _compared("lt", "less", input, other)
+
+
+@variants("function", "method", "inplace", aliases=("less_equal",))
+def le(input, other):  # noqa: A002
+    """`input <= other`, elementwise, broadcasting (other may be a number): a bool tensor, no
+    gradient. `less_equal` is the same."""
+    return _compared("le", "less_equal", input, other)
+
+
+@variants("function", "method", "inplace", aliases=("greater",))
+def gt(input, other):  # noqa: A002
+    """`input > other`, elementwise, broadcasting (other may be a number): a bool tensor, no
+    gradient. `greater` is the same."""
+    return _compared("gt", "greater", input, other)
+
+
+@variants("function", "method", "inplace", aliases=("greater_equal",))
+def ge(input, other):  # noqa: A002
+    """`input >= other`, elementwise, broadcasting (other may be a number): a bool tensor, no
+    gradient. `greater_equal` is the same."""
+    return _compared("ge", "greater_equal", input, other)

@@ -63,3 +63,36 @@ SAMPLES: dict[str, list[Sample]] = {
         ),
     ],
 }
+
+
+def _composed(name, shapes, call, ref) -> Sample:
+    return Sample(name, draws(*(normal(*shape) for shape in shapes)), call, ref)
+
+
+# PyTorch's products of fixed ranks and scaled sums, composed of matmul
+COMPOSED: dict[str, list[Sample]] = {
+    "mm": [_composed("mat_mat", [(3, 4), (4, 2)], ops.mm, lambda a, b: torch.mm(a, b))],
+    "bmm": [_composed("batches", [(2, 3, 4), (2, 4, 5)], ops.bmm, lambda a, b: torch.bmm(a, b))],
+    "mv": [_composed("mat_vec", [(3, 4), (4,)], ops.mv, lambda a, b: torch.mv(a, b))],
+    "dot": [_composed("vec_vec", [(5,), (5,)], ops.dot, lambda a, b: torch.dot(a, b))],
+    "outer": [_composed("vec_vec", [(3,), (4,)], ops.outer, lambda a, b: torch.outer(a, b))],
+    "addmm": [
+        _composed(
+            "full_input", [(3, 2), (3, 4), (4, 2)], ops.addmm, lambda c, a, b: torch.addmm(c, a, b)
+        ),
+        _composed(
+            "row_scaled",
+            [(2,), (3, 4), (4, 2)],
+            lambda c, a, b: ops.addmm(c, a, b, beta=0.5, alpha=-1.5),
+            lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=-1.5),
+        ),
+    ],
+    "addmv": [
+        _composed(
+            "scaled",
+            [(3,), (3, 4), (4,)],
+            lambda c, a, b: ops.addmv(c, a, b, beta=2.0, alpha=0.5),
+            lambda c, a, b: torch.addmv(c, a, b, beta=2.0, alpha=0.5),
+        ),
+    ],
+}
