@@ -40,6 +40,12 @@ PUBLIC_MODULES = [
     "minitrain.distributed",
     "minitrain.cuda",
     "minitrain.errors",
+    "minitrain.compat",
+    "minitrain.compat.backends",
+    "minitrain.compat.amp",
+    "minitrain.compat.accelerator",
+    "minitrain.runtime.defaults",
+    "minitrain.runtime.generator",
 ]
 
 

@@ -6,6 +6,7 @@ from .autograd import Tape, grad
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.gradcheck import gradcheck, gradgradcheck
 from .backend import Device, device, manual_seed
+from .compat import accelerator, amp, backends, compile, inference_mode  # noqa: A004
 from .creation import (
     arange,
     empty,
@@ -35,9 +36,19 @@ from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .f
 from .io import load, save
 from .ops import concat, maximum, minimum, stack, where
 from .runtime import allocator
+from .runtime.defaults import (
+    bfloat16,
+    get_default_device,
+    get_default_dtype,
+    set_default_device,
+    set_default_dtype,
+)
+from .runtime.generator import Generator
 from .tensor import Tensor
 
 cat = concat
+autocast = amp.autocast
+cuda.amp = amp  # torch.cuda.amp.GradScaler, torch.cuda.amp.autocast (the same classes)
 
 __version__ = "0.2.0"
 
@@ -52,6 +63,9 @@ __all__ = [
     "save", "load",
     *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
     "ops", "nn", "optim", "data", "train", "viz", "cuda", "allocator", "distributed",
+    "set_default_dtype", "get_default_dtype", "set_default_device", "get_default_device",
+    "bfloat16", "Generator", "inference_mode", "compile", "backends", "amp", "accelerator",
+    "autocast",
 ]  # fmt: skip
 
 # autograd.functional and autograd.function (Function) are built from ops: imported once they exist

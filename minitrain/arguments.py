@@ -7,6 +7,7 @@ import numpy as np
 
 from . import backend
 from .errors import ArgumentError, DTypeError, ShapeError
+from .runtime.defaults import get_default_dtype
 
 
 def nested_array(data, caller: str):
@@ -48,6 +49,8 @@ def as_dtype(dtype, caller: str) -> np.dtype:
     `caller` (numpy's own TypeError says nothing of who asked)."""
     try:
         return np.dtype(dtype)
+    except DTypeError:
+        raise  # minitrain.bfloat16's own message
     except TypeError:
         raise DTypeError(
             f"{caller}: dtype must be a numpy dtype (np.float32, 'float64', ...), got {dtype!r}"
@@ -135,14 +138,14 @@ def dim_and_correction(dim, unbiased, correction, caller: str):
 
 def as_array(data, dtype=None, device=None):
     """Turn data (not a Tensor: callers unwrap one) into an array. Python floats (and lists of
-    them) become float32, Python ints int64; numpy arrays and scalars keep their dtype unless
-    `dtype` is given."""
+    them) become the default dtype (float32 unless set_default_dtype changed it), Python ints
+    int64; numpy arrays and scalars keep their dtype unless `dtype` is given."""
     if backend.is_array(data) or isinstance(data, np.generic):
         array = data
     else:
         array = nested_array(data, "tensor")
         if dtype is None and array.dtype == np.float64:
-            array = array.astype(np.float32)
+            array = array.astype(get_default_dtype())
         elif array.dtype.kind not in "biuf":
             raise DTypeError(
                 f"tensor: cannot make a tensor from {type(data).__name__} "

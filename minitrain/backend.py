@@ -362,15 +362,18 @@ def generator() -> np.random.Generator:
     return _generator
 
 
-def draw(where: Device, kind: str, shape: tuple, dtype, low=0.0, high=1.0):
+def draw(where: Device, kind: str, shape: tuple, dtype, low=0.0, high=1.0, source=None):
     """Random floats of `dtype` drawn on device `where` by minitrain's generator for it: `kind`
     'uniform' (in [low, high)) or 'normal' (mean low, standard deviation high). On the CPU,
     numpy's generator draws in float64 and the values are cast (the stream manual_seed fixes);
     on a GPU, cupy.random draws in float32 or float64, the only dtypes it has (float64 for a
-    float64 tensor, float32 for any other, cast)."""
+    float64 tensor, float32 for any other, cast). `source`, a numpy Generator (a
+    minitrain.Generator's), draws in place of the global CPU generator."""
     dtype = np.dtype(dtype)
+    if source is not None and where.type != "cpu":
+        raise DeviceError(f"a minitrain.Generator draws on the CPU, not on '{where}'")
     if where.type == "cpu":
-        source = generator()
+        source = generator() if source is None else source
         values = (
             source.uniform(low, high, shape)
             if kind == "uniform"

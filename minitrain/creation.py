@@ -9,6 +9,8 @@ import numpy as np
 from . import backend
 from .arguments import as_array, as_dtype, shape_args
 from .errors import ArgumentError, DTypeError
+from .runtime.defaults import default_device_or, get_default_device, get_default_dtype
+from .runtime.generator import numpy_source
 from .tensor import Tensor
 
 __all__ = [
@@ -23,7 +25,10 @@ int32, int64 = np.int32, np.int64
 
 
 def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """A new tensor holding a copy of data (Python floats become float32)."""
+    """A new tensor holding a copy of data (Python floats become the default dtype, float32
+    unless `set_default_dtype` changed it), on `device` or the default device."""
+    if device is None and get_default_device().type != "cpu":
+        device = get_default_device()
     array = as_array(data.data if isinstance(data, Tensor) else data, dtype, device)
     if array is data or (isinstance(data, Tensor) and array is data.data):
         array = array.copy()
@@ -33,95 +38,104 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
 def _made(device, make, requires_grad: bool = False) -> Tensor:
     """A tensor of the array `make(xp)` creates, with xp the array module of `device` (the CPU
     for None) and, on a GPU, within its context, so that CuPy allocates it there."""
-    target = backend.CPU if device is None else backend.device(device)
+    target = default_device_or(device)
     with backend.device_context(target):
         array = make(target.xp)
     return Tensor(array, requires_grad=requires_grad)
 
 
+def _float_or(dtype):
+    """`dtype`, or the default floating dtype when it is None."""
+    return get_default_dtype() if dtype is None else dtype
+
+
 def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
-    shape, dtype = shape_args(shape), np.dtype(dtype)
+    shape, dtype = shape_args(shape), np.dtype(_float_or(dtype))
     return _made(device, lambda xp: xp.full(shape, fill, dtype=dtype), requires_grad)
 
 
-def zeros(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    """A tensor of `shape` (sizes spread out or as one sequence) filled with 0; float32 unless
-    `dtype` is given."""
+def zeros(*shape, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (sizes spread out or as one sequence) filled with 0; the default dtype
+    (float32 unless `set_default_dtype` changed it) unless `dtype` is given."""
     return _filled(0, shape, dtype, requires_grad, device)
 
 
-def empty(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+def empty(*shape, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """A tensor of `shape` whose values are whatever its new memory held (PyTorch's empty):
     for memory that is about to be written whole."""
-    shape, dtype = shape_args(shape), np.dtype(dtype)
+    shape, dtype = shape_args(shape), np.dtype(_float_or(dtype))
     return _made(device, lambda xp: xp.empty(shape, dtype=dtype), requires_grad)
 
 
-def ones(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    """A tensor of `shape` (sizes spread out or as one sequence) filled with 1; float32 unless
-    `dtype` is given."""
+def ones(*shape, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (sizes spread out or as one sequence) filled with 1; the default dtype
+    (float32 unless `set_default_dtype` changed it) unless `dtype` is given."""
     return _filled(1, shape, dtype, requires_grad, device)
 
 
-def full(shape, fill_value, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
-    """A tensor of `shape` (an int or a sequence) filled with `fill_value`. `dtype` is float32
-    unless given, whatever `fill_value` is: PyTorch infers bool or int64 from a bool or int."""
+def full(shape, fill_value, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (an int or a sequence) filled with `fill_value`. `dtype` is the
+    default dtype (float32 unless set) unless given, whatever `fill_value` is: PyTorch infers
+    bool or int64 from a bool or int."""
     return _filled(fill_value, (shape,), dtype, requires_grad, device)
 
 
-def randn(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+def randn(*shape, dtype=None, requires_grad: bool = False, device=None, generator=None) -> Tensor:
     """Standard normal samples from the generator seeded by `manual_seed` (the CPU's, or on a
-    GPU cupy.random's)."""
-    return _drawn("normal", shape, dtype, requires_grad, device)
+    GPU cupy.random's), or from `generator` (a minitrain.Generator, on the CPU)."""
+    return _drawn("normal", shape, dtype, requires_grad, device, generator)
 
 
-def rand(*shape, dtype=float32, requires_grad: bool = False, device=None) -> Tensor:
+def rand(*shape, dtype=None, requires_grad: bool = False, device=None, generator=None) -> Tensor:
     """Uniform samples in [0, 1) from the generator seeded by `manual_seed` (the CPU's, or on a
-    GPU cupy.random's)."""
-    return _drawn("uniform", shape, dtype, requires_grad, device)
+    GPU cupy.random's), or from `generator` (a minitrain.Generator, on the CPU)."""
+    return _drawn("uniform", shape, dtype, requires_grad, device, generator)
 
 
-def _drawn(kind: str, shape, dtype, requires_grad: bool, device) -> Tensor:
-    """A tensor of backend.draw's values (which draws on the device, in its context)."""
-    where = backend.CPU if device is None else backend.device(device)
-    values = backend.draw(where, kind, shape_args(shape), np.dtype(dtype))
+def _drawn(kind: str, shape, dtype, requires_grad: bool, device, generator) -> Tensor:
+    """A tensor of backend.draw's values (which draws on the device, in its context), from
+    `generator`'s stream when one is given."""
+    where = default_device_or(device)
+    source = numpy_source(generator, "randn" if kind == "normal" else "rand")
+    values = backend.draw(where, kind, shape_args(shape), np.dtype(_float_or(dtype)), source=source)
     return Tensor(values, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad: bool = False, device=None):
-    """Like PyTorch: int arguments give int64, any float gives float32."""
+    """Like PyTorch: int arguments give int64, any float gives the default dtype (float32
+    unless `set_default_dtype` changed it)."""
     if end is None:
         start, end = 0, start
     if dtype is None:
         is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
-        dtype = np.float32 if is_float else np.int64
+        dtype = get_default_dtype() if is_float else np.int64
     return _made(device, lambda xp: xp.arange(start, end, step, dtype=dtype), requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, dtype=float32, requires_grad=False, device=None):
+def eye(n: int, m: int | None = None, *, dtype=None, requires_grad=False, device=None):
     """The n x m identity matrix (m defaults to n)."""
     for name, size in (("n", n), ("m", n if m is None else m)):
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
             raise DTypeError(f"eye: {name} must be an int, got {size!r}")
         if size < 0:
             raise ArgumentError(f"eye: {name} must be non-negative, got {size}")
-    dtype = as_dtype(dtype, "eye")
+    dtype = as_dtype(_float_or(dtype), "eye")
     return _made(device, lambda xp: xp.eye(n, m, dtype=dtype), requires_grad)
 
 
-def linspace(start, end, steps: int, *, dtype=float32, requires_grad=False, device=None):
+def linspace(start, end, steps: int, *, dtype=None, requires_grad=False, device=None):
     """`steps` evenly spaced values from start to end, both included."""
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise DTypeError(f"linspace: steps must be an int, got {steps!r}")
     if steps < 0:
         raise ArgumentError(f"linspace: steps must be non-negative, got {steps}")
-    dtype = as_dtype(dtype, "linspace")
+    dtype = as_dtype(_float_or(dtype), "linspace")
     if dtype == np.bool_:
         raise DTypeError("linspace: dtype bool is not supported (as in PyTorch)")
     return _made(device, lambda xp: xp.linspace(start, end, steps).astype(dtype), requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
+def randint(low=0, high=None, size=None, *, dtype=int64, device=None, generator=None) -> Tensor:
     """Integers drawn uniformly from [low, high), from the generator seeded by `manual_seed`;
     randint(high, size) and randint(high, size=size) draw from [0, high), as in PyTorch."""
     if size is None and high is not None and not isinstance(high, (int, np.integer)):
@@ -136,27 +150,29 @@ def randint(low=0, high=None, size=None, *, dtype=int64, device=None) -> Tensor:
     if low >= high:
         raise ArgumentError(f"randint: low must be less than high, got low={low}, high={high}")
     size = _size("randint", size)
+    source = numpy_source(generator, "randint")
     dtype = _integer_range("randint", dtype, low, high - 1)
 
     def draw(xp):
         if xp is np:
-            return backend.generator().integers(low, high, size).astype(dtype)
+            return (source or backend.generator()).integers(low, high, size).astype(dtype)
         drawn = dtype if dtype.kind in "iu" else np.int64  # a float dtype takes int64's values
         return xp.random.randint(low, high, size, dtype=drawn).astype(dtype, copy=False)
 
     return _made(device, draw)
 
 
-def randperm(n: int, *, dtype=int64, device=None) -> Tensor:
+def randperm(n: int, *, dtype=int64, device=None, generator=None) -> Tensor:
     """A random permutation of 0..n-1, from the generator seeded by `manual_seed`."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise DTypeError(f"randperm: n must be an int, got {n!r}")
     if n < 0:
         raise ArgumentError(f"randperm: n must be non-negative, got {n}")
     dtype = _integer_range("randperm", dtype, 0, max(n - 1, 0))
+    source = numpy_source(generator, "randperm")
 
     def draw(xp):
-        random = backend.generator() if xp is np else xp.random
+        random = (source or backend.generator()) if xp is np else xp.random
         return random.permutation(int(n)).astype(dtype, copy=False)
 
     return _made(device, draw)

@@ -29,6 +29,7 @@ from . import backend
 from .autograd import versions
 from .autograd.grad_mode import is_grad_enabled
 from .errors import DTypeError, GraphError, ShapeError
+from .runtime.generator import numpy_source
 
 
 def write_in_place(target, compute, caller: str):
@@ -220,14 +221,18 @@ class InPlaceMethods:
         any dtype to any) written here; the gradient flows to src."""
         return _copy(self, src, "copy_")
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0):
-        """Values drawn uniformly from [a, b), from minitrain's generator."""
-        values = backend.draw(self.device, "uniform", self.shape, self.dtype, a, b)
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator=None):
+        """Values drawn uniformly from [a, b), from minitrain's generator (or `generator`, a
+        minitrain.Generator)."""
+        source = numpy_source(generator, "uniform_")
+        values = backend.draw(self.device, "uniform", self.shape, self.dtype, a, b, source)
         return _copy(self, type(self)(values), "uniform_")
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0):
-        """Values drawn from a normal distribution, from minitrain's generator."""
-        values = backend.draw(self.device, "normal", self.shape, self.dtype, mean, std)
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None):
+        """Values drawn from a normal distribution, from minitrain's generator (or
+        `generator`, a minitrain.Generator)."""
+        source = numpy_source(generator, "normal_")
+        values = backend.draw(self.device, "normal", self.shape, self.dtype, mean, std, source)
         return _copy(self, type(self)(values), "normal_")
 
     def __iadd__(self, other):

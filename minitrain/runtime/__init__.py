@@ -1,2 +1,4 @@
 """What minitrain sets up in the process: the environment switches (environment.py), malloc's
-thresholds (allocator.py) and the threads a batch's chunks run on beside BLAS's (threads.py)."""
+thresholds (allocator.py), the threads a batch's chunks run on beside BLAS's (threads.py), the
+default dtype and device the creation functions follow (defaults.py) and the random generators
+a program makes of its own (generator.py)."""

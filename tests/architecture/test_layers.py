@@ -32,6 +32,8 @@ LAYERS = {
         "minitrain.arguments",
         "minitrain.creation",
         "minitrain.distributed",
+        # PyTorch's program set-up names (inference_mode is no_grad; backends, amp, compile)
+        "minitrain.compat",
     ),
     # autograd.functional (vjp, jacobian, hessian, ...) is built from ops: it sits in their layer
     # Tensor's method table calls ops: it sits in their layer, as the top-level functions do

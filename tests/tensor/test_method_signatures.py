@@ -114,6 +114,9 @@ BINDING = {
        for name in ("clamp_max", "clamp_max_")},
     **{name: ("min", lambda name=name: getattr(_x(), name)(min=0.0))
        for name in ("clamp_min", "clamp_min_")},
+    # generator is left out of torch's names (parameter_names.TORCH_ONLY): minitrain takes it
+    "normal_": ("mean, std, *, generator", lambda: torch.randn(3).normal_(
+        mean=0.0, std=1.0, generator=torch.Generator().manual_seed(0))),
     "log_softmax": ("dim, dtype", lambda: _x().log_softmax(dim=1, dtype=torch.float64)),
     "to": ("target, *, device, dtype", lambda: _x().to(torch.float64).to(device="cpu",
                                                                          dtype=torch.float32)),
