@@ -33,7 +33,7 @@ PUBLIC_MODULES = [
     "minitrain.nn.parallel",
     "minitrain.optim",
     "minitrain.optim.lr_scheduler",
-    "minitrain.data",
+    "minitrain.utils.data",
     "minitrain.train",
     "minitrain.io",
     "minitrain.viz",

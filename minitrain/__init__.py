@@ -1,7 +1,9 @@
 """minitrain: a tape-based autograd engine and training library over numpy."""
 
+import sys
+
 # allocator first: it sets malloc's thresholds before minitrain makes any array
-from . import cuda, data, distributed, functions, nn, ops, optim, train, viz
+from . import cuda, distributed, functions, nn, ops, optim, train, utils, viz
 from .autograd import Tape, grad
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.gradcheck import gradcheck, gradgradcheck
@@ -45,6 +47,7 @@ from .runtime.defaults import (
 )
 from .runtime.generator import Generator
 from .tensor import Tensor
+from .utils import data  # PyTorch's torch.utils.data, under minitrain's older name too
 
 cat = concat
 autocast = amp.autocast
@@ -62,7 +65,7 @@ __all__ = [
     "concat", "cat", "stack", "where", "maximum", "minimum",
     "save", "load",
     *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
-    "ops", "nn", "optim", "data", "train", "viz", "cuda", "allocator", "distributed",
+    "ops", "nn", "optim", "data", "utils", "train", "viz", "cuda", "allocator", "distributed",
     "set_default_dtype", "get_default_dtype", "set_default_device", "get_default_device",
     "bfloat16", "Generator", "inference_mode", "compile", "backends", "amp", "accelerator",
     "autocast",
@@ -70,3 +73,6 @@ __all__ = [
 
 # autograd.functional and autograd.function (Function) are built from ops: imported once they exist
 from .autograd import function, functional  # noqa: E402, F401
+
+# `import minitrain.data` and `from minitrain.data import DataLoader` reach the same module
+sys.modules[f"{__name__}.data"] = data

@@ -148,6 +148,7 @@ def layer_of(variant: Variants, entry, module_name: str) -> type:
     arguments = ", ".join(p.name for p in options)
     construct.__signature__ = signature
     construct.__name__, construct.__qualname__ = "__init__", f"{name}.__init__"
+    construct.__module__ = module_name  # where the class lives (the docs resolve it there)
     construct.__doc__ = f"Keep the arguments ({arguments or 'none'}) as attributes of those names."
     call = ", ".join(["input", *(p.name for p in _options(variant))])
     doc = (

@@ -47,7 +47,12 @@ LAYERS = {
         "minitrain.autograd.function",
     ),
     "nn": ("minitrain.nn",),
-    "training": ("minitrain.optim", "minitrain.data", "minitrain.train", "minitrain.io"),
+    "training": (
+        "minitrain.optim",
+        "minitrain.utils",
+        "minitrain.train",
+        "minitrain.io",
+    ),
     "viz": ("minitrain.viz",),
 }
 RANK = {layer: rank for rank, layer in enumerate(LAYERS)}
