@@ -26,8 +26,14 @@ import time
 
 import minitrain as mt
 from minitrain import distributed, nn, optim, viz
-from minitrain.data import DataLoader, DistributedSampler, TensorDataset, load_digits, random_split
 from minitrain.train import evaluate, fit
+from minitrain.utils.data import (
+    DataLoader,
+    DistributedSampler,
+    TensorDataset,
+    load_digits,
+    random_split,
+)
 
 BATCH_SIZE = 64  # the global batch: split over the processes under mpiexec
 

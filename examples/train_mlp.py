@@ -9,8 +9,8 @@ import argparse
 
 import minitrain as mt
 from minitrain import nn, optim
-from minitrain.data import DataLoader, TensorDataset, load_digits, random_split
 from minitrain.train import fit
+from minitrain.utils.data import DataLoader, TensorDataset, load_digits, random_split
 
 
 def main(epochs: int = 20, seed: int = 0) -> float:

@@ -17,7 +17,7 @@ import os
 
 import minitrain as mt
 from minitrain import nn, optim, viz
-from minitrain.data import DataLoader, TensorDataset, load_digits, random_split
+from minitrain.utils.data import DataLoader, TensorDataset, load_digits, random_split
 from minitrain.train import fit
 
 HERE = os.path.dirname(os.path.abspath(__file__))

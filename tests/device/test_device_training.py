@@ -15,9 +15,9 @@ import pytest
 
 import minitrain as mt
 from minitrain import backend, nn, optim, viz
-from minitrain.data import DataLoader, TensorDataset
 from minitrain.errors import DeviceError
 from minitrain.train import evaluate, fit
+from minitrain.utils.data import DataLoader, TensorDataset
 
 
 def _is_device_array(array) -> bool:

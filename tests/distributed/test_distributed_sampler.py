@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from minitrain.data import DistributedSampler
 from minitrain.errors import ArgumentError, DistributedError, DTypeError
+from minitrain.utils.data import DistributedSampler
 
 CASES = [(size, replicas) for size in (0, 1, 5, 10, 11, 17) for replicas in (1, 2, 3, 4, 7)]
 

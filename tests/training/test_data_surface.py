@@ -68,6 +68,8 @@ def test_pytorchs_import_paths_give_the_same_objects(module, names, torch):
 
 
 def test_minitrain_data_re_exports_every_name():
+    # `import minitrain.data` and `from minitrain.data import ...` reach the same module
+    assert importlib.import_module("minitrain.data") is minitrain.utils.data
     assert data.__all__ == minitrain.utils.data.__all__
     for name in data.__all__:
         assert getattr(data, name) is getattr(minitrain.utils.data, name)

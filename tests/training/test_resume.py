@@ -20,9 +20,9 @@ import pytest
 
 import minitrain as mt
 from minitrain import backend, distributed, nn, optim
-from minitrain.data import DataLoader, DistributedSampler, Subset, TensorDataset
 from minitrain.errors import ArgumentError, CheckpointError, DTypeError
 from minitrain.train import Callback, EarlyStopping, fit
+from minitrain.utils.data import DataLoader, DistributedSampler, Subset, TensorDataset
 
 EPOCHS = 4
 BATCHES = 6  # per epoch
