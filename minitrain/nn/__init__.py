@@ -1,13 +1,14 @@
 """Layers, Module and Parameter, with PyTorch's names, signatures and defaults."""
 
-from . import activation, functional, init, parallel, utils
-from .activation import *  # noqa: F403 (the layers ops declare, and the written ones)
-from .attention import MultiheadAttention
-from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .dropout import Dropout
-from .linear import Flatten, Identity, Linear
-from .loss import (
+from . import functional, init, modules, parallel, utils
+from .modules import activation
+from .modules.activation import *  # noqa: F403 (the layers ops declare, and the written ones)
+from .modules.attention import MultiheadAttention
+from .modules.container import ModuleDict, ModuleList, Sequential
+from .modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .modules.dropout import Dropout
+from .modules.linear import Flatten, Identity, Linear
+from .modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
     CrossEntropyLoss,
@@ -17,9 +18,16 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
-from .module import Module, Parameter, StateDictError
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm
-from .pooling import (
+from .modules.module import Module, Parameter, StateDictError
+from .modules.normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    LayerNorm,
+    RMSNorm,
+)
+from .modules.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveAvgPool3d,
@@ -30,8 +38,8 @@ from .pooling import (
     MaxPool2d,
     MaxPool3d,
 )
-from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from .resampling import (
+from .modules.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .modules.resampling import (
     Fold,
     MaxUnpool1d,
     MaxUnpool2d,
@@ -43,7 +51,7 @@ from .resampling import (
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
-from .similarity import (
+from .modules.similarity import (
     CosineEmbeddingLoss,
     CosineSimilarity,
     KLDivLoss,
@@ -52,9 +60,9 @@ from .similarity import (
     Softmin,
     TripletMarginLoss,
 )
-from .sparse import Embedding
-from .sync_batchnorm import SyncBatchNorm
-from .transformer import (
+from .modules.sparse import Embedding
+from .modules.sync_batchnorm import SyncBatchNorm
+from .modules.transformer import (
     TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,
@@ -62,7 +70,7 @@ from .transformer import (
 )
 
 __all__ = [
-    "functional", "init", "parallel", "utils",
+    "functional", "init", "modules", "parallel", "utils",
     "Module", "Parameter", "StateDictError",
     "Sequential", "ModuleList", "ModuleDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",

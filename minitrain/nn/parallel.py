@@ -14,7 +14,7 @@ from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.hooks import queue_callback, register_gradient_ready_hook
 from ..errors import ArgumentError, DeviceError, DistributedError, DTypeError
 from ..tensor import Tensor
-from .module import Module
+from .modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
 

@@ -101,7 +101,7 @@ def _roots(root, caller: str) -> tuple[list, list]:
 
 
 def _names(params, model, caller: str) -> dict:
-    from ..nn.module import Module
+    from ..nn.modules.module import Module
 
     names = {}
     for source in (model, params):  # params' names win
@@ -125,7 +125,7 @@ def _names(params, model, caller: str) -> dict:
 
 def collect(root, params, model, max_nodes, keep, show_values, caller: str) -> Drawing:
     """What draw_graph or text_graph (`caller`, named in the errors) draws of `root`."""
-    from ..nn.module import Module
+    from ..nn.modules.module import Module
 
     if max_nodes is not None and (
         isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1

@@ -10,7 +10,7 @@ import pytest
 import minitrain as mt
 from minitrain import nn
 from minitrain.errors import ShapeError
-from minitrain.nn.sync_batchnorm import SyncBatchNormalization
+from minitrain.nn.modules.sync_batchnorm import SyncBatchNormalization
 
 
 @pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 4, 4), (2, 3, 2, 3, 2)])

@@ -37,7 +37,7 @@ FUNCTIONS = sorted(
     and value.__module__.startswith(F.__name__)  # its modules: nn/functional/*.py
     and name not in BEYOND_TORCH
 )
-SUBMODULES = {"functional", "init", "parallel", "utils"}
+SUBMODULES = {"functional", "init", "modules", "parallel", "utils"}
 LAYERS = sorted(set(nn.__all__) - CONTAINERS - BEYOND_TORCH - SUBMODULES)
 
 

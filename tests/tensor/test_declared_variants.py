@@ -19,7 +19,7 @@ import minitrain as mt
 from minitrain import nn
 from minitrain.errors import ArgumentError, DTypeError, GraphError
 from minitrain.nn import functional as F  # noqa: N812 (PyTorch's idiom)
-from minitrain.nn.declared import DeclaredLayer, functional_of, layer_of
+from minitrain.nn.modules.declared import DeclaredLayer, functional_of, layer_of
 from minitrain.ops.core.variants import declared, variants
 
 FUNCTIONS = {name: v.function for v in declared() for name in v.functions}
@@ -129,7 +129,7 @@ def test_the_declared_entries_and_layers_are_bound():
     for name, v in LAYERS.items():
         layer = getattr(nn, name)
         assert name in nn.__all__ and issubclass(layer, DeclaredLayer)
-        assert layer.__module__ == "minitrain.nn.activation" and layer.__qualname__ == name
+        assert layer.__module__ == "minitrain.nn.modules.activation" and layer.__qualname__ == name
         assert v.function.__name__ in layer.__doc__ and layer.forward.__doc__
 
 

@@ -2,8 +2,8 @@
 
 The ops declare their entries here (ops/core/variants.py, "functional"): each is the op's
 function, with PyTorch's `inplace=False` where PyTorch's takes one (`inplace=True` writes the
-result into the input, as PyTorch's does; nn/declared.py builds them). Written here: softmax,
-log_softmax and softmin, for PyTorch's implicit dim and its warning."""
+result into the input, as PyTorch's does; nn/modules/declared.py builds them). Written here:
+softmax, log_softmax and softmin, for PyTorch's implicit dim and its warning."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from ... import ops
 from ...ops.core.variants import declared
 from ...tensor import Tensor
-from ..declared import functional_of
+from ..modules.declared import functional_of
 
 __all__ = ["softmax", "log_softmax", "softmin"]
 

@@ -3,9 +3,9 @@ as PyTorch's native_functions.yaml declares `variants: function, method`: the to
 (`minitrain.atan2(x, y)`), the Tensor method (`x.atan2(y)`), the in-place twin (`x.atan2_(y)`),
 the `nn.functional` entry (`F.<name>(x, alpha, inplace)`) and the `nn` layer (`nn.<Module>(alpha,
 inplace)`). tensor.py binds the methods and twins, functions.py the functions,
-nn/functional/activations.py the functional entries and nn/activation.py the layers from these
-declarations (nn/declared.py builds those two), so that putting an op on PyTorch's surface is one
-decorator:
+nn/functional/activations.py the functional entries and nn/modules/activation.py the layers from
+these declarations (nn/modules/declared.py builds those two), so that putting an op on PyTorch's
+surface is one decorator:
 
     @variants("function", "method", "inplace")
     def atan2(input, other):

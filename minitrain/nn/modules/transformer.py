@@ -8,13 +8,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import backend
-from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.core.checks import check_eps
-from ..ops.core.op import array_of, as_tensor, shape_of
-from ..ops.random.dropout import check_probability
-from ..tensor import Tensor
-from . import functional as F  # noqa: N812 (PyTorch's idiom)
+from ... import backend
+from ...errors import ArgumentError, DTypeError, ShapeError
+from ...ops.core.checks import check_eps
+from ...ops.core.op import array_of, as_tensor, shape_of
+from ...ops.random.dropout import check_probability
+from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 (PyTorch's idiom)
+from ..torch_args import check_positive_int
 from .attention import (
     MultiheadAttention,
     check_heads,
@@ -26,7 +27,6 @@ from .dropout import Dropout
 from .linear import Linear, layer_dtype
 from .module import Module
 from .normalization import LayerNorm
-from .torch_args import check_positive_int
 
 
 def activation_function(activation, caller: str) -> Callable:

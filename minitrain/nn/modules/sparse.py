@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..tensor import Tensor
-from . import init
-from .functional import embedding
+from ...errors import ShapeError
+from ...tensor import Tensor
+from .. import init
+from ..functional import embedding
+from ..torch_args import check_embedding_options, padding_row
 from .linear import layer_dtype
 from .module import Module, Parameter
-from .torch_args import check_embedding_options, padding_row
 
 
 class Embedding(Module):

@@ -10,17 +10,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.convolution.transposed import check_output_padding
-from ..ops.convolution.window import (
+from ...errors import ArgumentError, DTypeError, ShapeError
+from ...ops.convolution.transposed import check_output_padding
+from ...ops.convolution.window import (
     check_padding_string,
     conv_padding,
     padding_pads,
     spatial_ints,
 )
-from ..tensor import Tensor
-from . import functional as F  # noqa: N812 (PyTorch's idiom)
-from . import init
+from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 (PyTorch's idiom)
+from .. import init
 from .linear import finish_parameters, layer_dtype
 from .module import Module, Parameter
 

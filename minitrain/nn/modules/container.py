@@ -6,7 +6,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 
-from ..errors import DTypeError
+from ...errors import DTypeError
 from .module import Module
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import ops
-from ..ops.random.dropout import check_probability
-from ..tensor import Tensor
+from ... import ops
+from ...ops.random.dropout import check_probability
+from ...tensor import Tensor
 from .module import Module
 
 

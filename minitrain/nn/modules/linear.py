@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from .. import ops
-from ..arguments import as_dtype
-from ..errors import DTypeError
-from ..tensor import Tensor
-from . import init
+from ... import ops
+from ...arguments import as_dtype
+from ...errors import DTypeError
+from ...tensor import Tensor
+from .. import init
 from .module import Module, Parameter
 
 

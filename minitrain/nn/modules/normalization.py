@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
-from ..errors import ArgumentError, DTypeError, ShapeError
-from ..tensor import Tensor
+from ... import ops
+from ...errors import ArgumentError, DTypeError, ShapeError
+from ...tensor import Tensor
 from .linear import layer_dtype
 from .module import Module, Parameter
 

@@ -4,12 +4,12 @@ functional form. size_average and reduce, deprecated in PyTorch, are taken as No
 
 from __future__ import annotations
 
-from .. import ops
-from ..ops.core.op import as_tensor
-from ..ops.losses.loss_reduction import check_reduction
-from ..tensor import Tensor
+from ... import ops
+from ...ops.core.op import as_tensor
+from ...ops.losses.loss_reduction import check_reduction
+from ...tensor import Tensor
+from ..torch_args import check_legacy_reduction
 from .module import Module
-from .torch_args import check_legacy_reduction
 
 
 class _Loss(Module):

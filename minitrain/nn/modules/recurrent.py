@@ -16,14 +16,14 @@ import warnings
 
 import numpy as np
 
-from .. import creation, ops
-from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.core.op import as_tensor
-from ..tensor import Tensor
-from . import init
+from ... import creation, ops
+from ...errors import ArgumentError, DTypeError, ShapeError
+from ...ops.core.op import as_tensor
+from ...tensor import Tensor
+from .. import init
+from ..torch_args import check_default, check_positive_int
 from .linear import layer_dtype
 from .module import Module, Parameter
-from .torch_args import check_default, check_positive_int
 
 # gates stacked in each weight, per mode
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}

@@ -2,11 +2,11 @@
 
 The ops declare their layers (ops/core/variants.py, `module=`): ReLU, LeakyReLU, Sigmoid, Tanh,
 GELU, SiLU, QuickGELU, ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid,
-Softsign, Tanhshrink and GLU are built from them here (nn/declared.py), each keeping its op's
-arguments as attributes and applying the op in forward; `inplace=True` writes the result into the
-input, as PyTorch's does. Written here, with state or logic of their own: Softmax and LogSoftmax
-(PyTorch's implicit dim), Hardtanh (its deprecated names, its limits checked when built), ReLU6
-(a Hardtanh, as PyTorch's) and PReLU (a learned weight)."""
+Softsign, Tanhshrink and GLU are built from them here (nn/modules/declared.py), each keeping its
+op's arguments as attributes and applying the op in forward; `inplace=True` writes the result
+into the input, as PyTorch's does. Written here, with state or logic of their own: Softmax and
+LogSoftmax (PyTorch's implicit dim), Hardtanh (its deprecated names, its limits checked when
+built), ReLU6 (a Hardtanh, as PyTorch's) and PReLU (a learned weight)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import warnings
 
 import numpy as np
 
-from .. import ops
-from ..errors import ArgumentError, DTypeError
-from ..ops.core.variants import declared
-from ..tensor import Tensor
-from . import functional as F  # noqa: N812 (PyTorch's idiom)
-from . import init
+from ... import ops
+from ...errors import ArgumentError, DTypeError
+from ...ops.core.variants import declared
+from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 (PyTorch's idiom)
+from .. import init
 from .declared import layer_of
 from .linear import layer_dtype
 from .module import Module, Parameter

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import distributed
-from ..errors import ArgumentError, ShapeError
-from ..ops.core.checks import check_eps, check_floating, check_real
-from ..ops.core.op import Op
-from ..ops.normalization.common import needed_grads, param_dtype, scale_shift, work_dtype
-from ..tensor import Tensor
+from ... import distributed
+from ...errors import ArgumentError, ShapeError
+from ...ops.core.checks import check_eps, check_floating, check_real
+from ...ops.core.op import Op
+from ...ops.normalization.common import needed_grads, param_dtype, scale_shift, work_dtype
+from ...tensor import Tensor
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, BatchNormBase
 

@@ -7,16 +7,16 @@ import math
 
 import numpy as np
 
-from .. import backend, ops
-from ..errors import ArgumentError, DTypeError, ShapeError
-from ..ops.core.op import array_of, as_tensor, shape_of
-from ..ops.random.dropout import check_probability
-from ..tensor import Tensor
-from . import functional as F  # noqa: N812 (PyTorch's idiom)
-from . import init
+from ... import backend, ops
+from ...errors import ArgumentError, DTypeError, ShapeError
+from ...ops.core.op import array_of, as_tensor, shape_of
+from ...ops.random.dropout import check_probability
+from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 (PyTorch's idiom)
+from .. import init
+from ..torch_args import check_positive_int
 from .linear import Linear, layer_dtype
 from .module import Module, Parameter
-from .torch_args import check_positive_int
 
 
 def check_heads(caller: str, embed_dim, num_heads, names=("embed_dim", "num_heads")) -> None:

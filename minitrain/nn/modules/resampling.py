@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
-from . import functional as F  # noqa: N812 (PyTorch's idiom)
+from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 (PyTorch's idiom)
 from .module import Module
 
 

@@ -1,6 +1,6 @@
 """The `nn.functional` entries and `nn` layers an op declares (ops/core/variants.py: "functional",
 `module=`), built from its function: nn/functional/activations.py binds the entries, and
-nn/activation.py the layers, of every declaration.
+nn/modules/activation.py the layers, of every declaration.
 
 An entry is the op's function with PyTorch's `inplace=False` after its parameters where the
 declaration's `inplace_flag` says PyTorch's takes one: `inplace=True` writes the result into the
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import inspect
 
-from ..errors import ArgumentError, DTypeError
-from ..inplace import write_in_place
-from ..ops.core.variants import Variants
-from ..tensor import Tensor
+from ...errors import ArgumentError, DTypeError
+from ...inplace import write_in_place
+from ...ops.core.variants import Variants
+from ...tensor import Tensor
 from .module import Module
 
 __all__ = ["DeclaredLayer", "functional_of", "layer_of"]

@@ -5,11 +5,11 @@ PyTorch, are taken as None only."""
 
 from __future__ import annotations
 
-from ..errors import ArgumentError
-from ..tensor import Tensor
-from . import functional as F  # noqa: N812 (PyTorch's idiom)
+from ...errors import ArgumentError
+from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 (PyTorch's idiom)
+from ..torch_args import check_legacy_reduction
 from .module import Module
-from .torch_args import check_legacy_reduction
 
 
 class CosineSimilarity(Module):

@@ -9,13 +9,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import backend
-from ..arguments import device_and_dtype
-from ..autograd import RemovableHandle
-from ..autograd.grad_mode import no_grad, recording
-from ..errors import DTypeError, MinitrainError
-from ..tensor import Tensor
-from .utils import zero_grads
+from ... import backend
+from ...arguments import device_and_dtype
+from ...autograd import RemovableHandle
+from ...autograd.grad_mode import no_grad, recording
+from ...errors import DTypeError, MinitrainError
+from ...tensor import Tensor
+from ..utils import zero_grads
 
 
 class Parameter(Tensor):
