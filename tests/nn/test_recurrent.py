@@ -362,7 +362,7 @@ def test_parallel_and_serial_gate_kernels_agree_exactly(monkeypatch, record_buil
     upstream = np.ones(arrays[1].shape, np.float32)
     results = []
     for threshold in (0, 1 << 62):
-        monkeypatch.setattr(module, "_PARALLEL_ELEMENTS", threshold)
+        monkeypatch.setattr(module, "GATE_PARALLEL_ELEMENTS", threshold)
         results.append(_values_and_grads(op, arrays, upstream))
     assert builds == [True, True, False, False]  # forward and gradient, each build
     for a, b in zip(*results, strict=True):

@@ -18,6 +18,7 @@ from ..core.op import Op
 from ..linalg.products import linear
 from ..shapes.shape import concat
 from .recurrent_common import (
+    GATE_PARALLEL_ELEMENTS,
     NO_RAISE,
     check_cell,
     check_cell_grad,
@@ -32,10 +33,6 @@ from .recurrent_common import (
 )
 
 __all__ = ["gru_cell", "gru_cell_grad"]
-
-# batch * hidden_size from which the gate kernels run their parallel build (see
-# numba_math.loop): a step's gate math sits between GEMMs whose BLAS threads hold the cores
-_PARALLEL_ELEMENTS = 1 << 20
 
 
 def gru_cell_grad(dY, X, h, w_ih, w_hh, gates, hn, need=(True,) * 6):
@@ -71,7 +68,7 @@ def _gru_cell_grad(dY, X, h, w_ih, w_hh, gates, hn, need, sums: bool):
     dh = xp.empty(h.shape, h.dtype)
     if backend.numba_takes(dY, gates, h, hn):
         dY, gates, h_c, hn = numba_arrays(dY, gates, h, hn)
-        _gru_kernels(h.size >= _PARALLEL_ELEMENTS).gates_grad(
+        _gru_kernels(h.size >= GATE_PARALLEL_ELEMENTS).gates_grad(
             dY, gates, hn, h_c, dgates_x, dgates_h, dh
         )
     else:
@@ -120,7 +117,7 @@ class GRUCell(Op):
         hn, out = xp.empty(h.shape, gx.dtype), xp.empty(h.shape, gx.dtype)
         if backend.numba_takes(x, h, w_ih, w_hh):
             gx, gh, h_c = numba_arrays(gx, gh, h)
-            _gru_kernels(h.size >= _PARALLEL_ELEMENTS).gates(gx, gh, h_c, gates, hn, out)
+            _gru_kernels(h.size >= GATE_PARALLEL_ELEMENTS).gates(gx, gh, h_c, gates, hn, out)
         else:
             _gru_gates(xp, gx, gh, h, gates, hn, out)
         ctx.save(x=x, h=h, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh, gates=gates, hn=hn)

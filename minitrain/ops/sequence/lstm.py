@@ -21,6 +21,7 @@ from ..core.op import Op
 from ..linalg.products import linear
 from ..shapes.shape import concat, stack
 from .recurrent_common import (
+    GATE_PARALLEL_ELEMENTS,
     NO_RAISE,
     check_cell,
     check_cell_grad,
@@ -35,10 +36,6 @@ from .recurrent_common import (
 )
 
 __all__ = ["lstm_cell", "lstm_cell_grad"]
-
-# batch * hidden_size from which the gate kernels run their parallel build (see
-# numba_math.loop): a step's gate math sits between GEMMs whose BLAS threads hold the cores
-_PARALLEL_ELEMENTS = 1 << 20
 
 
 def lstm_cell_grad(dY, X, state, w_ih, w_hh, gates, Y, need=(True,) * 6):
@@ -75,7 +72,7 @@ def _lstm_cell_grad(dY, X, state, w_ih, w_hh, gates, Y, need, sums: bool):
     dstate = xp.empty(state.shape, state.dtype)
     if backend.numba_takes(dY, gates, state, Y):
         dY, gates, c_prev, c = numba_arrays(dY, gates, state[1], Y[1])
-        kernels = _lstm_kernels(c.size >= _PARALLEL_ELEMENTS)
+        kernels = _lstm_kernels(c.size >= GATE_PARALLEL_ELEMENTS)
         kernels.gates_grad(dY, gates, c_prev, c, dgates, dstate[1])
     else:
         _lstm_gates_grad(xp, dY, gates, state[1], Y[1], dgates, dstate[1])
@@ -119,7 +116,8 @@ class LSTMCell(Op):
         bias = _joint_bias(xp, b_ih, b_hh, gx)
         if backend.numba_takes(x, state, w_ih, w_hh, bias):
             gx, gh, bias, c_prev = numba_arrays(gx, gh, bias, state[1])
-            _lstm_kernels(c_prev.size >= _PARALLEL_ELEMENTS).gates(gx, gh, bias, c_prev, gates, out)
+            kernels = _lstm_kernels(c_prev.size >= GATE_PARALLEL_ELEMENTS)
+            kernels.gates(gx, gh, bias, c_prev, gates, out)
         else:
             _lstm_gates(xp, gx + gh + bias, state[1], gates, out)
         ctx.save(x=x, state=state, w_ih=w_ih, w_hh=w_hh, b_ih=b_ih, b_hh=b_hh, gates=gates, out=out)

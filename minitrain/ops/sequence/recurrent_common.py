@@ -33,6 +33,7 @@ from ..core.op import shape_of
 from ..linalg.products import linear
 
 __all__ = [
+    "GATE_PARALLEL_ELEMENTS",
     "NO_RAISE",
     "check_cell",
     "check_cell_grad",
@@ -45,6 +46,10 @@ __all__ = [
     "register_gate_math",
     "weight_grads",
 ]
+
+# batch * hidden_size from which the LSTM's and GRU's gate kernels run their parallel build (see
+# numba_math.loop): a step's gate math sits between GEMMs whose BLAS threads hold the cores
+GATE_PARALLEL_ELEMENTS = 1 << 20
 
 
 def check_cell(caller, gates, x, state, state_name, lead, w_ih, w_hh, b_ih, b_hh) -> None:
