@@ -68,6 +68,11 @@ class Tensor(InPlaceMethods):
         tensor._hooks = None
         return tensor
 
+    @property
+    def array(self):
+        """The numpy (or CuPy) array holding the values: no copy, no graph."""
+        return self.data
+
     # The autograd state: requires_grad, the gradient, hooks.
 
     @property
