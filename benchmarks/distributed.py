@@ -111,13 +111,13 @@ def worker() -> None:
         optimizer.zero_grad()
         with model.no_sync():
             loss_fn(model(x), y).backward()
-        flat = np.concatenate([p.grad.data.reshape(-1) for p in params])
+        flat = np.concatenate([p.grad.array.reshape(-1) for p in params])
         distributed.all_reduce_buffer(flat).wait()
         flat /= world
         start = 0
         for p in params:
-            p.grad.data[...] = flat[start : start + p.data.size].reshape(p.shape)
-            start += p.data.size
+            p.grad.array[...] = flat[start : start + p.array.size].reshape(p.shape)
+            start += p.array.size
         optimizer.step()
 
     best = {}

@@ -69,7 +69,7 @@ def run() -> list[Result]:
         got = ours()[1]
         want = fns[1]()[1]
         worst = max(
-            float(np.max(np.abs(g.data - w.numpy())) / (np.max(np.abs(w.numpy())) + 1e-30))
+            float(np.max(np.abs(g.array - w.numpy())) / (np.max(np.abs(w.numpy())) + 1e-30))
             for g, w in zip(got, want, strict=True)
         )
         note = f"largest difference from PyTorch's hvp, relative to its largest entry: {worst:.1e}"

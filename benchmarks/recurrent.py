@@ -54,7 +54,7 @@ def _torch_step(cell: str, weights_from):
     with torch.no_grad():  # the same initial weights as minitrain's model
         for ours, theirs in zip(weights_from, (rnn, head), strict=True):
             for p, q in zip(ours.parameters(), theirs.parameters(), strict=True):
-                q.copy_(torch.from_numpy(p.data))
+                q.copy_(torch.from_numpy(p.array))
     optimizer = torch.optim.Adam([*rnn.parameters(), *head.parameters()], lr=1e-3)
     inputs, labels = _data()
     x, y = torch.from_numpy(inputs), torch.from_numpy(labels)

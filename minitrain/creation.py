@@ -29,8 +29,8 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
     unless `set_default_dtype` changed it), on `device` or the default device."""
     if device is None and get_default_device().type != "cpu":
         device = get_default_device()
-    array = as_array(data.data if isinstance(data, Tensor) else data, dtype, device)
-    if array is data or (isinstance(data, Tensor) and array is data.data):
+    array = as_array(data.array if isinstance(data, Tensor) else data, dtype, device)
+    if array is data or (isinstance(data, Tensor) and array is data.array):
         array = array.copy()
     return Tensor(array, requires_grad=requires_grad)
 

@@ -532,7 +532,7 @@ def _check_int(value, caller: str, name: str, minimum: int, unset: int | None = 
 def _cpu_array(tensor, caller: str, name: str) -> np.ndarray:
     if not isinstance(tensor, Tensor):
         raise DTypeError(f"{caller}: {name} must be a Tensor, got {_describe_value(tensor)}")
-    array = tensor.data
+    array = tensor.array
     if type(array) is not np.ndarray:
         raise DeviceError(
             f"{caller}: {name} is on {tensor.device}; the MPI collectives take CPU tensors "

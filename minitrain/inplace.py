@@ -47,7 +47,7 @@ def write_in_place(target, compute, caller: str):
             f"{caller}: cannot change in place a view ({target.node.op.name}) of a tensor that "
             f"requires grad; change the tensor itself, or a clone of the view"
         )
-    if not getattr(target.data.flags, "writeable", True):  # (CuPy has no such flag)
+    if not getattr(target.array.flags, "writeable", True):  # (CuPy has no such flag)
         raise ShapeError(
             f"{caller}: the tensor's memory is read-only (a broadcast view shares one element "
             f"among many); clone it first"
@@ -82,8 +82,8 @@ def write_in_place(target, compute, caller: str):
         )
     if node is not None:
         _keep_old_values(node, target)
-    target.data[...] = result.data
-    written = versions.clock.note_write(target.data)
+    target.array[...] = result.array
+    written = versions.clock.note_write(target.array)
     if node is not None:
         _become_output(node, result, target, written)
     return target
@@ -117,10 +117,10 @@ def _keep_old_values(node, target) -> None:
     a target outside the graph has no node, and is the first input holding its array."""
     saved, parents = node.ctx.__dict__, node.parents
     for name, index in node.op.saved_inputs:
-        if saved.get(name) is target.data and (
+        if saved.get(name) is target.array and (
             target.node is None or parents[index] is target.node
         ):
-            saved[name] = target.data.copy()
+            saved[name] = target.array.copy()
             return
 
 
@@ -137,8 +137,8 @@ def _become_output(node, result, target, written: int) -> None:
     node.output = weakref.ref(target)
     versions.supersede(previous, written)  # views taken before now are stale (Op.apply checks)
     saved = node.ctx.__dict__
-    if node.op.saves_output and saved.get("out") is result.data:
-        saved["out"] = target.data
+    if node.op.saves_output and saved.get("out") is result.array:
+        saved["out"] = target.array
         node.ctx.out_written = written
 
 
@@ -171,12 +171,12 @@ class InPlaceMethods:
     @property
     def _version(self) -> int:
         """How many in-place writes this tensor's memory has seen (shared with its views)."""
-        return versions.clock.version(self.data)
+        return versions.clock.version(self.array)
 
     def bump_version(self) -> None:
-        """Count a write made to `.data` directly (optimizers, nn.init): the values saved from
+        """Count a write made to `.array` directly (optimizers, nn.init): the values saved from
         this tensor's memory for a backward recorded before it then fail that backward."""
-        versions.clock.note_write(self.data)
+        versions.clock.note_write(self.array)
 
     def requires_grad_(self, requires_grad: bool = True):
         """Set whether autograd records operations on this tensor (a leaf), in place; returns it."""

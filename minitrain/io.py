@@ -160,7 +160,7 @@ class _Encoder:
         if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
             return {"scalar": self._add_array(np.asarray(value), value, path)}
         if isinstance(value, Tensor):
-            return {"array": self._add_array(value.data, value.data, path)}
+            return {"array": self._add_array(value.array, value.array, path)}
         if backend.is_array(value):
             return {"array": self._add_array(value, value, path)}
         if kind in (list, tuple) or isinstance(value, dict):

@@ -31,11 +31,12 @@ def _check_grad_dtype(array, caller: str) -> None:
 class Tensor(InPlaceMethods):
     """An n-dimensional array that can record the ops applied to it and carry a gradient.
 
-    `Tensor(array)` wraps an array without copying; `minitrain.tensor(data)` copies.
+    `Tensor(array)` wraps an array without copying; `minitrain.tensor(data)` copies. The array
+    is `.array` (numpy's, or CuPy's on a GPU); `.data` is PyTorch's, a Tensor sharing it.
     """
 
     __slots__ = (
-        "data",
+        "array",
         "_grad",
         "_requires_grad",
         "node",
@@ -48,7 +49,7 @@ class Tensor(InPlaceMethods):
     __array_ufunc__ = None  # `ndarray + Tensor` calls Tensor.__radd__ instead of looping in numpy
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
-        self.data = as_array(data.data if isinstance(data, Tensor) else data, dtype, device)
+        self.array = as_array(data.array if isinstance(data, Tensor) else data, dtype, device)
         self._grad: Tensor | None = None
         self._requires_grad = False
         self.node = None
@@ -61,17 +62,37 @@ class Tensor(InPlaceMethods):
         """A leaf Tensor around an array, without the constructor's checks and copies: the fast
         constructor ops use for their outputs (Op.apply attaches the Node when it records)."""
         tensor = _new_object(Tensor)
-        tensor.data = data
+        tensor.array = data
         tensor._grad = None
         tensor._requires_grad = False
         tensor.node = None
         tensor._hooks = None
         return tensor
 
+    # `array` (a slot) is the numpy or CuPy array holding the values: what ops read and write.
+
     @property
-    def array(self):
-        """The numpy (or CuPy) array holding the values: no copy, no graph."""
-        return self.data
+    def data(self) -> Tensor:
+        """PyTorch's `.data`: a Tensor sharing this one's memory, outside the graph and not
+        requiring grad (`p.data.add_(...)`, `w.data.normal_(0, 0.02)`, `x.data.numpy()`).
+
+        As `detach()`; one difference from PyTorch: the two share a version, since a version
+        belongs to memory here (autograd/versions.py), so an in-place write through `.data` to
+        a value a graph saved is refused at backward instead of silently changing the
+        gradient. The raw array is `.array`. Assigning `x.data = other` (a Tensor) makes `x`
+        hold `other`'s memory, any shape or dtype, as in PyTorch."""
+        return Tensor.wrap(self.array)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise DTypeError(
+                f"data: must be set to a Tensor, got {type(value).__name__} (wrap an array as "
+                f"Tensor(array), or assign the array to .array)"
+            )
+        if self._requires_grad:
+            _check_grad_dtype(value.array, "data")
+        self.array = value.array
 
     # The autograd state: requires_grad, the gradient, hooks.
 
@@ -91,7 +112,7 @@ class Tensor(InPlaceMethods):
                 "use .detach() for a copy outside the graph"
             )
         if value:
-            _check_grad_dtype(self.data, "requires_grad")
+            _check_grad_dtype(self.array, "requires_grad")
         self._requires_grad = bool(value)
 
     @property
@@ -123,7 +144,7 @@ class Tensor(InPlaceMethods):
 
     def detach(self) -> Tensor:
         """The same data (and so the same version), outside any graph."""
-        return Tensor.wrap(self.data)
+        return Tensor.wrap(self.array)
 
     def backward(
         self,
@@ -191,91 +212,91 @@ class Tensor(InPlaceMethods):
                 grad = self.xp.array(grad, dtype=self.dtype, copy=True)
             self._grad = Tensor.wrap(grad)
         elif self._grad._requires_grad:  # a .grad from create_graph: leave its graph alone
-            self._grad = Tensor.wrap(self._grad.data + grad)
+            self._grad = Tensor.wrap(self._grad.array + grad)
         else:
-            self._grad.data = self._grad.data + grad
+            self._grad.array = self._grad.array + grad
 
     # The array's facts: shape, dtype, device, its values in Python.
 
     @property
     def shape(self) -> tuple:
         """The size of each dim, as a tuple of ints (PyTorch's `torch.Size`)."""
-        return self.data.shape
+        return self.array.shape
 
     @property
     def ndim(self) -> int:
         """The number of dims."""
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def dtype(self):
         """The element type, a numpy dtype (`np.float32`, `np.int64`, `np.bool_`, ...)."""
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def device(self) -> backend.Device:
         """Where the data lives, a `Device`: `cpu` or `cuda:N`; it compares equal to its
         string (`x.device == "cpu"`)."""
-        return backend.device_of(self.data)
+        return backend.device_of(self.array)
 
     @property
     def is_cuda(self) -> bool:
         """Whether the tensor lives on a GPU."""
-        return backend.device_of(self.data).type == "cuda"
+        return backend.device_of(self.array).type == "cuda"
 
     @property
     def xp(self):
         """The array module of the data: `numpy` on the CPU, `cupy` on a GPU."""
-        return backend.array_module(self.data)
+        return backend.array_module(self.array)
 
     def size(self, dim: int | None = None):
         """The shape as a tuple of ints, or with `dim` the size of that one dim (negative
         counts from the end)."""
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self.array.shape if dim is None else self.array.shape[dim]
 
     def numel(self) -> int:
         """The number of elements, the product of the shape (`nelement` is the same
         method)."""
-        return int(self.data.size)
+        return int(self.array.size)
 
     nelement = numel
 
     def dim(self) -> int:
         """The number of dims, as `ndim`."""
-        return self.data.ndim
+        return self.array.ndim
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise ShapeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The data as a numpy array (no copy). CUDA tensors: call .cpu() first, or pass
         `force=True` for a copy in host memory (a tensor in the graph needs no detach here)."""
-        if force and not isinstance(self.data, np.ndarray):
-            return backend.to_device(self.data, backend.device("cpu"))
-        if not isinstance(self.data, np.ndarray):
+        if force and not isinstance(self.array, np.ndarray):
+            return backend.to_device(self.array, backend.device("cpu"))
+        if not isinstance(self.array, np.ndarray):
             raise DeviceError(
                 f"numpy: can't convert a tensor on {self.device} to numpy; use Tensor.cpu() to "
                 f"copy it to host memory first"
             )
-        return self.data
+        return self.array
 
     def item(self):
         """The value of a one-element tensor as a Python number (ShapeError for any other
         size). On a GPU, reading it first raises any failed device-side check kept until then."""
-        if self.data.size != 1:
-            raise ShapeError(f"item: the tensor has {self.data.size} elements, not 1")
-        if type(self.data) is not np.ndarray:
+        if self.array.size != 1:
+            raise ShapeError(f"item: the tensor has {self.array.size} elements, not 1")
+        if type(self.array) is not np.ndarray:
             backend.raise_deferred_checks()  # a read from a GPU: its kept checks are read too
-        return self.data.reshape(()).item()
+        return self.array.reshape(()).item()
 
     def tolist(self):
         """The elements as nested Python lists (a Python number for a 0-d tensor). On a
         GPU, reading them first raises any failed device-side check kept until then."""
-        if type(self.data) is not np.ndarray:
+        if type(self.array) is not np.ndarray:
             backend.raise_deferred_checks()
-        return self.data.tolist()
+        return self.array.tolist()
 
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()
@@ -293,7 +314,7 @@ class Tensor(InPlaceMethods):
     def __index__(self) -> int:
         """A one-element integer (or bool) tensor as a Python int, where Python wants an index:
         `items[t]`, `range(t)`, a slice bound. Others raise PyTorch's TypeError."""
-        if self.data.size != 1 or self.dtype.kind not in "iub":
+        if self.array.size != 1 or self.dtype.kind not in "iub":
             raise DTypeError(
                 "only integer tensors of a single element can be converted to an index"
             )
@@ -303,7 +324,7 @@ class Tensor(InPlaceMethods):
         """`f"{loss:.4f}"`: a 0-d tensor formats its number; with an empty spec, any tensor
         formats as str; any other spec raises Python's TypeError, as PyTorch's does (for a
         subclass such as Parameter too)."""
-        if self.data.ndim == 0 and type(self) is Tensor:
+        if self.array.ndim == 0 and type(self) is Tensor:
             return format(self.item(), format_spec)
         return object.__format__(self, format_spec)
 
@@ -313,7 +334,7 @@ class Tensor(InPlaceMethods):
         return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
-        data = self.data if isinstance(self.data, np.ndarray) else self.cpu().data
+        data = self.array if isinstance(self.array, np.ndarray) else self.cpu().array
         body = np.array2string(
             data, separator=", ", prefix="tensor(", precision=4, suppress_small=True
         )

@@ -80,7 +80,7 @@ class TensorMethods:
 
     def contiguous(self):
         """self where its memory is in C order already, else a C-ordered copy in the graph."""
-        return self if self.data.flags.c_contiguous else ops.contiguous(self)
+        return self if self.array.flags.c_contiguous else ops.contiguous(self)
 
     # Elementwise math by other names (clamp_min, square, ...): each calls its op.
 
@@ -153,11 +153,25 @@ class TensorMethods:
     def stride(self, dim=None):
         """The step in elements from one element to the next along each dim (a tuple), or
         along `dim`: numpy's strides in bytes over the item size. A 0-d tensor's is ()."""
-        strides = tuple(n // self.data.itemsize for n in self.data.strides)
+        strides = tuple(n // self.array.itemsize for n in self.array.strides)
         if dim is None:
             return strides
         (dim,) = normalize_axis(dim, self.ndim, "stride")
         return strides[dim]
+
+    @property
+    def itemsize(self) -> int:
+        """The bytes one element takes (`element_size()` too)."""
+        return self.array.itemsize
+
+    def element_size(self) -> int:
+        """The bytes one element takes, as `itemsize`."""
+        return self.array.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the elements take: numel times itemsize (of a view, its elements only)."""
+        return self.array.nbytes
 
     def type(self, dtype=None, non_blocking: bool = False):
         """With no dtype, PyTorch's name of the tensor's type ('torch.FloatTensor', on a GPU
@@ -175,7 +189,7 @@ class TensorMethods:
     @property
     def is_cpu(self) -> bool:
         """Whether the tensor lives in host memory."""
-        return backend.device_of(self.data).type == "cpu"
+        return backend.device_of(self.array).type == "cpu"
 
     @property
     def is_sparse(self) -> bool:
@@ -218,10 +232,10 @@ class TensorMethods:
         if not all(isinstance(n, (int, np.integer)) for n in shape):
             raise DTypeError(f"view: takes ints (view(dtype) is not supported), got {shape}")
         out = ops.reshape(self, shape)
-        if out.data.size and versions.owner(out.data) is not versions.owner(self.data):
+        if out.array.size and versions.owner(out.array) is not versions.owner(self.array):
             raise ShapeError(
                 f"view: shape {tuple(shape)} does not fit the memory layout of a tensor of shape "
-                f"{self.shape} and strides {self.data.strides} without a copy; use reshape"
+                f"{self.shape} and strides {self.array.strides} without a copy; use reshape"
             )
         return out
 

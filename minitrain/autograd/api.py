@@ -29,14 +29,14 @@ def root_grads(outputs, grad_outputs, op_name, create_graph: bool = False):
             )
         xp = out.xp
         if grad is None:
-            if out.data.size != 1:
+            if out.array.size != 1:
                 raise GraphError(
                     f"{op_name}: a gradient can be created implicitly only for outputs with one "
                     f"element; outputs[{i}] has shape {out.shape}: pass its gradient explicitly"
                 )
-            seeds.append(xp.ones_like(out.data))
+            seeds.append(xp.ones_like(out.array))
             continue
-        array = grad.data if is_tensor(grad) else xp.asarray(grad)
+        array = grad.array if is_tensor(grad) else xp.asarray(grad)
         if array.dtype.kind not in "biuf":  # PyTorch casts other real dtypes, refuses complex
             raise DTypeError(
                 f"{op_name}: gradient for outputs[{i}] has dtype {array.dtype}, which cannot "
@@ -168,7 +168,7 @@ def grad(
                     f"outputs; pass allow_unused=True to get None for it"
                 )
             if materialize_grads:  # as PyTorch's: zeros that require grad under create_graph
-                zeros = inputs[i].xp.zeros_like(inputs[i].data)
+                zeros = inputs[i].xp.zeros_like(inputs[i].array)
                 g = new_tensor(zeros, requires_grad=create_graph)
         result.append(g if g is None or is_tensor(g) else new_tensor(g))
     return tuple(result)

@@ -113,7 +113,7 @@ class FunctionCtx:
         self._check_unwritten()
         if self.in_graph is not None:
             return self.in_graph
-        return tuple(None if t is None else Tensor.wrap(t.data) for t in self.to_save)
+        return tuple(None if t is None else Tensor.wrap(t.array) for t in self.to_save)
 
     def _check_unwritten(self) -> None:
         if self.seq < 0 or clock.latest_write <= self.seq:
@@ -121,12 +121,12 @@ class FunctionCtx:
         for index, tensor in enumerate(self.to_save):
             if tensor is None:
                 continue
-            written = clock.written_since(tensor.data, self.seq)
+            written = clock.written_since(tensor.array, self.seq)
             if written is not None:
                 raise GraphError(
                     f"{self.function.__name__}Backward: saved tensor {index} "
                     f"(ctx.save_for_backward's argument {index}, of shape "
-                    f"{tuple(tensor.data.shape)}) was modified by an in-place operation: saved "
+                    f"{tuple(tensor.array.shape)}) was modified by an in-place operation: saved "
                     f"at version {written[0]}, now at version {written[1]}. Clone it before "
                     f"changing it, or change it after backward"
                 )
@@ -158,7 +158,7 @@ class FunctionCtx:
 
     def saved_values(self) -> dict:
         """The arrays still held for the backward, by name (what drawings show)."""
-        return {f"saved_tensors[{i}]": t.data for i, t in enumerate(self.to_save) if t is not None}
+        return {f"saved_tensors[{i}]": t.array for i, t in enumerate(self.to_save) if t is not None}
 
     def release(self) -> None:
         """Drop the saved tensors (after a backward, unless retain_graph)."""
@@ -186,7 +186,7 @@ class FunctionBackward(Op, register=False):
         grads = _output_grads(ctx, grad)
         with no_grad():
             result = _call_backward(cls.function, ctx, grads)
-        return tuple(None if g is None else g.data for g in result)
+        return tuple(None if g is None else g.array for g in result)
 
     @classmethod
     def run_tensor_backward(cls, node, grad, needs=None) -> tuple:
@@ -212,14 +212,14 @@ def _saved_in_graph(node, tensor, place):
         if kind == "input":
             parent = node.parents[index]
             if parent is not None and type(parent) is not Node:
-                return parent if parent.data is tensor.data else Tensor.wrap(tensor.data)
+                return parent if parent.array is tensor.array else Tensor.wrap(tensor.array)
             if parent is not None:
-                return _on_node(tensor.data, parent)
+                return _on_node(tensor.array, parent)
         else:
             made_by = node.ctx.output_nodes[index]
             if made_by is not None:
-                return _on_node(tensor.data, made_by)
-    return Tensor.wrap(tensor.data)
+                return _on_node(tensor.array, made_by)
+    return Tensor.wrap(tensor.array)
 
 
 def _on_node(array, node) -> Tensor:
@@ -490,8 +490,8 @@ class Function(metaclass=_FunctionMeta):
                         check_plain_view_input(value)
                     parents.append(None)
                     needs.append(False)
-                shapes.append(tuple(value.data.shape))
-                dtypes.append(value.data.dtype)
+                shapes.append(tuple(value.array.shape))
+                dtypes.append(value.array.dtype)
                 arguments.append(value)  # as PyTorch: the tensor itself, recording off
             else:
                 parents.append(None)
@@ -526,7 +526,7 @@ def _record(cls, ctx, parents, arguments, outputs, single):
     differentiable = [
         i
         for i, out in enumerate(outputs)
-        if isinstance(out, Tensor) and id(out) not in non_diff and out.data.dtype.kind == "f"
+        if isinstance(out, Tensor) and id(out) not in non_diff and out.array.dtype.kind == "f"
     ]
     # where each saved tensor came from, by identity with forward's arguments and outputs
     places = []
@@ -543,22 +543,22 @@ def _record(cls, ctx, parents, arguments, outputs, single):
     ctx.saved_places = tuple(places)
     ctx.output_nodes = [None] * len(outputs)
     # a fresh Tensor per output (an output may be an argument, or come from outside the graph)
-    results = [Tensor.wrap(out.data) if isinstance(out, Tensor) else out for out in outputs]
+    results = [Tensor.wrap(out.array) if isinstance(out, Tensor) else out for out in outputs]
     layout = []
     packed = len(differentiable) > 1
     offset = 0
     for i, out in enumerate(outputs):
         tensor_output = isinstance(out, Tensor)
-        shape = tuple(out.data.shape) if tensor_output else ()
-        dtype = out.data.dtype if tensor_output else None
+        shape = tuple(out.array.shape) if tensor_output else ()
+        dtype = out.array.dtype if tensor_output else None
         if i in differentiable:
-            size = out.data.size
+            size = out.array.size
             layout.append((offset, offset + size, shape, dtype, True))
             offset += size
         else:
             layout.append((None, None, shape, dtype, tensor_output))
     ctx.layout = layout
-    tensor_arrays = [out.data for out in outputs if isinstance(out, Tensor)]
+    tensor_arrays = [out.array for out in outputs if isinstance(out, Tensor)]
     if tensor_arrays:
         ctx.xp = backend.array_module(*tensor_arrays)  # zeros for a backward on its device
     ctx.packed = packed
@@ -573,7 +573,7 @@ def _record(cls, ctx, parents, arguments, outputs, single):
         tensor._requires_grad = True
         ctx.output_nodes[index] = node
     else:
-        arrays = [outputs[i].data for i in differentiable]
+        arrays = [outputs[i].array for i in differentiable]
         dtype = np.result_type(*[a.dtype for a in arrays])
         flat = backend.array_module(*arrays).concatenate(
             [a.reshape(-1).astype(dtype, copy=False) for a in arrays]
@@ -591,7 +591,7 @@ def _record(cls, ctx, parents, arguments, outputs, single):
             ctx.output_nodes[i] = out.node
     ctx.seq = node.seq
     ctx.inputs_in_graph = tuple(
-        p if p is None or type(p) is not Node else _on_node(arguments[i].data, p)
+        p if p is None or type(p) is not Node else _on_node(arguments[i].array, p)
         for i, p in enumerate(parents)
     )
     return results[0] if single else tuple(results)

@@ -17,7 +17,7 @@ __all__ = ["gradcheck", "gradgradcheck"]
 
 def _as_float64(value):
     if is_tensor(value) and value.dtype.kind == "f":
-        copy = new_tensor(value.data.astype(np.float64, copy=True))
+        copy = new_tensor(value.array.astype(np.float64, copy=True))
         copy.requires_grad = value.requires_grad
         return copy
     return value
@@ -34,7 +34,7 @@ def _outputs(fn, inputs) -> list:
 
 def _flat_output(fn, inputs) -> np.ndarray:
     with no_grad():
-        return np.concatenate([o.data.ravel() for o in _outputs(fn, inputs)])
+        return np.concatenate([o.array.ravel() for o in _outputs(fn, inputs)])
 
 
 def _close(analytic, numeric, atol, rtol):
@@ -82,7 +82,7 @@ def _precision_hint(outputs) -> str:
     low = [
         (i, o.dtype)
         for i, o in enumerate(outputs)
-        if o.dtype.kind == "f" and o.dtype.itemsize < 8 and o.data.size
+        if o.dtype.kind == "f" and o.dtype.itemsize < 8 and o.array.size
     ]
     if not low:
         return ""
@@ -116,8 +116,8 @@ def gradcheck(
     """
     inputs, checked = _checked_inputs("gradcheck", fn, inputs, eps, atol, rtol, mode, directions)
     outputs = _outputs(fn, inputs)
-    n_out = sum(o.data.size for o in outputs)
-    n_in = sum(inputs[i].data.size for i in checked)
+    n_out = sum(o.array.size for o in outputs)
+    n_in = sum(inputs[i].array.size for i in checked)
     if mode == "auto":
         mode = "full" if n_in <= 1000 and n_out <= 1000 else "direction"
     hint = _precision_hint(outputs)
@@ -127,25 +127,26 @@ def gradcheck(
     def vjp(cotangent: np.ndarray) -> list[np.ndarray]:
         """Analytic cotangent @ Jacobian, one array per checked input."""
         if not graph_outputs:
-            return [np.zeros_like(x.data) for x in wrt]
+            return [np.zeros_like(x.array) for x in wrt]
         pieces, start = [], 0
         for o in outputs:
-            pieces.append(cotangent[start : start + o.data.size].reshape(o.shape))
-            start += o.data.size
+            pieces.append(cotangent[start : start + o.array.size].reshape(o.shape))
+            start += o.array.size
         seeds = [new_tensor(p) for o, p in zip(outputs, pieces, strict=True) if o.requires_grad]
         grads = grad(graph_outputs, wrt, seeds, retain_graph=True, allow_unused=True)
         return [
-            np.zeros_like(x.data) if g is None else g.data for x, g in zip(wrt, grads, strict=True)
+            np.zeros_like(x.array) if g is None else g.array
+            for x, g in zip(wrt, grads, strict=True)
         ]
 
     def numeric(x, direction: np.ndarray) -> np.ndarray:
         """(f(x + eps*d) - f(x - eps*d)) / 2eps, flattened over the outputs."""
-        original = x.data
-        x.data = np.asarray(original + eps * direction)  # 0-d stays an array, not a scalar
+        original = x.array
+        x.array = np.asarray(original + eps * direction)  # 0-d stays an array, not a scalar
         plus = _flat_output(fn, inputs)
-        x.data = np.asarray(original - eps * direction)
+        x.array = np.asarray(original - eps * direction)
         minus = _flat_output(fn, inputs)
-        x.data = original
+        x.array = original
         return (plus - minus) / (2 * eps)
 
     if mode == "full":
@@ -158,16 +159,16 @@ def gradcheck(
 def _output_element(outputs, flat: int) -> str:
     """'output element (1, 2)', or 'output 1 element (0,)' when fn has several outputs: where
     entry `flat` of the outputs, raveled and concatenated, lies."""
-    ends = np.cumsum([o.data.size for o in outputs])
+    ends = np.cumsum([o.array.size for o in outputs])
     i = int(np.searchsorted(ends, flat, side="right"))
     shape = outputs[i].shape
-    flat -= int(ends[i]) - outputs[i].data.size
+    flat -= int(ends[i]) - outputs[i].array.size
     at = tuple(int(v) for v in np.unravel_index(flat, shape)) if shape else ()
     return f"output {i} element {at}" if len(outputs) > 1 else f"output element {at}"
 
 
 def _check_full(inputs, checked, outputs, vjp, numeric, atol, rtol, hint) -> None:
-    n_out = sum(o.data.size for o in outputs)
+    n_out = sum(o.array.size for o in outputs)
     if n_out == 0:  # an empty Jacobian: backward must still run and give zero-size or zero grads
         for k, g in enumerate(vjp(np.zeros(0))):
             if np.any(g != 0):
@@ -178,10 +179,10 @@ def _check_full(inputs, checked, outputs, vjp, numeric, atol, rtol, hint) -> Non
     rows = [vjp(np.eye(1, n_out, j).ravel()) for j in range(n_out)]
     for k, i in enumerate(checked):
         x = inputs[i]
-        analytic = np.stack([row[k].ravel() for row in rows], axis=1).reshape(x.data.size, n_out)
+        analytic = np.stack([row[k].ravel() for row in rows], axis=1).reshape(x.array.size, n_out)
         numeric_jac = np.empty_like(analytic)
-        for e in range(x.data.size):
-            direction = np.zeros_like(x.data)
+        for e in range(x.array.size):
+            direction = np.zeros_like(x.array)
             direction.flat[e] = 1.0
             numeric_jac[e] = numeric(x, direction)
         excess = _close(analytic, numeric_jac, atol, rtol)
@@ -270,14 +271,14 @@ def gradgradcheck(
             outs = _outputs(fn, values[:n])
         pairs = [(o, v) for o, v in zip(outs, values[n:], strict=True) if o.requires_grad]
         if not pairs:
-            return tuple(new_tensor(np.zeros_like(x.data)) for x in wrt)
+            return tuple(new_tensor(np.zeros_like(x.array)) for x in wrt)
         with enable_grad():
             found = grad(
                 [o for o, _ in pairs], wrt, [v for _, v in pairs], create_graph=True,
                 allow_unused=True,
             )  # fmt: skip
         return tuple(
-            new_tensor(np.zeros_like(x.data)) if g is None else g
+            new_tensor(np.zeros_like(x.array)) if g is None else g
             for x, g in zip(wrt, found, strict=True)
         )
 

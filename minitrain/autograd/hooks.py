@@ -62,7 +62,7 @@ def run_hooks(hooks, grad, owner):
         result = hook(grad if graph else new_tensor(grad))
         if result is None:
             continue
-        new = result.data if is_tensor(result) else result
+        new = result.array if is_tensor(result) else result
         if isinstance(new, np.generic):  # numpy arithmetic on a 0-d array gives a scalar
             new = backend.array_module(new).asarray(new)
         if not backend.is_array(new) or new.shape != grad.shape or new.dtype != grad.dtype:

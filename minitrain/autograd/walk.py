@@ -142,7 +142,7 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
         )
         if anomaly:
             if create_graph:
-                check_backward(node, grad.data, [None if g is None else g.data for g in grads])
+                check_backward(node, grad.array, [None if g is None else g.array for g in grads])
             else:
                 check_backward(node, grad, grads)
         ctx = node.ctx
@@ -257,7 +257,7 @@ def replay_backward(outputs) -> dict:
         grads[key] = grads[key] + grad if key in grads else grad
 
     for t in outputs:
-        add(id(t) if t.node is None else t.node, t.xp.ones_like(t.data))
+        add(id(t) if t.node is None else t.node, t.xp.ones_like(t.array))
     for node in reversed(graph_nodes(outputs)):
         if node not in grads:
             continue

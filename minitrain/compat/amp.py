@@ -94,7 +94,7 @@ class GradScaler:
                     if param.grad is None:
                         continue
                     param.grad = param.grad * inverse
-                    values = param.grad.data
+                    values = param.grad.array
                     found |= not bool(backend.array_module(values).isfinite(values).all())
         self._found_inf[id(optimizer)] = found
 

@@ -79,7 +79,7 @@ def _empty(tensor: Tensor) -> bool:
 
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Write values into the tensor's array in place (its dtype and device kept)."""
-    tensor.data[...] = backend.to_device(values.astype(tensor.dtype), tensor.device)
+    tensor.array[...] = backend.to_device(values.astype(tensor.dtype), tensor.device)
     tensor.bump_version()
     return tensor
 
@@ -88,7 +88,7 @@ def _fill_drawn(tensor: Tensor, kind: str, low, high, generator) -> Tensor:
     """Fill with backend.draw's values (on the tensor's device), or a given numpy generator's
     (drawn on the host, then copied there)."""
     if generator is None:
-        tensor.data[...] = backend.draw(tensor.device, kind, tensor.shape, tensor.dtype, low, high)
+        tensor.array[...] = backend.draw(tensor.device, kind, tensor.shape, tensor.dtype, low, high)
         tensor.bump_version()
         return tensor
     if kind == "uniform":
@@ -108,7 +108,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None)
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill tensor with val, in place (outside the graph); returns tensor."""
-    tensor.data[...] = val
+    tensor.array[...] = val
     tensor.bump_version()
     return tensor
 

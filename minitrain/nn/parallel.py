@@ -30,7 +30,7 @@ class _GradientBucket:
 
     def __init__(self, params: list, dtype: np.dtype):
         self.params = params
-        self.offsets = np.cumsum([0] + [p.data.size for p in params]).tolist()
+        self.offsets = np.cumsum([0] + [p.array.size for p in params]).tolist()
         self.buffer = np.empty(self.offsets[-1], dtype)
         self.filled = [False] * len(params)
         self.ready = 0  # how many are filled
@@ -101,7 +101,7 @@ class DistributedDataParallel(Module):
             )
         buffers = [(name, b) for name, b in module.named_buffers() if b is not None]
         for name, tensor in named + buffers:
-            if type(tensor.data) is not np.ndarray:
+            if type(tensor.array) is not np.ndarray:
                 raise DeviceError(
                     f"{caller}: '{name}' is on {tensor.device}; the MPI collectives take CPU "
                     f"tensors (GPU replicas are not supported yet)"
@@ -186,9 +186,9 @@ class DistributedDataParallel(Module):
         out = bucket.slice(slot)
         old = param.grad
         if old is not None and old.shape == param.shape:
-            np.add(old.data.reshape(-1), grad.data.reshape(-1), out=out)
+            np.add(old.array.reshape(-1), grad.array.reshape(-1), out=out)
         else:
-            out[...] = grad.data.reshape(-1)
+            out[...] = grad.array.reshape(-1)
         if not bucket.filled[slot]:
             bucket.filled[slot] = True
             bucket.ready += 1
@@ -222,7 +222,7 @@ class DistributedDataParallel(Module):
             param = bucket.params[slot]
             old = param.grad
             if old is not None and old.shape == param.shape:
-                bucket.slice(slot)[...] = old.data.reshape(-1)
+                bucket.slice(slot)[...] = old.array.reshape(-1)
             else:
                 bucket.slice(slot)[...] = 0
             bucket.filled[slot] = True
@@ -319,15 +319,15 @@ def _broadcast_from_rank0(tensors: list) -> None:
     for tensor in tensors:
         by_dtype.setdefault(tensor.dtype, []).append(tensor)
     for group in by_dtype.values():
-        flat = np.concatenate([t.data.reshape(-1) for t in group])
+        flat = np.concatenate([t.array.reshape(-1) for t in group])
         distributed.broadcast(Tensor(flat), src=0)
         if distributed.get_rank() == 0:
             continue
         start = 0
         with no_grad():
             for tensor in group:
-                size = tensor.data.size
-                tensor.data[...] = flat[start : start + size].reshape(tensor.shape)
+                size = tensor.array.size
+                tensor.array[...] = flat[start : start + size].reshape(tensor.shape)
                 tensor.bump_version()
                 start += size
 
@@ -342,7 +342,7 @@ def _assign_buckets(params: list, cap_bytes: int) -> list[_GradientBucket]:
         if limit is None:
             limit = min(FIRST_BUCKET_BYTES, cap_bytes) if not buckets else cap_bytes
         members.append(param)
-        size += param.data.nbytes
+        size += param.array.nbytes
         if size >= limit:
             buckets.append(_GradientBucket(members, param.dtype))
             open_buckets.pop(param.dtype, None)
@@ -364,12 +364,12 @@ def _write_grad(param, averaged: np.ndarray) -> None:
     if (
         grad is not None
         and not grad.requires_grad
-        and type(grad.data) is np.ndarray
+        and type(grad.array) is np.ndarray
         and grad.shape == param.shape
         and grad.dtype == param.dtype
-        and grad.data.flags.writeable
+        and grad.array.flags.writeable
     ):
-        grad.data[...] = values
+        grad.array[...] = values
     else:
         param.grad = Tensor(values.copy())
 

@@ -29,9 +29,9 @@ def zero_grads(parameters, set_to_none: bool = True) -> None:
         elif param.grad.requires_grad:
             # a .grad from create_graph, in a graph: as PyTorch's detach_() then zero_(), but
             # without writing into memory that graph may have saved
-            param.grad = Tensor.wrap(param.xp.zeros_like(param.grad.data))
+            param.grad = Tensor.wrap(param.xp.zeros_like(param.grad.array))
         else:
-            param.grad.data[...] = 0
+            param.grad.array[...] = 0
             param.grad.bump_version()  # a graph that saved it would see stale values
 
 
@@ -84,7 +84,7 @@ def clip_grad_norm_(
     error_if_nonfinite, a nan or inf total norm raises and nothing is changed; without, a nan
     total makes every gradient nan, as in PyTorch. On a GPU the norms and the scale are computed
     there, and only error_if_nonfinite reads the total on the host."""
-    grads = [p.grad.data for p in _as_list(parameters) if p.grad is not None]
+    grads = [p.grad.array for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return Tensor(np.float32(0.0))
     norm_type = float(norm_type)
@@ -136,7 +136,7 @@ def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float) -
         raise ArgumentError(f"clip_grad_value_: clip_value must be >= 0, got {clip_value}")
     for p in _as_list(parameters):
         if p.grad is not None:
-            g = p.grad.data
+            g = p.grad.array
             g.clip(-clip_value, clip_value, out=g)
 
 
@@ -153,7 +153,7 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
             f"{' and '.join(sorted(map(str, devices)))}; one vector lives on one device"
         )
     xp = params[0].xp
-    return Tensor(xp.concatenate([p.data.reshape(-1) for p in params]))
+    return Tensor(xp.concatenate([p.array.reshape(-1) for p in params]))
 
 
 def vector_to_parameters(vector: Tensor, parameters: Iterable[Tensor]) -> None:
@@ -161,7 +161,7 @@ def vector_to_parameters(vector: Tensor, parameters: Iterable[Tensor]) -> None:
     parameter's device."""
     params = _as_list(parameters)
     if isinstance(vector, Tensor):
-        data = vector.data
+        data = vector.array
     else:
         data = vector if backend.is_array(vector) else np.asarray(vector)
     needed = sum(p.numel() for p in params)
@@ -173,6 +173,6 @@ def vector_to_parameters(vector: Tensor, parameters: Iterable[Tensor]) -> None:
     start = 0
     for p in params:
         piece = data[start : start + p.numel()].reshape(p.shape)
-        p.data[...] = backend.to_device(piece, p.device)
+        p.array[...] = backend.to_device(piece, p.device)
         p.bump_version()
         start += p.numel()

@@ -61,7 +61,7 @@ class Adam(Optimizer):
         check_range(name, "weight_decay", group["weight_decay"], 0.0)
 
     def _update(self, param: Tensor, grad, group: dict[str, Any]) -> None:
-        xp, data = backend.array_module(param.data), param.data
+        xp, data = backend.array_module(param.array), param.array
         lr, weight_decay, eps = group["lr"], group["weight_decay"], group["eps"]
         beta1, beta2 = group["betas"]
         state = self.state[param]
@@ -105,7 +105,7 @@ def _fused_update(param: Tensor, grad, state: dict[str, Any], group: dict[str, A
     the same order: the same result to the bit. False, with nothing done, where it does not
     apply: where backend.numba_takes refuses the arrays, or they are not all C-contiguous and of
     one shape (the loop indexes them together, unchecked)."""
-    data = param.data
+    data = param.array
     arrays = [data, grad, state["exp_avg"], state["exp_avg_sq"]]
     if group["amsgrad"]:
         arrays.append(state["max_exp_avg_sq"])

@@ -42,7 +42,7 @@ class Optimizer:
 
     A subclass passes its options as `defaults`, checks a group's options in `_check_group` and
     writes the update of one parameter in `_update(param, grad, group)`: plain array math on
-    `param.data`, in place and in the parameter's dtype, with its state in `self.state[param]`.
+    `param.array`, in place and in the parameter's dtype, with its state in `self.state[param]`.
     `step()` calls it for every parameter whose `.grad` is not None.
 
     State lives where its parameter does: made by the first step on the parameter's device, and
@@ -177,18 +177,18 @@ class Optimizer:
         return loss
 
     def _update(self, param: Tensor, grad, group: dict[str, Any]) -> None:
-        """Update `param.data` in place from its gradient array `grad` (never write to `grad`:
+        """Update `param.array` in place from its gradient array `grad` (never write to `grad`:
         it may be the parameter's `.grad` itself)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement _update")
 
     def _grad_array(self, param: Tensor):
-        grad = param.grad.data
+        grad = param.grad.array
         if grad.shape != param.shape:
             raise ShapeError(
                 f"{type(self).__name__}: a parameter of shape {param.shape} has a gradient of "
                 f"shape {grad.shape}"
             )
-        data = param.data
+        data = param.array
         if type(grad) is not type(data) or (
             type(grad) is not np.ndarray and backend.device_of(grad) != backend.device_of(data)
         ):
@@ -309,7 +309,7 @@ def _copy_values(values: dict[str, Any]) -> dict[str, Any]:
 def _follow(param: Tensor, state: dict[str, Any]) -> None:
     """Move `param`'s state arrays to its device where they are elsewhere (Module.to moved the
     parameter since they were made). The step count stays where it is, as in PyTorch."""
-    data = param.data
+    data = param.array
     for key, value in state.items():
         if type(value) is np.ndarray and type(data) is np.ndarray:
             continue  # both on the CPU: the common case, checked first

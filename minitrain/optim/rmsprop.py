@@ -56,7 +56,7 @@ class RMSprop(Optimizer):
         check_range("RMSprop", "momentum", group["momentum"], 0.0)
 
     def _update(self, param: Tensor, grad, group: dict[str, Any]) -> None:
-        xp, data = backend.array_module(param.data), param.data
+        xp, data = backend.array_module(param.array), param.array
         alpha, momentum, weight_decay = group["alpha"], group["momentum"], group["weight_decay"]
         state = self.state[param]
         if not state:

@@ -57,7 +57,7 @@ class SGD(Optimizer):
             )
 
     def _update(self, param: Tensor, grad, group: dict[str, Any]) -> None:
-        xp, data = backend.array_module(param.data), param.data
+        xp, data = backend.array_module(param.array), param.array
         momentum, weight_decay = group["momentum"], group["weight_decay"]
         if group["maximize"]:
             grad = -grad

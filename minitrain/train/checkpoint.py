@@ -151,7 +151,7 @@ class Checkpointer:
         self._check(state)
         mine = state["ranks"][self.world.rank]
         snapshot = {
-            "model": {key: value.data.copy() for key, value in self.model.state_dict().items()},
+            "model": {key: value.array.copy() for key, value in self.model.state_dict().items()},
             "optimizer": self.optimizer.state_dict(),
             "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "callbacks": [[type(c).__name__, c.state_dict()] for c in self.callbacks],

@@ -15,9 +15,9 @@ __all__ = ["accuracy"]
 
 def accuracy(output: Tensor, target) -> float:
     """Fraction of rows whose largest output (class axis 1) is the target class."""
-    xp = backend.array_module(output.data)
-    labels = target.data if isinstance(target, Tensor) else xp.asarray(target)
-    predicted = output.data.argmax(axis=1)
+    xp = backend.array_module(output.array)
+    labels = target.array if isinstance(target, Tensor) else xp.asarray(target)
+    predicted = output.array.argmax(axis=1)
     return float((predicted == labels).mean()) if labels.size else math.nan
 
 

@@ -30,7 +30,7 @@ class Ranks:
             return values
         buffer = Tensor(np.asarray(values, dtype=np.float64))
         distributed.all_reduce(buffer)
-        return buffer.data.tolist()
+        return buffer.array.tolist()
 
     def gather(self, payload: bytes) -> list[bytes]:
         """Every rank's `payload`, in rank order, on every rank: the lengths, then the bytes
@@ -39,12 +39,12 @@ class Ranks:
             return [payload]
         lengths = [Tensor(np.zeros(1, dtype=np.int64)) for _ in range(self.size)]
         distributed.all_gather(lengths, Tensor(np.array([len(payload)], dtype=np.int64)))
-        sizes = [int(length.data[0]) for length in lengths]
+        sizes = [int(length.array[0]) for length in lengths]
         padded = np.zeros(max(sizes), dtype=np.uint8)
         padded[: len(payload)] = np.frombuffer(payload, dtype=np.uint8)
         pieces = [Tensor(np.zeros(max(sizes), dtype=np.uint8)) for _ in range(self.size)]
         distributed.all_gather(pieces, Tensor(padded))
-        return [piece.data[:size].tobytes() for piece, size in zip(pieces, sizes, strict=True)]
+        return [piece.array[:size].tobytes() for piece, size in zip(pieces, sizes, strict=True)]
 
     def all_see(self, path: str) -> bool:
         """Whether the file `path` exists, agreed by every rank: a CheckpointError where only

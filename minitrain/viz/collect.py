@@ -202,7 +202,7 @@ def _replay_gradients(drawing: Drawing) -> None:
         return
     drawing.grads = grads
     one = len(drawing.outputs) == 1
-    if all(t.data.size == 1 for t in drawing.outputs):
+    if all(t.array.size == 1 for t in drawing.outputs):
         of = "the output" if one else "the sum of the outputs"
     else:
         of = "the sum of the output's elements" if one else "the sum of all outputs' elements"

@@ -69,7 +69,7 @@ def _format_value(value) -> str | None:
     if value is None:
         return None
     if isinstance(value, Tensor):
-        value = value.data
+        value = value.array
     if backend.is_array(value):
         return describe_array(value)
     if isinstance(value, float):
@@ -112,7 +112,7 @@ def _value_lines(drawing: Drawing, tensor, key) -> tuple[list[str], bool]:
     gradient is finite."""
     lines, finite = [], True
     if tensor is not None:
-        lines.append("value " + stats(tensor.data)[0])
+        lines.append("value " + stats(tensor.array)[0])
     if drawing.grads is not None and key in drawing.grads:
         text, finite = stats(drawing.grads[key])
         lines.append("grad " + text)
@@ -147,7 +147,7 @@ def node_details(drawing, node, show_saved, show_attrs, show_values) -> tuple[li
 
 
 def leaf_details(drawing, leaf, show_values) -> tuple[list, bool]:
-    lines = [describe_array(leaf.data)]
+    lines = [describe_array(leaf.array)]
     finite = True
     if show_values:
         values, finite = _value_lines(drawing, leaf, id(leaf))

@@ -110,7 +110,7 @@ def draw_graph(
         name = drawing.names.get(id(leaf))
         lines, finite = leaf_details(drawing, leaf, show_values)
         attrs = {"fillcolor": _PARAM_FILL if name else _LEAF_FILL}
-        tooltip = f"{drawing.name_of(leaf)}: {describe_array(leaf.data)}"
+        tooltip = f"{drawing.name_of(leaf)}: {describe_array(leaf.array)}"
         tooltip += _colour_box(attrs, lines, colours, id(leaf), show_values)
         attrs.update(
             label=_html_label(drawing.name_of(leaf), "", lines), tooltip=_dot_text(tooltip)
@@ -140,9 +140,9 @@ def draw_graph(
 
     missing: set = set()  # placeholders for the inputs whose ops are not drawn
     for i, tensor in enumerate(drawing.outputs):
-        lines = [describe_array(tensor.data)]
+        lines = [describe_array(tensor.array)]
         if show_values:
-            lines.append("value " + stats(tensor.data)[0])
+            lines.append("value " + stats(tensor.array)[0])
         title = "output" if len(drawing.outputs) == 1 else f"output {i}"
         graph.node(f"out{i}", _html_label(title, "", lines), fillcolor=_OUTPUT_FILL, penwidth="2")
         if tensor.node is None:

@@ -17,10 +17,10 @@ def tensor_html(tensor: Tensor) -> str:
     elif tensor.requires_grad:
         facts.append("requires_grad")
     rows = [f"<b>Tensor</b> &middot; {html.escape(' · '.join(facts))}"]
-    if tensor.data.size and tensor.dtype.kind in "biuf":
-        rows.append(f"values: {html.escape(stats(tensor.data)[0])}")
+    if tensor.array.size and tensor.dtype.kind in "biuf":
+        rows.append(f"values: {html.escape(stats(tensor.array)[0])}")
     if tensor.grad is not None:
-        rows.append(f"grad: {html.escape(stats(tensor.grad.data)[0])}")
+        rows.append(f"grad: {html.escape(stats(tensor.grad.array)[0])}")
     return "<br>".join(rows) + f"<pre>{html.escape(repr(tensor))}</pre>"
 
 
@@ -35,7 +35,7 @@ def tape_html(tape: Tape, limit: int = 50) -> str:
     ]
     for node, output in zip(tape.nodes[:limit], tape.outputs[:limit], strict=True):
         saved = "; ".join(line.removeprefix("saved ") for line in saved_lines(node))
-        cells = [str(node.seq), node.name, node.op.name, describe_array(output.data), saved]
+        cells = [str(node.seq), node.name, node.op.name, describe_array(output.array), saved]
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     more = len(tape.nodes) - limit
     tail = f"<p>... {more} more nodes</p>" if more > 0 else ""

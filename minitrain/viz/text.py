@@ -38,9 +38,9 @@ def text_graph(
     passed: set = set()  # id() of the left-out ops already walked through
     for i, tensor in enumerate(drawing.outputs):
         title = "output" if len(drawing.outputs) == 1 else f"output {i}"
-        line = f"{title} {describe_array(tensor.data)}"
+        line = f"{title} {describe_array(tensor.array)}"
         if show_values:
-            line += "  value " + stats(tensor.data)[0]
+            line += "  value " + stats(tensor.array)[0]
         lines.append(line)
         start = tensor.node if tensor.node is not None else tensor
         stack = [(start, "", "", True)]

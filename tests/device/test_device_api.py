@@ -125,10 +125,10 @@ def test_asking_for_cuda_without_cupy_says_what_to_install(no_cupy, make):
 
 def test_a_module_asked_onto_a_missing_gpu_is_left_as_it_was(no_cupy):
     model = mt.nn.Linear(3, 2)
-    weight, before = model.weight, model.weight.data
+    weight, before = model.weight, model.weight.array
     with pytest.raises(DeviceError):
         model.to("cuda")
-    assert model.weight is weight and model.weight.data is before
+    assert model.weight is weight and model.weight.array is before
     assert all(p.device == backend.CPU for p in model.parameters())
 
 
@@ -170,7 +170,7 @@ def test_a_gpu_index_beyond_the_count_is_a_device_error_naming_it(cuda_device):
     missing = _missing_index()
     x = mt.ones(2, requires_grad=True)
     model = mt.nn.Linear(2, 2)
-    weight = model.weight.data
+    weight = model.weight.array
     for make in (
         lambda: mt.zeros(2, device=missing),
         lambda: mt.randn(2, device=missing),
@@ -183,7 +183,7 @@ def test_a_gpu_index_beyond_the_count_is_a_device_error_naming_it(cuda_device):
         with pytest.raises(DeviceError, match=f"'{missing}' does not exist: CuPy sees"):
             make()
     assert x.grad is None and x.device == backend.CPU
-    assert model.weight.data is weight
+    assert model.weight.array is weight
 
 
 # device= on every creation function: the array is made on the device.
@@ -228,7 +228,7 @@ def test_creation_functions_make_their_array_on_the_device(cuda_device, name):
     on_cpu = FACTORIES[name]()
     for device in ("cuda", "cuda:0", cuda_device):
         made = FACTORIES[name](device=device)
-        assert _is_device_array(made.data), f"{name}: a {type(made.data).__name__}"
+        assert _is_device_array(made.array), f"{name}: a {type(made.array).__name__}"
         assert made.device == cuda_device and made.is_cuda
         assert made.dtype == on_cpu.dtype and made.shape == on_cpu.shape
         if name not in RANDOM | UNSET:
@@ -317,23 +317,23 @@ def test_manual_seed_seeds_cupy_once_it_is_first_imported(monkeypatch):
     assert backend.cupy is strict
     strict.random.seed(21)
     np.testing.assert_array_equal(
-        drawn.data.get(), strict.random.standard_normal(5, dtype=np.float32).get()
+        drawn.array.get(), strict.random.standard_normal(5, dtype=np.float32).get()
     )
 
 
 def test_device_dropout_and_init_draw_on_the_device(cuda_device):
     x = mt.ones(4000, device="cuda", requires_grad=True)
     dropped = mt.nn.functional.dropout(x, 0.25)
-    assert _is_device_array(dropped.data)
+    assert _is_device_array(dropped.array)
     kept = dropped.cpu().numpy() != 0
     assert abs(kept.mean() - 0.75) < 0.04
     np.testing.assert_allclose(dropped.cpu().numpy()[kept], 1 / 0.75, rtol=1e-6)
     dropped.sum().backward()
     np.testing.assert_array_equal(x.grad.cpu().numpy(), dropped.detach().cpu().numpy())
     weight = mt.nn.Parameter(mt.empty(64, 32, device="cuda"))
-    memory = weight.data
+    memory = weight.array
     mt.nn.init.xavier_uniform_(weight)
-    assert weight.data is memory  # filled in place
+    assert weight.array is memory  # filled in place
     bound = np.sqrt(6 / (64 + 32))
     values = weight.detach().cpu().numpy()
     assert np.abs(values).max() <= bound and values.std() > bound / 3
@@ -389,7 +389,7 @@ def test_seeds_beyond_cupys_range_seed_the_device_too(cuda_device):
 def test_to_moves_a_tensor_and_its_gradient_comes_back(cuda_device):
     x = mt.tensor([1.0, -2.0, 3.0], requires_grad=True)
     y = x.to("cuda")
-    assert _is_device_array(y.data) and y.is_cuda and not x.is_cuda
+    assert _is_device_array(y.array) and y.is_cuda and not x.is_cuda
     assert y.requires_grad and y.grad_fn.name == "ToDeviceGrad"
     (y * mt.tensor([1.0, 2.0, 3.0], device="cuda")).sum().backward()
     assert x.grad.device == backend.CPU
@@ -414,7 +414,7 @@ def test_to_cuda_and_cpu_spellings(cuda_device):
     assert on_device.to("cuda") is on_device and on_device.cuda() is on_device
     assert x.cpu() is x and x.to("cpu") is x
     copied = on_device.cpu()
-    assert type(copied.data) is np.ndarray and not np.shares_memory(copied.data, x.data)
+    assert type(copied.array) is np.ndarray and not np.shares_memory(copied.array, x.array)
 
 
 def test_numpy_of_a_device_tensor_is_refused_with_pytorchs_advice(cuda_device):

@@ -21,9 +21,9 @@ CPU = mt.device("cpu")
 
 def _close(on_device, on_cpu, rtol=1e-7, atol=1e-10):
     """A device array (or Tensor) holds what the CPU's does, and lives on the device."""
-    array = on_device.data if isinstance(on_device, mt.Tensor) else on_device
+    array = on_device.array if isinstance(on_device, mt.Tensor) else on_device
     assert type(array) is backend.cupy.ndarray
-    want = on_cpu.data if isinstance(on_cpu, mt.Tensor) else on_cpu
+    want = on_cpu.array if isinstance(on_cpu, mt.Tensor) else on_cpu
     assert array.dtype == want.dtype and array.shape == want.shape
     np.testing.assert_allclose(backend.to_device(array, CPU), want, rtol=rtol, atol=atol)
 
@@ -77,7 +77,7 @@ LAYOUTS = [(False, 0), (True, 0), (True, 2), (True, 3)]
 def _conv_step(op, values, attrs, device):
     x, w, b = (mt.tensor(v, requires_grad=True, device=device) for v in values)
     y = op(x, w, b, **attrs)
-    upstream = np.cos(np.arange(y.data.size)).reshape(y.shape)
+    upstream = np.cos(np.arange(y.array.size)).reshape(y.shape)
     y.backward(mt.tensor(upstream, device=device))
     return y, x.grad, w.grad, b.grad
 
@@ -162,8 +162,8 @@ def test_pooling_gradient_kernels_on_the_device(cuda_device):
     x = mt.tensor(rng.standard_normal(x_shape))
     y, indices = nn.functional.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
     dy = rng.standard_normal(y.shape)
-    want = ops.max_pool_grad(dy, indices.data, x_shape)
-    _close(ops.max_pool_grad(*_to_device(cuda_device, dy, indices.data), x_shape), want)
+    want = ops.max_pool_grad(dy, indices.array, x_shape)
+    _close(ops.max_pool_grad(*_to_device(cuda_device, dy, indices.array), x_shape), want)
     attrs = {"strides": 2, "pads": 1, "ceil_mode": True, "count_include_pad": True}
     dy = rng.standard_normal(ops.avg_pool(x, 3, 2, 1, ceil_mode=True).shape)
     (dy_d,) = _to_device(cuda_device, dy)

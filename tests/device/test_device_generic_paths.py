@@ -17,9 +17,9 @@ CPU = mt.device("cpu")
 
 def _same(on_device, on_cpu, rtol=0.0, atol=0.0):
     """A device Tensor holds what the CPU's does (exactly, by default), and lives on the device."""
-    assert type(on_device.data) is backend.cupy.ndarray
+    assert type(on_device.array) is backend.cupy.ndarray
     assert on_device.dtype == on_cpu.dtype and on_device.shape == on_cpu.shape
-    np.testing.assert_allclose(on_device.cpu().data, on_cpu.data, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(on_device.cpu().array, on_cpu.array, rtol=rtol, atol=atol)
 
 
 def _rows_with_ties_and_nans(rng, shape):

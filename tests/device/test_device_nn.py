@@ -61,7 +61,7 @@ def _classes(rng, shape, count, ignore=None):
 def _pooled(rng, pool, shape):
     """(output, indices) of a max pool of random values: a max unpool's inputs."""
     y, indices = pool(mt.tensor(rng.standard_normal(shape)))
-    return y.data, indices.data
+    return y.array, indices.array
 
 
 def _causal(size):
@@ -440,12 +440,14 @@ def _compare(got, want, what: str, device) -> None:
     assert got is not None and want is not None or got is want, what
     if want is None:
         return
-    assert got.device == device and _is_device_array(got.data), f"{what} is not on the device"
+    assert got.device == device and _is_device_array(got.array), f"{what} is not on the device"
     assert got.dtype == want.dtype and got.shape == want.shape, what
     if want.dtype.kind == "f":
-        np.testing.assert_allclose(_host(got.data), want.data, rtol=1e-9, atol=1e-12, err_msg=what)
+        np.testing.assert_allclose(
+            _host(got.array), want.array, rtol=1e-9, atol=1e-12, err_msg=what
+        )
     else:
-        np.testing.assert_array_equal(_host(got.data), want.data, err_msg=what)
+        np.testing.assert_array_equal(_host(got.array), want.array, err_msg=what)
 
 
 def _compare_layers(device_layer, cpu_layer, device) -> None:
@@ -495,8 +497,8 @@ def test_batch_norm_updates_its_running_statistics_on_the_device(cuda_device):
         x = rng.standard_normal((4, 3, 2, 5)) * 2 + 1
         cpu_layer(mt.tensor(x))
         device_layer(mt.tensor(x, device="cuda"))
-    assert int(_host(device_layer.num_batches_tracked.data)) == 3
-    assert not np.allclose(_host(device_layer.running_mean.data), 0)
+    assert int(_host(device_layer.num_batches_tracked.array)) == 3
+    assert not np.allclose(_host(device_layer.running_mean.array), 0)
     _compare_layers(device_layer, cpu_layer, cuda_device)
     cpu_layer.eval()
     device_layer.eval()
@@ -504,26 +506,26 @@ def test_batch_norm_updates_its_running_statistics_on_the_device(cuda_device):
     want = cpu_layer(mt.tensor(x))
     got = device_layer(mt.tensor(x, device="cuda"))
     _compare(got, want, "eval output", cuda_device)
-    assert int(_host(device_layer.num_batches_tracked.data)) == 3  # eval leaves them
+    assert int(_host(device_layer.num_batches_tracked.array)) == 3  # eval leaves them
 
 
 def test_dropout_in_training_mode_draws_its_mask_on_the_device(cuda_device):
     layer = nn.Dropout(0.25).to("cuda")
     x = mt.tensor(np.linspace(1.0, 2.0, 4000).reshape(40, 100), device="cuda", requires_grad=True)
     y = layer(x)
-    assert _is_device_array(y.data)
-    values, inputs = _host(y.data), _host(x.data)
+    assert _is_device_array(y.array)
+    values, inputs = _host(y.array), _host(x.array)
     kept = values != 0
     assert 0.7 < kept.mean() < 0.8
     np.testing.assert_allclose(values[kept], inputs[kept] / 0.75, rtol=1e-6)
     upstream = np.cos(np.arange(4000.0)).reshape(40, 100)
     y.backward(mt.tensor(upstream, dtype=y.dtype, device="cuda"))
-    assert _is_device_array(x.grad.data)
+    assert _is_device_array(x.grad.array)
     np.testing.assert_allclose(
-        _host(x.grad.data), np.where(kept, upstream / 0.75, 0), rtol=1e-6, atol=1e-7
+        _host(x.grad.array), np.where(kept, upstream / 0.75, 0), rtol=1e-6, atol=1e-7
     )
     layer.eval()
-    np.testing.assert_array_equal(_host(layer(x).data), inputs)
+    np.testing.assert_array_equal(_host(layer(x).array), inputs)
 
 
 def test_containers_without_a_forward_move_their_children(cuda_device):
@@ -531,13 +533,13 @@ def test_containers_without_a_forward_move_their_children(cuda_device):
     model = nn.ModuleDict(
         {"blocks": nn.ModuleList([nn.Linear(3, 3), nn.BatchNorm1d(3)]), "head": nn.Linear(3, 2)}
     )
-    before = {name: t.data.copy() for name, t in model.state_dict().items()}
+    before = {name: t.array.copy() for name, t in model.state_dict().items()}
     model.to("cuda")
     state = model.state_dict()
     assert state.keys() == before.keys()
     for name, tensor in state.items():
-        assert _is_device_array(tensor.data), name
-        np.testing.assert_array_equal(_host(tensor.data), before[name], err_msg=name)
+        assert _is_device_array(tensor.array), name
+        np.testing.assert_array_equal(_host(tensor.array), before[name], err_msg=name)
     x = mt.tensor(np.ones((4, 3)), dtype=np.float32, device="cuda")
     for block in model["blocks"]:
         x = block(x)
@@ -590,8 +592,8 @@ def test_a_layer_built_with_device_lives_there(cuda_device, name):
     tensors = [*layer.named_parameters(), *layer.named_buffers()]
     assert tensors
     for what, tensor in tensors:
-        assert tensor.device == cuda_device and _is_device_array(tensor.data), what
+        assert tensor.device == cuda_device and _is_device_array(tensor.array), what
         if tensor.dtype.kind == "f":
             assert tensor.dtype == np.float64, what
     if name == "Embedding":  # the padding row starts at zero there too
-        assert not _host(layer.weight.data)[0].any()
+        assert not _host(layer.weight.array)[0].any()

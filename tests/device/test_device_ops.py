@@ -39,14 +39,14 @@ def _check_drawn_on_the_device(sample, on_device, upstream, out_d, grads_d) -> N
     """A sample that draws: the same seed gives the same values on the device again, and
     dropout's output and gradient keep or zero the same elements, survivors scaled alike."""
     again, grads_again = _run(sample, on_device, upstream)
-    np.testing.assert_array_equal(again.cpu().data, out_d.cpu().data)
+    np.testing.assert_array_equal(again.cpu().array, out_d.cpu().array)
     for g, g_again in zip(grads_d, grads_again, strict=True):
-        assert np.isfinite(g.cpu().data).all()
-        np.testing.assert_array_equal(g.cpu().data, g_again.cpu().data)
+        assert np.isfinite(g.cpu().array).all()
+        np.testing.assert_array_equal(g.cpu().array, g_again.cpu().array)
     if len(on_device) == 1:  # dropout(x): out = x * mask, dx = upstream * mask
-        x = on_device[0].cpu().data
-        mask = out_d.cpu().data / x
-        np.testing.assert_allclose(grads_d[0].cpu().data, upstream * mask, rtol=1e-12)
+        x = on_device[0].cpu().array
+        mask = out_d.cpu().array / x
+        np.testing.assert_allclose(grads_d[0].cpu().array, upstream * mask, rtol=1e-12)
         kept = mask[mask != 0]
         assert kept.size and np.allclose(kept, kept[0]) and kept[0] > 1
 
@@ -59,7 +59,7 @@ def test_op_runs_on_the_device_as_on_the_cpu(cuda_device, op_name, sample):
     upstream = rng.standard_normal(shape)
     out, grads = _run(sample, minitrain_inputs(values, sample), upstream)
     on_device = [
-        mt.tensor(t.data, requires_grad=t.requires_grad, device="cuda")
+        mt.tensor(t.array, requires_grad=t.requires_grad, device="cuda")
         if isinstance(t, mt.Tensor)
         else t
         for t in minitrain_inputs(values, sample)
@@ -68,17 +68,17 @@ def test_op_runs_on_the_device_as_on_the_cpu(cuda_device, op_name, sample):
     # to_device's output is where its sample sends it (the CPU); every other op's stays put
     place = out.device if op_name == "to_device" else cuda_device
     assert out_d.device == place
-    assert type(out_d.data) is (backend.cupy.ndarray if place == cuda_device else np.ndarray)
+    assert type(out_d.array) is (backend.cupy.ndarray if place == cuda_device else np.ndarray)
     assert out_d.dtype == out.dtype and out_d.shape == out.shape
     if _draws(op_name, sample):
         _check_drawn_on_the_device(sample, on_device, upstream, out_d, grads_d)
         return
-    np.testing.assert_allclose(out_d.cpu().data, out.data, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(out_d.cpu().array, out.array, rtol=1e-7, atol=1e-10)
     for i, (g, g_d) in enumerate(zip(grads, grads_d, strict=True)):
         if g is None:
             assert g_d is None
             continue
         assert g_d.device == cuda_device, f"gradient {i} is on {g_d.device}"
         np.testing.assert_allclose(
-            g_d.cpu().data, g.data, rtol=1e-7, atol=1e-10, err_msg=f"gradient {i}"
+            g_d.cpu().array, g.array, rtol=1e-7, atol=1e-10, err_msg=f"gradient {i}"
         )

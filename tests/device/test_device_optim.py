@@ -137,7 +137,7 @@ def _set_gradients(cpu_model, device_model, step: int) -> None:
         if step == 2 and name == "first.bias":
             cpu_param.grad = device_param.grad = None
             continue
-        grad = rng.standard_normal(cpu_param.shape) + 0.5 * cpu_param.data
+        grad = rng.standard_normal(cpu_param.shape) + 0.5 * cpu_param.array
         cpu_param.grad = mt.tensor(grad)
         device_param.grad = mt.tensor(grad, device="cuda")
 
@@ -145,9 +145,11 @@ def _set_gradients(cpu_model, device_model, step: int) -> None:
 def _assert_same_parameters(device_model, cpu_model, rtol=1e-10) -> None:
     pairs = zip(device_model.named_parameters(), cpu_model.parameters(), strict=True)
     for (name, got), want in pairs:
-        assert _is_device_array(got.data), f"parameter {name} is not on the device"
+        assert _is_device_array(got.array), f"parameter {name} is not on the device"
         assert got.dtype == want.dtype
-        np.testing.assert_allclose(_host(got.data), want.data, rtol=rtol, atol=1e-14, err_msg=name)
+        np.testing.assert_allclose(
+            _host(got.array), want.array, rtol=rtol, atol=1e-14, err_msg=name
+        )
 
 
 def _assert_state(optimizer, reference, on_device: bool) -> None:
@@ -177,13 +179,13 @@ def _steps(cpu_pair, device_pair, first: int, count: int) -> None:
     (cpu_model, cpu_optimizer), (device_model, device_optimizer) = cpu_pair, device_pair
     for step in range(first, first + count):
         _set_gradients(cpu_model, device_model, step)
-        grads = [None if p.grad is None else _host(p.grad.data) for p in device_model.parameters()]
+        grads = [None if p.grad is None else _host(p.grad.array) for p in device_model.parameters()]
         cpu_optimizer.step()
         device_optimizer.step()
         _assert_same_parameters(device_model, cpu_model)
         for param, grad in zip(device_model.parameters(), grads, strict=True):
             if grad is not None:  # the step read the gradient and left it as it was
-                np.testing.assert_array_equal(_host(param.grad.data), grad)
+                np.testing.assert_array_equal(_host(param.grad.array), grad)
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
@@ -258,7 +260,7 @@ def _gradient_twins(scale: float = 1.0):
     for shape in [(3, 4), (5,), ()]:
         value, grad = rng.standard_normal(shape), scale * rng.standard_normal(shape)
         cpu_param, device_param = nn.Parameter(mt.tensor(value)), nn.Parameter(mt.tensor(value))
-        device_param.data = backend.to_device(device_param.data, mt.device("cuda"))
+        device_param.array = backend.to_device(device_param.array, mt.device("cuda"))
         cpu_param.grad = mt.tensor(grad)
         device_param.grad = mt.tensor(grad, device="cuda")
         cpu_params.append(cpu_param)
@@ -268,8 +270,8 @@ def _gradient_twins(scale: float = 1.0):
 
 def _assert_same_gradients(device_params, cpu_params) -> None:
     for got, want in zip(device_params, cpu_params, strict=True):
-        assert _is_device_array(got.grad.data)
-        np.testing.assert_allclose(_host(got.grad.data), want.grad.data, rtol=1e-12, atol=1e-15)
+        assert _is_device_array(got.grad.array)
+        np.testing.assert_allclose(_host(got.grad.array), want.grad.array, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.5, math.inf, -math.inf, 0.0])
@@ -278,32 +280,32 @@ def test_clip_grad_norm_on_device_gradients(cuda_device, norm_type, max_norm):
     cpu_params, device_params = _gradient_twins()
     want = nn.utils.clip_grad_norm_(cpu_params, max_norm, norm_type)
     got = nn.utils.clip_grad_norm_(device_params, max_norm, norm_type)
-    assert got.device == cuda_device and _is_device_array(got.data)  # as PyTorch's, on the device
+    assert got.device == cuda_device and _is_device_array(got.array)  # as PyTorch's, on the device
     assert got.dtype == want.dtype and got.shape == ()
-    np.testing.assert_allclose(_host(got.data), want.data, rtol=1e-12)
+    np.testing.assert_allclose(_host(got.array), want.array, rtol=1e-12)
     _assert_same_gradients(device_params, cpu_params)
 
 
 def test_clip_grad_norm_of_a_nonfinite_device_gradient(cuda_device):
     _, device_params = _gradient_twins()
-    device_params[1].grad.data[2] = math.nan
-    before = [_host(p.grad.data) for p in device_params]
+    device_params[1].grad.array[2] = math.nan
+    before = [_host(p.grad.array) for p in device_params]
     with pytest.raises(RuntimeError, match="total norm of order 2.0 of the gradients is nan"):
         nn.utils.clip_grad_norm_(device_params, 1.0, error_if_nonfinite=True)
     for param, grad in zip(device_params, before, strict=True):
-        np.testing.assert_array_equal(_host(param.grad.data), grad)  # nothing changed
+        np.testing.assert_array_equal(_host(param.grad.array), grad)  # nothing changed
     total = nn.utils.clip_grad_norm_(device_params, 1.0)
-    assert math.isnan(float(_host(total.data)))
-    assert all(np.isnan(_host(p.grad.data)).all() for p in device_params)
+    assert math.isnan(float(_host(total.array)))
+    assert all(np.isnan(_host(p.grad.array)).all() for p in device_params)
 
 
 def test_clip_grad_norm_refuses_gradients_on_two_devices(cuda_device):
     cpu_params, device_params = _gradient_twins()
-    before = _host(device_params[0].grad.data)
+    before = _host(device_params[0].grad.array)
     message = r"clip_grad_norm_: the gradients are on cpu and cuda:0"
     with pytest.raises(mt.errors.DeviceError, match=message):
         nn.utils.clip_grad_norm_([device_params[0], cpu_params[1]], 1e-3)
-    np.testing.assert_array_equal(_host(device_params[0].grad.data), before)
+    np.testing.assert_array_equal(_host(device_params[0].grad.array), before)
 
 
 def test_clip_grad_value_on_device_gradients(cuda_device):
@@ -311,20 +313,20 @@ def test_clip_grad_value_on_device_gradients(cuda_device):
     assert nn.utils.clip_grad_value_(cpu_params, 0.8) is None
     assert nn.utils.clip_grad_value_(device_params, 0.8) is None
     _assert_same_gradients(device_params, cpu_params)
-    assert max(float(abs(_host(p.grad.data)).max()) for p in device_params) == 0.8
+    assert max(float(abs(_host(p.grad.array)).max()) for p in device_params) == 0.8
 
 
 def test_parameter_vectors_on_the_device(cuda_device):
     cpu_params, device_params = _gradient_twins()
     vector = nn.utils.parameters_to_vector(device_params)
-    assert _is_device_array(vector.data) and vector.shape == (18,)
+    assert _is_device_array(vector.array) and vector.shape == (18,)
     np.testing.assert_array_equal(
-        _host(vector.data), nn.utils.parameters_to_vector(cpu_params).data
+        _host(vector.array), nn.utils.parameters_to_vector(cpu_params).array
     )
     nn.utils.vector_to_parameters(vector * 2, device_params)
     for got, want in zip(device_params, cpu_params, strict=True):
-        assert _is_device_array(got.data)
-        np.testing.assert_array_equal(_host(got.data), 2 * want.data)
+        assert _is_device_array(got.array)
+        np.testing.assert_array_equal(_host(got.array), 2 * want.array)
 
 
 def test_parameter_vectors_cross_devices_explicitly(cuda_device):
@@ -333,8 +335,8 @@ def test_parameter_vectors_cross_devices_explicitly(cuda_device):
     nn.utils.vector_to_parameters(values, device_params)  # host values onto the device
     nn.utils.vector_to_parameters(mt.tensor(values, device="cuda"), cpu_params)  # and back
     for got, want in zip(device_params, cpu_params, strict=True):
-        assert _is_device_array(got.data) and type(want.data) is np.ndarray
-        np.testing.assert_array_equal(_host(got.data), want.data)
-    np.testing.assert_array_equal(_host(nn.utils.parameters_to_vector(device_params).data), values)
+        assert _is_device_array(got.array) and type(want.array) is np.ndarray
+        np.testing.assert_array_equal(_host(got.array), want.array)
+    np.testing.assert_array_equal(_host(nn.utils.parameters_to_vector(device_params).array), values)
     with pytest.raises(mt.errors.DeviceError, match="parameters_to_vector: .* cpu and cuda:0"):
         nn.utils.parameters_to_vector([cpu_params[0], device_params[1]])

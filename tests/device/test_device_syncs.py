@@ -111,7 +111,7 @@ def _training_step(name: str, device, targets=None):
 
 
 def _weights(model) -> list[np.ndarray]:
-    return [backend.to_device(p.data, backend.CPU) for p in model.parameters()]
+    return [backend.to_device(p.array, backend.CPU) for p in model.parameters()]
 
 
 @pytest.mark.parametrize("name", list(STEPS))

@@ -89,9 +89,9 @@ def _assert_same_state(device_model, cpu_model) -> None:
     for (name, ours), (_, reference) in zip(
         device_model.state_dict().items(), cpu_model.state_dict().items(), strict=True
     ):
-        assert _is_device_array(ours.data), name
+        assert _is_device_array(ours.array), name
         np.testing.assert_allclose(
-            _host(ours.data), reference.data, rtol=1e-4, atol=1e-5, err_msg=name
+            _host(ours.array), reference.array, rtol=1e-4, atol=1e-5, err_msg=name
         )
 
 
@@ -122,21 +122,21 @@ def test_module_to_moves_parameters_buffers_and_grads_in_place(cuda_device):
     model = _cnn()
     params = list(model.parameters())
     model(mt.randn(2, 1, 6, 6)).sum().backward()
-    before = {name: t.data.copy() for name, t in model.state_dict().items()}
-    grads = {id(p): p.grad.data.copy() for p in params}
+    before = {name: t.array.copy() for name, t in model.state_dict().items()}
+    grads = {id(p): p.grad.array.copy() for p in params}
     assert model.to("cuda") is model
     assert list(model.parameters()) == params and all(
         a is b for a, b in zip(model.parameters(), params, strict=True)
     )  # the same Parameter objects
     for tensor in [*model.parameters(), *model.buffers()]:
-        assert _is_device_array(tensor.data) and tensor.device == cuda_device
+        assert _is_device_array(tensor.array) and tensor.device == cuda_device
     for param in params:
         assert param.grad.device == cuda_device
-        np.testing.assert_array_equal(_host(param.grad.data), grads[id(param)])
+        np.testing.assert_array_equal(_host(param.grad.array), grads[id(param)])
     assert model.cpu() is model
     for name, tensor in model.state_dict().items():
-        assert type(tensor.data) is np.ndarray
-        np.testing.assert_array_equal(tensor.data, before[name], err_msg=name)
+        assert type(tensor.array) is np.ndarray
+        np.testing.assert_array_equal(tensor.array, before[name], err_msg=name)
     model.cuda()
     assert all(p.is_cuda for p in model.parameters())
     model.cuda(0).to(device="cpu", dtype=np.float64)
@@ -205,7 +205,7 @@ def test_a_gradient_on_another_device_is_refused_before_any_step(cuda_device):
     bias.grad = mt.ones(3)  # on the CPU
     with pytest.raises(DeviceError, match=r"SGD: a parameter on cuda:0 has a gradient on cpu"):
         optimizer.step()
-    np.testing.assert_array_equal(_host(weight.data), [1.0, 1.0, 1.0])  # nothing stepped
+    np.testing.assert_array_equal(_host(weight.array), [1.0, 1.0, 1.0])  # nothing stepped
 
 
 # Checkpoints: host arrays in the file; map_location puts them on a device.
@@ -234,10 +234,10 @@ def test_a_device_checkpoint_holds_host_arrays_and_loads_with_map_location(cuda_
     assert on_device["w"] is on_device["model"]["0.weight"]  # saved once, loaded once
 
     x = mt.tensor(inputs[:4], device="cuda")
-    expected = _host(model(x).data)
+    expected = _host(model(x).array)
     for location, restored in (("cpu", _mlp()), ("cuda", _mlp().to("cuda"))):
         restored.load_state_dict(mt.load(path, map_location=location)["model"])
-        got = restored(x.to(location)).data
+        got = restored(x.to(location)).array
         np.testing.assert_allclose(_host(got), expected, rtol=1e-5, atol=1e-6)
     resumed = optim.Adam(model.parameters(), lr=1e-2)
     resumed.load_state_dict(plain["optimizer"])  # host arrays onto the device's parameters
@@ -292,13 +292,13 @@ def test_fit_moves_a_loaders_host_batches_to_the_models_device(cuda_device):
 
 def test_fit_with_a_device_the_model_is_not_on_is_refused_before_training(cuda_device):
     model = _mlp().to("cuda")
-    weight = model[0].weight.data.copy()
+    weight = model[0].weight.array.copy()
     loader = DataLoader(TensorDataset(*_data((6,))), batch_size=8)
     optimizer = optim.SGD(model.parameters(), lr=0.1)
     message = r"fit: device is 'cpu', but the model's parameters are on cuda:0; move the model"
     with pytest.raises(DeviceError, match=message):
         fit(model, loader, nn.CrossEntropyLoss(), optimizer, progress=False, device="cpu")
-    np.testing.assert_array_equal(_host(model[0].weight.data), _host(weight))
+    np.testing.assert_array_equal(_host(model[0].weight.array), _host(weight))
     # a model with no parameters: batches go where `device` says
     seen = _record_input_devices(relu := nn.ReLU())
     evaluate(relu, loader, metrics=(), device="cuda")
@@ -312,10 +312,10 @@ def test_a_dataset_of_device_tensors_gives_device_batches(cuda_device):
         batches = list(DataLoader(dataset, batch_size=5, shuffle=shuffle, seed=0))
         assert len(batches) == 4
         for x, y in batches:
-            assert _is_device_array(x.data) and _is_device_array(y.data)
+            assert _is_device_array(x.array) and _is_device_array(y.array)
     first_x, first_y = next(iter(DataLoader(dataset, batch_size=5)))
-    np.testing.assert_array_equal(_host(first_x.data), inputs[:5])
-    np.testing.assert_array_equal(_host(first_y.data), targets[:5])
+    np.testing.assert_array_equal(_host(first_x.array), inputs[:5])
+    np.testing.assert_array_equal(_host(first_y.array), targets[:5])
 
 
 # The graph view of a device computation.

@@ -113,7 +113,7 @@ def test_all_gather_and_broadcast_of_one_rank(world):
     parts = [mt.zeros(2, 3, dtype=mt.float64)]
     distributed.all_gather(parts, t)
     np.testing.assert_array_equal(parts[0].numpy(), t.numpy())
-    assert parts[0].data is not t.data  # a copy, as PyTorch's
+    assert parts[0].array is not t.array  # a copy, as PyTorch's
     distributed.broadcast(t, src=0)
     np.testing.assert_array_equal(t.numpy(), np.arange(6.0).reshape(2, 3))
     objects = [None]

@@ -22,8 +22,8 @@ def test_equals_torchs_batchnorm_in_values_gradients_and_running_statistics(
     x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
     dy = rng.standard_normal(shape).astype(dtype)
     layer = nn.SyncBatchNorm(3, momentum=0.3, dtype=dtype)
-    layer.weight.data[...] = [0.5, -1.0, 2.0]
-    layer.bias.data[...] = [0.1, 0.0, -0.3]
+    layer.weight.array[...] = [0.5, -1.0, 2.0]
+    layer.bias.array[...] = [0.1, 0.0, -0.3]
     xt = mt.tensor(x, requires_grad=True)
     out = layer(xt)
     assert out.grad_fn.op is SyncBatchNormalization  # the all-reducing op ran, not batch_norm

@@ -19,10 +19,10 @@ def test_leaf_grads_do_not_alias_each_other():
     x = leaf([1.0, 2.0, 3.0])
     y = leaf([4.0, 5.0, 6.0])
     (x + y).sum().backward()
-    assert not np.shares_memory(x.grad.data, y.grad.data)
-    x.grad.data[0] = 100.0
+    assert not np.shares_memory(x.grad.array, y.grad.array)
+    x.grad.array[0] = 100.0
     np.testing.assert_array_equal(y.grad.numpy(), [1.0, 1.0, 1.0])
-    assert x.grad.data.flags.writeable
+    assert x.grad.array.flags.writeable
 
 
 def test_leaf_grad_does_not_alias_user_provided_root_grad():
@@ -30,8 +30,8 @@ def test_leaf_grad_does_not_alias_user_provided_root_grad():
     y = leaf([4.0, 5.0, 6.0])
     upstream = np.array([1.0, 2.0, 3.0])
     (x + y).backward(upstream)
-    assert not np.shares_memory(x.grad.data, upstream)
-    assert not np.shares_memory(y.grad.data, upstream)
+    assert not np.shares_memory(x.grad.array, upstream)
+    assert not np.shares_memory(y.grad.array, upstream)
     upstream[:] = -7.0
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
 
@@ -39,17 +39,17 @@ def test_leaf_grad_does_not_alias_user_provided_root_grad():
     seed = np.array([3.0, 4.0])
     z.backward(seed)  # a leaf as its own root
     np.testing.assert_array_equal(z.grad.numpy(), [3.0, 4.0])
-    assert not np.shares_memory(z.grad.data, seed)
+    assert not np.shares_memory(z.grad.array, seed)
 
 
 def test_leaf_grad_does_not_alias_input_data():
     x = leaf([1.0, 2.0])
     y = leaf([3.0, 4.0])
     (x * y).sum().backward()  # dx = y, dy = x
-    assert not np.shares_memory(x.grad.data, y.data)
-    assert not np.shares_memory(y.grad.data, x.data)
-    x.grad.data[:] = 0.0
-    np.testing.assert_array_equal(y.data, [3.0, 4.0])
+    assert not np.shares_memory(x.grad.array, y.array)
+    assert not np.shares_memory(y.grad.array, x.array)
+    x.grad.array[:] = 0.0
+    np.testing.assert_array_equal(y.array, [3.0, 4.0])
 
 
 def _owned_flags(monkeypatch):
@@ -72,7 +72,7 @@ def test_a_fresh_gradient_becomes_the_leafs_grad_without_a_copy(monkeypatch):
     x = minitrain.randn(1000, requires_grad=True)
     (x * 2.0).sum().backward()
     assert flags == [True]
-    np.testing.assert_array_equal(x.grad.data, np.full(1000, 2.0, np.float32))
+    np.testing.assert_array_equal(x.grad.array, np.full(1000, 2.0, np.float32))
 
 
 def test_a_gradient_sent_to_two_leaves_is_copied_for_each(monkeypatch):
@@ -80,28 +80,28 @@ def test_a_gradient_sent_to_two_leaves_is_copied_for_each(monkeypatch):
     a, b = minitrain.randn(3, requires_grad=True), minitrain.randn(3, requires_grad=True)
     (a + b).sum().backward()
     assert flags == [False, False]
-    assert not np.shares_memory(a.grad.data, b.grad.data)
+    assert not np.shares_memory(a.grad.array, b.grad.array)
 
 
 def test_gradients_never_alias_user_arrays_hooks_or_retained_grads():
     x = minitrain.randn(3, requires_grad=True)
     upstream = np.ones(3, np.float32)
     x.backward(upstream)
-    assert not np.shares_memory(x.grad.data, upstream)
+    assert not np.shares_memory(x.grad.array, upstream)
 
     kept = []
     y = minitrain.randn(3, requires_grad=True)
     y.register_hook(lambda g: kept.append(g * 1.0) or kept[-1])
     (y * 3.0).sum().backward()
-    assert not np.shares_memory(y.grad.data, kept[0].data)
+    assert not np.shares_memory(y.grad.array, kept[0].array)
 
     z = minitrain.randn(3, requires_grad=True)
     h = z * 1.0
     h.retain_grad()
     (h * 2.0).sum().backward()
-    assert not np.shares_memory(h.grad.data, z.grad.data)
-    z.grad.data[...] = 0.0  # writing one .grad leaves the other alone
-    np.testing.assert_array_equal(h.grad.data, np.full(3, 2.0, np.float32))
+    assert not np.shares_memory(h.grad.array, z.grad.array)
+    z.grad.array[...] = 0.0  # writing one .grad leaves the other alone
+    np.testing.assert_array_equal(h.grad.array, np.full(3, 2.0, np.float32))
 
 
 @contextlib.contextmanager

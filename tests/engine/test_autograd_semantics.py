@@ -324,6 +324,6 @@ def test_a_hook_on_a_0_d_tensor_may_return_numpys_scalar():
     # numpy arithmetic on a 0-d array gives a numpy scalar: the hook's array, as PyTorch's would
     x = leaf()
     loss = (x * 2.0).sum()
-    loss.register_hook(lambda g: g.data * 3)
+    loss.register_hook(lambda g: g.array * 3)
     loss.backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full(x.shape, 6.0))

@@ -120,9 +120,9 @@ def test_a_tensor_read_slice_by_slice_gets_the_sum_of_the_slices_gradients():
         loss = loss + (x[t] * (t + 1)).sum() + (x[t, :, 1] ** 2).sum()
     loss.backward()
     expected = np.broadcast_to(np.arange(1.0, 7.0)[:, None, None], (6, 3, 2)).copy()
-    expected[:, :, 1] += 2 * x.data[:, :, 1]
-    assert type(x.grad.data) is np.ndarray
-    np.testing.assert_allclose(x.grad.data, expected, rtol=1e-14)
+    expected[:, :, 1] += 2 * x.array[:, :, 1]
+    assert type(x.grad.array) is np.ndarray
+    np.testing.assert_allclose(x.grad.array, expected, rtol=1e-14)
 
 
 def _lstm_and_input(seed=0, seq=7, batch=3):
@@ -150,31 +150,31 @@ def test_sums_at_a_leaf_and_at_a_node_equal_the_sum_over_steps(monkeypatch, fold
     monkeypatch.setattr(deferred, "FOLD_ROWS", fold_rows)
     lstm, x = _lstm_and_input()
     weights = lstm.all_weights[0]
-    copies = [[mt.tensor(w.data.copy(), requires_grad=True) for w in weights] for _ in x]
+    copies = [[mt.tensor(w.array.copy(), requires_grad=True) for w in weights] for _ in x]
     per_step = mt.grad(_unrolled_loss(x, copies), [w for step in copies for w in step])
-    expected = [sum(g.data for g in per_step[k :: len(weights)]) for k in range(len(weights))]
+    expected = [sum(g.array for g in per_step[k :: len(weights)]) for k in range(len(weights))]
     for shared in (weights, [w * 1.0 for w in weights]):
         grads = mt.grad(_unrolled_loss(x, [shared] * len(x)), weights)
         for got, want in zip(grads, expected, strict=True):
-            assert type(got.data) is np.ndarray
-            np.testing.assert_allclose(got.data, want, rtol=1e-12, atol=1e-13)
+            assert type(got.array) is np.ndarray
+            np.testing.assert_allclose(got.array, want, rtol=1e-12, atol=1e-13)
 
 
 def test_hooks_grad_anomaly_and_replay_see_arrays():
     lstm, x = _lstm_and_input(seed=1)
     weight = lstm.weight_hh_l0
     seen = []
-    weight.register_hook(lambda g: seen.append(type(g.data)) or None)
+    weight.register_hook(lambda g: seen.append(type(g.array)) or None)
     out, _ = lstm(x)
     loss = (out * out).sum()
     (by_grad,) = mt.grad(loss, [weight], retain_graph=True)
-    assert type(by_grad.data) is np.ndarray and seen == [np.ndarray]
+    assert type(by_grad.array) is np.ndarray and seen == [np.ndarray]
     replayed = replay_backward([loss])
     assert type(replayed[id(weight)]) is np.ndarray
-    np.testing.assert_allclose(replayed[id(weight)], by_grad.data, rtol=1e-12)
+    np.testing.assert_allclose(replayed[id(weight)], by_grad.array, rtol=1e-12)
     with mt.autograd.detect_anomaly():
         loss.backward()
-    np.testing.assert_allclose(weight.grad.data, by_grad.data, rtol=1e-12)
+    np.testing.assert_allclose(weight.grad.array, by_grad.array, rtol=1e-12)
 
 
 def test_the_public_cell_kernels_return_arrays():
@@ -182,5 +182,5 @@ def test_the_public_cell_kernels_return_arrays():
     arrays = [rng.standard_normal(shape) for shape in [(3, 4), (2, 3, 5), (20, 4), (20, 5)]]
     x, state, w_ih, w_hh = (mt.tensor(a, requires_grad=True) for a in arrays)
     out = ops.lstm_cell(x, state, w_ih, w_hh)
-    grads = ops.lstm_cell_grad(np.ones((2, 3, 5)), *arrays, out.node.ctx.gates, out.data)
+    grads = ops.lstm_cell_grad(np.ones((2, 3, 5)), *arrays, out.node.ctx.gates, out.array)
     assert len(grads) == 6 and all(type(g) is np.ndarray for g in grads)

@@ -120,7 +120,7 @@ def test_gradcheck_index_counts_inputs_not_requiring_grad():
 
 def test_gradcheck_direction_mode_on_a_large_input():
     x = _input((40, 30), 10)  # 1200 elements: auto picks the direction check
-    assert x.data.size > 1000
+    assert x.array.size > 1000
     assert minitrain.gradcheck(_GoodSquare.apply, [x]) is True
     with pytest.raises(GradcheckError) as info:
         minitrain.gradcheck(_BadSquare.apply, [x])
@@ -248,7 +248,7 @@ def test_gradcheck_says_when_fn_computes_below_float64():
 def test_gradcheck_checks_a_non_contiguous_input_element_by_element():
     base = np.random.default_rng(21).uniform(0.5, 1.5, (4, 6))
     x = minitrain.Tensor(base[:, ::2], requires_grad=True)
-    assert not x.data.flags.c_contiguous
+    assert not x.array.flags.c_contiguous
     assert minitrain.gradcheck(lambda t: (t * t.exp()).sum(dim=0), [x]) is True
     with pytest.raises(GradcheckError, match=r"at element \(1, 1\) for output element \(1, 1\)"):
         minitrain.gradcheck(_OneBadElement.apply, [x], mode="full")

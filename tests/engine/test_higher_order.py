@@ -413,7 +413,7 @@ def test_second_derivatives_of_a_float32_times_float64_product_match_torchs_dtyp
 def test_a_leaf_rebound_after_the_forward_differentiates_at_the_forward_values():
     x = leaf(mt, X.copy())
     y = (x * x * x).sum()
-    x.data = np.array([5.0, 6.0, 7.0])  # the forward's arrays were saved, not x
+    x.array = np.array([5.0, 6.0, 7.0])  # the forward's arrays were saved, not x
     (g,) = mt.grad(y, x, create_graph=True)
     np.testing.assert_allclose(g.numpy(), 3 * X**2, rtol=1e-12)
     (gg,) = mt.grad(g.sum(), x)

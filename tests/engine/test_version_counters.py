@@ -270,7 +270,7 @@ def test_every_op_output_sharing_an_inputs_memory_shares_its_version():
             tensors = [t for t in inputs if isinstance(t, minitrain.Tensor)]
             for output in [o for o in outputs if isinstance(o, minitrain.Tensor)]:
                 for tensor in tensors:
-                    if not np.shares_memory(output.data, tensor.data):
+                    if not np.shares_memory(output.array, tensor.array):
                         continue
                     before = output._version
                     with minitrain.no_grad():

@@ -27,17 +27,17 @@ def test_linear_with_a_zero_size_dim_matches_torch(torch, x_shape, out_features)
     theirs = [torch.tensor(a, requires_grad=True) for a in (x, weight, bias)]
     want = torch.nn.functional.linear(*theirs)
     want.backward(torch.tensor(upstream))
-    np.testing.assert_allclose(out.data, want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.array, want.detach().numpy(), rtol=1e-12)
     for ours, reference in zip(leaves, theirs, strict=True):
         assert ours.grad.shape == tuple(reference.grad.shape)
-        np.testing.assert_allclose(ours.grad.data, reference.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours.grad.array, reference.grad.numpy(), rtol=1e-12)
 
 
 def test_linear_layer_with_no_outputs_gives_zero_input_gradients():
     layer = mt.nn.Linear(4, 0)
     x = mt.tensor(np.ones((2, 4), np.float32), requires_grad=True)
     layer(x).backward(np.ones((2, 0), np.float32))
-    np.testing.assert_array_equal(x.grad.data, np.zeros((2, 4), np.float32))
+    np.testing.assert_array_equal(x.grad.array, np.zeros((2, 4), np.float32))
     assert layer.weight.grad.shape == (0, 4) and layer.bias.grad.shape == (0,)
 
 
@@ -64,5 +64,5 @@ def test_embedding_padding_idx_matches_torch(torch, padding_idx):
     # PyTorch takes no negative indices: the same rows counted from the start
     want = torch.nn.functional.embedding(torch.tensor(indices % 5), theirs, padding_idx)
     want.backward(torch.tensor(upstream))
-    np.testing.assert_array_equal(out.data, want.detach().numpy())
-    np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(out.array, want.detach().numpy())
+    np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-12)

@@ -135,7 +135,7 @@ def test_a_torch_state_dict_of_a_model_with_shared_modules_loads_strictly():
     state = {key: value.numpy() for key, value in reference.state_dict().items()}
     result = model.load_state_dict(state)
     assert result.missing_keys == [] and result.unexpected_keys == []
-    np.testing.assert_array_equal(model.shared.weight.data, state["alias.weight"])
+    np.testing.assert_array_equal(model.shared.weight.array, state["alias.weight"])
 
 
 @pytest.mark.parametrize("method", ["named_modules", "named_parameters", "named_buffers"])
@@ -368,7 +368,7 @@ def _clip_both(grads, max_norm, **kwargs):
             total = float(clip(params, max_norm, **kwargs).item())
         except RuntimeError:
             total = "error"
-        clipped = [np.asarray(p.grad.data if lib is mt else p.grad.numpy()) for p in params]
+        clipped = [np.asarray(p.grad.array if lib is mt else p.grad.numpy()) for p in params]
         results.append((total, clipped))
     return results
 
@@ -404,10 +404,10 @@ def test_embedding_from_pretrained_like_torch(freeze):
     theirs = torch.nn.Embedding.from_pretrained(torch.tensor(table), freeze=freeze, padding_idx=1)
     assert repr(ours) == repr(theirs)
     assert ours.weight.requires_grad == theirs.weight.requires_grad
-    np.testing.assert_array_equal(ours.weight.data, theirs.weight.detach().numpy())
+    np.testing.assert_array_equal(ours.weight.array, theirs.weight.detach().numpy())
     indices = np.array([[0, 1], [3, 1]])
     np.testing.assert_array_equal(
-        ours(mt.tensor(indices)).data, theirs(torch.tensor(indices)).detach().numpy()
+        ours(mt.tensor(indices)).array, theirs(torch.tensor(indices)).detach().numpy()
     )
     with pytest.raises(ShapeError, match="Embedding.from_pretrained: embeddings must be 2-D"):
         nn.Embedding.from_pretrained(mt.zeros(3))
@@ -418,7 +418,7 @@ def test_from_pretrained_does_not_draw_from_the_global_generator():
     expected = mt.randn(3)
     mt.manual_seed(0)
     nn.Embedding.from_pretrained(mt.zeros(5, 2))
-    np.testing.assert_array_equal(mt.randn(3).data, expected.data)
+    np.testing.assert_array_equal(mt.randn(3).array, expected.array)
 
 
 @pytest.mark.parametrize("name", ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"])

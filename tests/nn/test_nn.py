@@ -93,9 +93,9 @@ def test_state_dict_round_trip_into_a_fresh_model():
     for (name, a), (_, b) in zip(
         source.state_dict().items(), target.state_dict().items(), strict=True
     ):
-        np.testing.assert_array_equal(a.data, b.data, err_msg=name)
+        np.testing.assert_array_equal(a.array, b.array, err_msg=name)
     # values are copied in place: the target's Parameter objects and arrays stay its own
-    assert target.first.weight.data is not source.first.weight.data
+    assert target.first.weight.array is not source.first.weight.array
 
 
 @pytest.mark.parametrize(
@@ -111,13 +111,13 @@ def test_state_dict_round_trip_into_a_fresh_model():
 )
 def test_load_state_dict_errors_change_nothing(edit, message):
     model = TwoLayer()
-    before = {k: v.data.copy() for k, v in model.state_dict().items()}
-    state = {k: mt.tensor(v.data + 1.0) for k, v in model.state_dict().items()}
+    before = {k: v.array.copy() for k, v in model.state_dict().items()}
+    state = {k: mt.tensor(v.array + 1.0) for k, v in model.state_dict().items()}
     edit(state)
     with pytest.raises(nn.StateDictError, match=message):
         model.load_state_dict(state)
     for key, value in model.state_dict().items():
-        np.testing.assert_array_equal(value.data, before[key], err_msg=key)
+        np.testing.assert_array_equal(value.array, before[key], err_msg=key)
 
 
 def test_load_state_dict_not_strict_reports_and_loads_the_rest():
@@ -126,7 +126,7 @@ def test_load_state_dict_not_strict_reports_and_loads_the_rest():
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert unexpected == ["unknown"]
     assert set(missing) == {"first.weight", "second.weight", "steps"}
-    np.testing.assert_array_equal(model.first.bias.data, np.full(4, 2.0, np.float32))
+    np.testing.assert_array_equal(model.first.bias.array, np.full(4, 2.0, np.float32))
     assert model.first.bias.dtype == np.float32
 
 
@@ -144,9 +144,9 @@ def test_train_and_eval_reach_every_descendant():
 def test_zero_grad_to_none_or_to_zeros():
     model = TwoLayer()
     model(mt.randn(5, 3)).sum().backward()
-    grad_array = model.first.weight.grad.data
+    grad_array = model.first.weight.grad.array
     model.zero_grad(set_to_none=False)
-    assert model.first.weight.grad.data is grad_array and not grad_array.any()
+    assert model.first.weight.grad.array is grad_array and not grad_array.any()
     model.zero_grad()
     assert all(p.grad is None for p in model.parameters())
 
@@ -165,9 +165,9 @@ def test_to_dtype_converts_in_place_and_keeps_the_parameter_objects():
 def test_to_cpu_is_a_no_op_and_cuda_without_cupy_is_a_clear_error():
     pytest.importorskip("numpy")
     model = TwoLayer()
-    array = model.first.weight.data
+    array = model.first.weight.array
     model.to("cpu")
-    assert model.first.weight.data is array
+    assert model.first.weight.array is array
     try:
         import cupy  # noqa: F401
     except ImportError:
@@ -187,11 +187,11 @@ def test_forward_hooks_can_replace_inputs_and_outputs_and_be_removed():
     pre = layer.register_forward_pre_hook(lambda m, args: (args[0] * 0.0,))
     post = layer.register_forward_hook(lambda m, args, out: out + 1.0)
     out = layer(mt.ones(1, 2))
-    np.testing.assert_allclose(out.data, layer.bias.data[None] + 1.0, rtol=1e-6)
+    np.testing.assert_allclose(out.array, layer.bias.array[None] + 1.0, rtol=1e-6)
     pre.remove()
     post.remove()
     x = mt.ones(1, 2)
-    np.testing.assert_allclose(layer(x).data, F.linear(x, layer.weight, layer.bias).data)
+    np.testing.assert_allclose(layer(x).array, F.linear(x, layer.weight, layer.bias).array)
 
 
 def test_repr_matches_pytorch():
@@ -242,7 +242,7 @@ def _copy_parameters(ours: nn.Module, theirs) -> None:
             ours.named_parameters(), theirs.named_parameters(), strict=True
         ):
             assert p.shape == tuple(q.shape), name
-            q.copy_(torch.from_numpy(p.data))
+            q.copy_(torch.from_numpy(p.array))
 
 
 @pytest.mark.parametrize(
@@ -264,14 +264,14 @@ def test_layers_forward_and_backward_match_torch(make):
     x = np.random.default_rng(0).standard_normal((6, 5))
     xo, xt = mt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     yo, yt = ours(xo), theirs(xt)
-    np.testing.assert_allclose(yo.data, yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(yo.array, yt.detach().numpy(), rtol=1e-10, atol=1e-12)
     upstream = np.random.default_rng(1).standard_normal(yo.shape)
     yo.backward(upstream)
     yt.backward(torch.from_numpy(upstream))
-    np.testing.assert_allclose(xo.grad.data, xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(xo.grad.array, xt.grad.numpy(), rtol=1e-10, atol=1e-12)
     for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters(), strict=True):
         np.testing.assert_allclose(
-            p.grad.data, q.grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=name
+            p.grad.array, q.grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=name
         )
 
 
@@ -305,10 +305,10 @@ def test_loss_layers_match_torch(ours, theirs, target):
     xo, xt = mt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     lo = ours()(xo, targets if target == "labels" else mt.tensor(targets))
     lt = their_loss(xt, torch.from_numpy(targets))
-    np.testing.assert_allclose(lo.data, lt.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(lo.array, lt.detach().numpy(), rtol=1e-10)
     lo.sum().backward()
     lt.sum().backward()
-    np.testing.assert_allclose(xo.grad.data, xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(xo.grad.array, xt.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_embedding_matches_torch_and_padding_gets_no_gradient():
@@ -316,16 +316,16 @@ def test_embedding_matches_torch_and_padding_gets_no_gradient():
     ours = nn.Embedding(6, 3, padding_idx=-1).double()
     theirs = torch.nn.Embedding(6, 3, padding_idx=-1).double()
     assert ours.padding_idx == theirs.padding_idx == 5
-    assert not ours.weight.data[5].any()
+    assert not ours.weight.array[5].any()
     _copy_parameters(ours, theirs)
     indices = np.array([[0, 5, 2], [5, 2, 2]])
     out_o, out_t = ours(indices), theirs(torch.from_numpy(indices))
-    np.testing.assert_array_equal(out_o.data, out_t.detach().numpy())
+    np.testing.assert_array_equal(out_o.array, out_t.detach().numpy())
     upstream = np.random.default_rng(0).standard_normal(out_o.shape)
     out_o.backward(upstream)
     out_t.backward(torch.from_numpy(upstream))
-    np.testing.assert_allclose(ours.weight.grad.data, theirs.weight.grad.numpy(), rtol=1e-12)
-    assert not ours.weight.grad.data[5].any()
+    np.testing.assert_allclose(ours.weight.grad.array, theirs.weight.grad.numpy(), rtol=1e-12)
+    assert not ours.weight.grad.array[5].any()
 
 
 def test_embedding_rejects_bad_indices():
@@ -341,7 +341,7 @@ def test_dropout_drops_about_p_scales_the_rest_and_is_identity_in_eval():
     mt.manual_seed(0)
     layer = nn.Dropout(0.3)
     x = mt.ones(200_000)
-    out = layer(x).data
+    out = layer(x).array
     dropped = np.mean(out == 0)
     assert abs(dropped - 0.3) < 0.005
     np.testing.assert_allclose(out[out != 0], 1.0 / 0.7, rtol=1e-6)
@@ -354,7 +354,7 @@ def test_dropout_gradient_uses_the_same_mask():
     x = mt.randn(50, requires_grad=True)
     out = F.dropout(x, 0.5)
     out.sum().backward()
-    np.testing.assert_array_equal(x.grad.data == 0, out.data == 0)
+    np.testing.assert_array_equal(x.grad.array == 0, out.array == 0)
 
 
 @pytest.mark.parametrize("p", [-0.1, 1.5, "half"])
@@ -368,9 +368,9 @@ def test_dropout_rejects_a_bad_probability(p):
 def test_dropout_p1_zeroes_everything():
     x = mt.ones(5, requires_grad=True)
     out = F.dropout(x, 1.0)
-    assert not out.data.any()
+    assert not out.array.any()
     out.sum().backward()
-    assert not x.grad.data.any()
+    assert not x.grad.array.any()
 
 
 # nn.init: the distributions' bounds and spreads.
@@ -390,26 +390,26 @@ def test_init_spreads_follow_their_formulas(name, kwargs, std):
     weight = mt.zeros(256, 64, 3, 3)  # fan_in 576, fan_out 2304
     getattr(init, name)(weight, generator=np.random.default_rng(0), **kwargs)
     assert weight.dtype == np.float32
-    np.testing.assert_allclose(weight.data.std(), std(576, 2304), rtol=0.01)
-    assert abs(weight.data.mean()) < 0.01 * std(576, 2304) * 10
+    np.testing.assert_allclose(weight.array.std(), std(576, 2304), rtol=0.01)
+    assert abs(weight.array.mean()) < 0.01 * std(576, 2304) * 10
 
 
 def test_init_is_reproducible_from_a_generator_and_from_manual_seed():
     a, b = mt.zeros(4, 4), mt.zeros(4, 4)
     init.normal_(a, generator=np.random.default_rng(5))
     init.normal_(b, generator=np.random.default_rng(5))
-    np.testing.assert_array_equal(a.data, b.data)
+    np.testing.assert_array_equal(a.array, b.array)
     mt.manual_seed(2)
-    first = nn.Linear(3, 3).weight.data.copy()
+    first = nn.Linear(3, 3).weight.array.copy()
     mt.manual_seed(2)
-    np.testing.assert_array_equal(nn.Linear(3, 3).weight.data, first)
+    np.testing.assert_array_equal(nn.Linear(3, 3).weight.array, first)
 
 
 def test_linear_init_bounds_are_pytorchs():
     layer = nn.Linear(100, 300)
     bound = 1 / math.sqrt(100)
-    assert np.abs(layer.weight.data).max() <= bound and np.abs(layer.bias.data).max() <= bound
-    assert np.abs(layer.weight.data).max() > 0.95 * bound
+    assert np.abs(layer.weight.array).max() <= bound and np.abs(layer.bias.array).max() <= bound
+    assert np.abs(layer.weight.array).max() > 0.95 * bound
 
 
 def test_calculate_gain_matches_torch():
@@ -444,7 +444,7 @@ def test_clip_grad_norm_matches_torch(norm_type, max_norm):
     total_t = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
     assert total_o.item() == pytest.approx(total_t.item(), rel=1e-12)
     for p, q in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(p.grad.array, q.grad.numpy(), rtol=1e-12)
 
 
 def test_clip_grad_norm_nonfinite_raises_before_changing_anything():
@@ -452,18 +452,18 @@ def test_clip_grad_norm_nonfinite_raises_before_changing_anything():
     p.grad = mt.tensor(np.array([np.inf, 1.0]))
     with pytest.raises(RuntimeError, match="total norm of order 2.0 of the gradients is inf"):
         nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
-    np.testing.assert_array_equal(p.grad.data, [np.inf, 1.0])
+    np.testing.assert_array_equal(p.grad.array, [np.inf, 1.0])
 
 
 def test_clip_grad_value_and_parameter_vectors():
     model = TwoLayer()
     model(mt.randn(8, 3) * 10.0).sum().backward()
     nn.utils.clip_grad_value_(model.parameters(), 0.1)
-    assert all(np.abs(p.grad.data).max() <= 0.1 for p in model.parameters())
+    assert all(np.abs(p.grad.array).max() <= 0.1 for p in model.parameters())
     vector = nn.utils.parameters_to_vector(model.parameters())
     assert vector.shape == (sum(p.numel() for p in model.parameters()),)
     nn.utils.vector_to_parameters(vector * 0.0, model.parameters())
-    assert not any(p.data.any() for p in model.parameters())
+    assert not any(p.array.any() for p in model.parameters())
     with pytest.raises(ShapeError, match="does not hold the 24 elements"):
         nn.utils.vector_to_parameters(mt.zeros(3), model.parameters())
 
@@ -502,19 +502,19 @@ def test_spatial_layers_match_torch_in_train_and_eval(make, shape):
         x = rng.standard_normal(shape) * 2.0 + 0.5
         xo, xt = mt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
         yo, yt = ours(xo), theirs(xt)
-        np.testing.assert_allclose(yo.data, yt.detach().numpy(), rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(yo.array, yt.detach().numpy(), rtol=1e-9, atol=1e-11)
         upstream = rng.standard_normal(yo.shape)
         yo.backward(upstream)
         yt.backward(torch.from_numpy(upstream))
-        np.testing.assert_allclose(xo.grad.data, xt.grad.numpy(), rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(xo.grad.array, xt.grad.numpy(), rtol=1e-9, atol=1e-11)
         pairs = zip(ours.named_parameters(), theirs.named_parameters(), strict=True)
         for (name, p), (_, q) in pairs:
             np.testing.assert_allclose(
-                p.grad.data, q.grad.numpy(), rtol=1e-9, atol=1e-11, err_msg=name
+                p.grad.array, q.grad.numpy(), rtol=1e-9, atol=1e-11, err_msg=name
             )
             p.grad, q.grad = None, None
         for (name, b), (_, c) in zip(ours.named_buffers(), theirs.named_buffers(), strict=True):
-            np.testing.assert_allclose(b.data, c.numpy(), rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(b.array, c.numpy(), rtol=1e-12, err_msg=name)
 
 
 def test_batchnorm_rejects_a_wrong_rank_or_channel_count_without_counting_the_batch():
@@ -523,4 +523,4 @@ def test_batchnorm_rejects_a_wrong_rank_or_channel_count_without_counting_the_ba
         layer(mt.zeros(2, 3, 4))
     with pytest.raises(ShapeError, match="input has 4 channels"):
         layer(mt.zeros(2, 4, 3, 3))
-    assert int(layer.num_batches_tracked.data) == 0
+    assert int(layer.num_batches_tracked.array) == 0

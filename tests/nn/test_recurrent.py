@@ -66,7 +66,7 @@ def _check_against_torch(torch, name, options, batched=True, given_state=True, s
     their_last = list(their_last) if name == "LSTM" else [their_last]
     for got, want in zip([our_out, *our_last], [their_out, *their_last], strict=True):
         assert got.shape == tuple(want.shape)
-        np.testing.assert_allclose(got.data, want.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got.array, want.detach().numpy(), rtol=1e-10, atol=1e-12)
 
     upstream = [rng.standard_normal(t.shape) for t in [our_out, *our_last]]
     mt.autograd.backward([our_out, *our_last], [mt.tensor(u) for u in upstream])
@@ -82,7 +82,7 @@ def _check_against_torch(torch, name, options, batched=True, given_state=True, s
     assert len(pairs) == (1 + given_state * len(states) + len(their_params))
     for what, got, want in pairs:
         np.testing.assert_allclose(
-            got.grad.data, want.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=what
+            got.grad.array, want.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=what
         )
 
 
@@ -142,8 +142,8 @@ def test_initialisation_is_torchs_uniform_range():
     layer = nn.LSTM(FEATURES, 64, num_layers=2)
     bound = 1 / np.sqrt(64)
     for p in layer.parameters():
-        assert np.abs(p.data).max() <= bound
-        assert np.abs(p.data).max() > 0.9 * bound
+        assert np.abs(p.array).max() <= bound
+        assert np.abs(p.array).max() > 0.9 * bound
 
 
 def _outputs(layer, x, h):
@@ -171,7 +171,7 @@ def test_tiny_layer_passes_gradcheck_in_float64(name):
     def projection() -> float:
         with mt.no_grad():
             return sum(
-                float((o.data * u).sum())
+                float((o.array * u).sum())
                 for o, u in zip(_outputs(layer, x, h), upstream, strict=True)
             )
 
@@ -179,14 +179,14 @@ def test_tiny_layer_passes_gradcheck_in_float64(name):
     for key, param in layer.named_parameters():
         numeric = np.empty(param.shape)
         for index in np.ndindex(param.shape):
-            kept = param.data[index]
-            param.data[index] = kept + eps
+            kept = param.array[index]
+            param.array[index] = kept + eps
             ahead = projection()
-            param.data[index] = kept - eps
+            param.array[index] = kept - eps
             behind = projection()
-            param.data[index] = kept
+            param.array[index] = kept
             numeric[index] = (ahead - behind) / (2 * eps)
-        np.testing.assert_allclose(param.grad.data, numeric, rtol=1e-6, atol=1e-8, err_msg=key)
+        np.testing.assert_allclose(param.grad.array, numeric, rtol=1e-6, atol=1e-8, err_msg=key)
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU"])
@@ -213,13 +213,13 @@ def test_second_derivatives_through_a_layer_match_torch(torch, name):
     our_x, their_x = mt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     (our_g,) = mt.grad((ours(our_x)[0] ** 2).sum(), [our_x], create_graph=True)
     (their_g,) = torch.autograd.grad((theirs(their_x)[0] ** 2).sum(), [their_x], create_graph=True)
-    np.testing.assert_allclose(our_g.data, their_g.detach().numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(our_g.array, their_g.detach().numpy(), rtol=1e-9, atol=1e-12)
     (our_g * our_g).sum().backward()
     (their_g * their_g).sum().backward()
     their_params = dict(theirs.named_parameters())
     for key, p in ours.named_parameters():
         want = their_params[key].grad.numpy()
-        np.testing.assert_allclose(p.grad.data, want, rtol=1e-8, atol=1e-12, err_msg=key)
+        np.testing.assert_allclose(p.grad.array, want, rtol=1e-8, atol=1e-12, err_msg=key)
 
 
 def test_a_weight_changed_in_place_before_backward_is_refused():
@@ -240,8 +240,8 @@ def test_dropout_between_layers_acts_in_training_only(torch):
     theirs.eval()
     evaluated, _ = ours(mt.tensor(x))
     want, _ = theirs(torch.from_numpy(x))
-    np.testing.assert_allclose(evaluated.data, want.detach().numpy(), rtol=1e-10, atol=1e-12)
-    assert not np.allclose(trained.data, evaluated.data)
+    np.testing.assert_allclose(evaluated.array, want.detach().numpy(), rtol=1e-10, atol=1e-12)
+    assert not np.allclose(trained.array, evaluated.array)
 
 
 def test_dropout_with_one_layer_warns_as_torch():
@@ -274,14 +274,14 @@ def test_cell_matches_torch(torch, name, batched, given_state):
     upstream = [rng.standard_normal(g.shape) for g in got]
     for g, w in zip(got, want, strict=True):
         assert g.shape == tuple(w.shape)
-        np.testing.assert_allclose(g.data, w.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(g.array, w.detach().numpy(), rtol=1e-10, atol=1e-12)
     mt.autograd.backward(got, [mt.tensor(u) for u in upstream])
     torch.autograd.backward(want, [torch.from_numpy(u) for u in upstream])
     pairs = list(zip(our_in, their_in, strict=True)) if given_state else [(our_in[0], their_in[0])]
     their_params = dict(theirs.named_parameters())
     pairs += [(p, their_params[key]) for key, p in ours.named_parameters()]
     for a, b in pairs:
-        np.testing.assert_allclose(a.grad.data, b.grad.numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a.grad.array, b.grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def test_rnn_cell_relu_and_no_bias_match_torch(torch):
@@ -290,7 +290,7 @@ def test_rnn_cell_relu_and_no_bias_match_torch(torch):
     ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
     x = np.random.default_rng(2).standard_normal((BATCH, FEATURES)).astype(np.float32)
     want = theirs(torch.from_numpy(x)).detach().numpy()
-    np.testing.assert_allclose(ours(mt.tensor(x)).data, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours(mt.tensor(x)).array, want, rtol=1e-5, atol=1e-6)
     assert list(ours.state_dict()) == ["weight_ih", "weight_hh"]
 
 
@@ -330,7 +330,7 @@ def _values_and_grads(op, arrays, upstream):
     inputs = [mt.tensor(a, requires_grad=True) for a in arrays]
     out = op(*inputs)
     out.backward(upstream)
-    return [out.data] + [t.grad.data for t in inputs]
+    return [out.array] + [t.grad.array for t in inputs]
 
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
@@ -374,8 +374,8 @@ def test_gate_math_keeps_its_limits(numba):
     # huge pre-activations give gates of exactly 0 and 1 and a tanh of +-1, never nan
     x, state, w_ih, w_hh, b_ih, b_hh = _cell_arrays(4, scale=1e4)
     with backend.use_numba(numba):
-        out = ops.lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh).data
-        h = ops.gru_cell(x, state[0], w_ih[:15], w_hh[:15], b_ih[:15], b_hh[:15]).data
+        out = ops.lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh).array
+        h = ops.gru_cell(x, state[0], w_ih[:15], w_hh[:15], b_ih[:15], b_hh[:15]).array
     assert np.isfinite(out).all() and np.isfinite(h).all()
     assert np.abs(out[0]).max() <= 1.0
 
@@ -393,7 +393,7 @@ def test_cell_kernel_computes_only_what_need_asks(kernel, gates):
     last = saved["out"] if gates == 4 else saved["hn"]
     full = getattr(ops, kernel)(upstream, x, second, w_ih, w_hh, saved["gates"], last)
     for got, want in zip(full, inputs, strict=True):
-        np.testing.assert_allclose(got, want.grad.data, rtol=1e-12)
+        np.testing.assert_allclose(got, want.grad.array, rtol=1e-12)
     need = (False, True, False, True, False, True)
     some = getattr(ops, kernel)(upstream, x, second, w_ih, w_hh, saved["gates"], last, need)
     assert [g is not None for g in some] == list(need)
@@ -527,7 +527,7 @@ def test_layers_run_on_a_device_as_on_the_cpu(cuda_device, name):
         ((out * out).sum() + step.sum()).backward()
         assert out.device == mt.device(device)
         grads = [inputs.grad, *(p.grad for p in (*layer.parameters(), *cell.parameters()))]
-        results.append([out.cpu().data] + [g.cpu().data for g in grads])
+        results.append([out.cpu().array] + [g.cpu().array for g in grads])
         layer.zero_grad(), cell.zero_grad()
     for ours, reference in zip(results[1], results[0], strict=True):
         np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-12)

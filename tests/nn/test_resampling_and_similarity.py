@@ -105,11 +105,11 @@ def test_interpolate_matches_torch_over_sizes_and_scales(torch, mode, dims, leng
         return
     ours = _leaf(x)
     out = ops.interpolate(ours, **kw)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
     upstream = np.random.default_rng(0).standard_normal(out.shape)
     out.backward(upstream)
     expected.backward(torch.from_numpy(upstream))
-    np.testing.assert_allclose(ours.grad.data, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.grad.array, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_nearest_indices_follow_torchs_arithmetic(torch, mode, dtype):
     # within an ulp of an integer, 2 -> 41 at position 20 say: one index off there.)
     for length, out in itertools.product(range(1, 40), (3, 7, 11, 29, 61, 97)):
         x = np.arange(length, dtype=dtype).reshape(1, 1, length)
-        ours = ops.interpolate(mt.tensor(x), size=out, mode=mode).data
+        ours = ops.interpolate(mt.tensor(x), size=out, mode=mode).array
         theirs = torch.nn.functional.interpolate(torch.from_numpy(x), size=out, mode=mode)
         np.testing.assert_array_equal(ours, theirs.numpy(), err_msg=f"{length} -> {out}")
 
@@ -134,17 +134,17 @@ def test_interpolate_to_the_same_size_copies_where_torch_does(torch):
     # nearest and bicubic read it through the scale's ratio
     x = np.arange(10.0).reshape(1, 1, 10)
     for mode in ("linear", "nearest"):
-        ours = ops.interpolate(mt.tensor(x), scale_factor=1.07, mode=mode).data
+        ours = ops.interpolate(mt.tensor(x), scale_factor=1.07, mode=mode).array
         theirs = torch.nn.functional.interpolate(torch.from_numpy(x), scale_factor=1.07, mode=mode)
         np.testing.assert_array_equal(ours, theirs.numpy())
-    np.testing.assert_array_equal(ops.interpolate(mt.tensor(x), 10, mode="linear").data, x)
+    np.testing.assert_array_equal(ops.interpolate(mt.tensor(x), 10, mode="linear").array, x)
     # PyTorch's 2-D nearest copies a dim that keeps its size too (its 1-D and 3-D do not)
     grid = np.random.default_rng(1).standard_normal((1, 1, 5, 20))
     for scale in (1.04, (1.07, 2.0)):
         ours = ops.interpolate(_leaf(grid), scale_factor=scale, mode="nearest")
         tx = torch.from_numpy(grid.copy()).requires_grad_()
         theirs = torch.nn.functional.interpolate(tx, scale_factor=scale, mode="nearest")
-        np.testing.assert_array_equal(ours.data, theirs.detach().numpy())
+        np.testing.assert_array_equal(ours.array, theirs.detach().numpy())
 
 
 @pytest.mark.parametrize("mode", ["nearest", "bicubic"])
@@ -156,12 +156,12 @@ def test_interpolate_gradient_is_the_adjoint_where_a_scale_keeps_the_size(torch,
     x = _leaf(np.random.default_rng(0).standard_normal(shape))
     call = lambda t: ops.interpolate(t, scale_factor=1.07, mode=mode)  # noqa: E731
     assert mt.gradcheck(call, [x])
-    tx = torch.from_numpy(x.data.copy()).requires_grad_()
+    tx = torch.from_numpy(x.array.copy()).requires_grad_()
     out = torch.nn.functional.interpolate(tx, scale_factor=1.07, mode=mode)
-    np.testing.assert_allclose(call(x).data, out.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(call(x).array, out.detach().numpy(), rtol=1e-12)
     out.backward(torch.ones_like(out))
     call(x).backward(np.ones(call(x).shape))
-    assert not np.allclose(x.grad.data, tx.grad.numpy())
+    assert not np.allclose(x.grad.array, tx.grad.numpy())
 
 
 @pytest.mark.parametrize(
@@ -184,7 +184,7 @@ def test_interpolate_numba_kernels_match_the_numpy_ones(kw, dtype):
             out = ops.interpolate(leaf, **kw)
             upstream = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
             out.backward(upstream)
-        results.append((out.data, leaf.grad.data))
+        results.append((out.array, leaf.grad.array))
     tol = 1e-6 if dtype == np.float32 else 1e-13
     for ours, generic in zip(*results, strict=True):
         np.testing.assert_allclose(ours, generic, rtol=tol, atol=tol)
@@ -198,10 +198,10 @@ def test_interpolate_float16_computes_in_float32(torch):
     expected = torch.nn.functional.interpolate(
         torch.from_numpy(x.astype(np.float32)), scale_factor=2, mode="bilinear"
     )
-    np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(out.array, expected.numpy(), rtol=1e-3, atol=1e-3)
     out.backward(np.ones(out.shape, np.float16))
     assert leaf.grad.dtype == np.float16
-    np.testing.assert_allclose(leaf.grad.data, 4.0)  # each input shares out to 4 outputs
+    np.testing.assert_allclose(leaf.grad.array, 4.0)  # each input shares out to 4 outputs
 
 
 def test_area_mode_is_adaptive_average_pooling(torch):
@@ -209,7 +209,7 @@ def test_area_mode_is_adaptive_average_pooling(torch):
     for kw in ({"size": (3, 4)}, {"scale_factor": 0.5}):
         ours = F.interpolate(mt.tensor(x), mode="area", **kw)
         theirs = torch.nn.functional.interpolate(torch.from_numpy(x), mode="area", **kw)
-        np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours.array, theirs.numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -253,7 +253,7 @@ def test_upsample_layers_and_deprecated_functions_match_torch(torch):
     for ours, theirs in pairs:
         assert repr(ours) == repr(theirs)
         np.testing.assert_allclose(
-            ours(mt.tensor(x)).data, theirs(torch.from_numpy(x)).numpy(), rtol=1e-12
+            ours(mt.tensor(x)).array, theirs(torch.from_numpy(x)).numpy(), rtol=1e-12
         )
     for name, kw in [("upsample", {"mode": "bilinear"}), ("upsample_nearest", {}),
                      ("upsample_bilinear", {})]:  # fmt: skip
@@ -263,7 +263,7 @@ def test_upsample_layers_and_deprecated_functions_match_torch(torch):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             theirs = getattr(torch.nn.functional, name)(torch.from_numpy(x), scale_factor=2, **kw)
-        np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours.array, theirs.numpy(), rtol=1e-12)
 
 
 # max_unpool: the inverse of max pooling.
@@ -277,11 +277,11 @@ def test_max_unpool_layers_undo_max_pool(torch, dims):
     assert repr(unpool) == repr(their_unpool)
     pooled, indices = pool(mt.tensor(x))
     out = unpool(pooled, indices)
-    expected = their_unpool(torch.from_numpy(pooled.data), torch.from_numpy(indices.data))
-    np.testing.assert_array_equal(out.data, expected.numpy())
+    expected = their_unpool(torch.from_numpy(pooled.array), torch.from_numpy(indices.array))
+    np.testing.assert_array_equal(out.array, expected.numpy())
     # every window's max back in place, zeros elsewhere
-    assert (out.data == np.where(out.data != 0, x, 0)).all() and np.count_nonzero(out.data) == (
-        pooled.data.size
+    assert (out.array == np.where(out.array != 0, x, 0)).all() and np.count_nonzero(out.array) == (
+        pooled.array.size
     )
     bigger = tuple(n + 1 for n in shape[2:])
     assert unpool(pooled, indices, output_size=bigger).shape == shape[:2] + bigger
@@ -290,9 +290,9 @@ def test_max_unpool_layers_undo_max_pool(torch, dims):
 def test_max_unpool_sends_each_gradient_back_from_where_it_was_placed():
     x = _leaf([[[1.0, 2.0]]])
     out = F.max_unpool1d(x, mt.tensor(np.array([[[3, 0]]])), 2)
-    np.testing.assert_array_equal(out.data, [[[2.0, 0.0, 0.0, 1.0]]])
+    np.testing.assert_array_equal(out.array, [[[2.0, 0.0, 0.0, 1.0]]])
     out.backward(np.array([[[10.0, 20.0, 30.0, 40.0]]]))
-    np.testing.assert_array_equal(x.grad.data, [[[40.0, 10.0]]])
+    np.testing.assert_array_equal(x.grad.array, [[[40.0, 10.0]]])
 
 
 @pytest.mark.parametrize(
@@ -329,14 +329,14 @@ def test_fold_of_unfold_counts_each_position_once_per_window(torch):
         padding=1,
         stride=(1, 2),
     )
-    np.testing.assert_allclose(folded.data, expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(folded.array, expected.numpy(), rtol=1e-12)
     for ours, theirs in [
         (nn.Unfold(2, stride=2), torch.nn.Unfold(2, stride=2)),
         (nn.Fold((4, 4), 2, stride=2), torch.nn.Fold((4, 4), 2, stride=2)),
     ]:
         assert repr(ours) == repr(theirs)
     y = nn.Fold((6, 4), 2, stride=2)(nn.Unfold(2, stride=2)(mt.tensor(x[:, :, :, :4])))
-    np.testing.assert_array_equal(y.data, x[:, :, :, :4])  # windows that tile the image
+    np.testing.assert_array_equal(y.array, x[:, :, :, :4])  # windows that tile the image
 
 
 @pytest.mark.parametrize(
@@ -367,9 +367,9 @@ def test_pixel_unshuffle_inverts_pixel_shuffle_and_the_layers_match_torch(torch)
     x = np.random.default_rng(0).standard_normal((2, 12, 3, 4))
     shuffled = nn.PixelShuffle(2)(mt.tensor(x))
     np.testing.assert_array_equal(
-        shuffled.data, torch.nn.PixelShuffle(2)(torch.from_numpy(x)).numpy()
+        shuffled.array, torch.nn.PixelShuffle(2)(torch.from_numpy(x)).numpy()
     )
-    np.testing.assert_array_equal(nn.PixelUnshuffle(2)(shuffled).data, x)
+    np.testing.assert_array_equal(nn.PixelUnshuffle(2)(shuffled).array, x)
     assert repr(nn.PixelShuffle(2)) == repr(torch.nn.PixelShuffle(2))
     assert repr(nn.PixelUnshuffle(3)) == repr(torch.nn.PixelUnshuffle(3))
 
@@ -396,7 +396,7 @@ def test_one_hot_matches_torch(torch):
         ours = F.one_hot(mt.tensor(labels), num_classes)
         theirs = torch.nn.functional.one_hot(torch.from_numpy(labels), num_classes)
         assert ours.dtype == np.int64 and not ours.requires_grad
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.array, theirs.numpy())
     assert F.one_hot(mt.tensor(np.zeros(0, np.int64)), 3).shape == (0, 3)
 
 
@@ -441,7 +441,7 @@ def test_similarity_layers_and_losses_match_torch(torch):
     for ours, theirs, values in cases:
         out = ours(*(mt.tensor(v) for v in values))
         expected = theirs(*(torch.from_numpy(v) for v in values))
-        np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-12, err_msg=repr(ours))
+        np.testing.assert_allclose(out.array, expected.numpy(), rtol=1e-12, err_msg=repr(ours))
     assert repr(nn.Softmin(1)) == repr(torch.nn.Softmin(1))
     assert repr(nn.TripletMarginLoss(reduction="sum")) == "TripletMarginLoss(reduction='sum')"
 
@@ -475,11 +475,11 @@ def test_cosine_similarity_clamps_small_norms_in_value_only_as_torch(torch):
     theirs = [torch.tensor(v, requires_grad=True) for v in (x1, x2)]
     out = F.cosine_similarity(*ours)
     expected = torch.nn.functional.cosine_similarity(*theirs)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-12)
     out.backward(np.array([1.0, 2.0, 3.0]))
     expected.backward(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
     for leaf, reference in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(leaf.grad.data, reference.grad.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(leaf.grad.array, reference.grad.numpy(), rtol=1e-10)
 
 
 def test_cosine_similarity_and_distance_dtypes_follow_torch(torch):
@@ -487,20 +487,20 @@ def test_cosine_similarity_and_distance_dtypes_follow_torch(torch):
     ours = F.cosine_similarity(mt.tensor(ints), mt.tensor(floats))
     theirs = torch.nn.functional.cosine_similarity(torch.from_numpy(ints), torch.from_numpy(floats))
     assert ours.dtype == np.float64 == theirs.numpy().dtype
-    np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.array, theirs.numpy(), rtol=1e-12)
     with pytest.raises(DTypeError, match="cosine_similarity: x1 and x2 must have a floating"):
         F.cosine_similarity(mt.tensor(ints), mt.tensor(ints))
     distance = F.pairwise_distance(mt.tensor(ints), mt.tensor(ints * 2))
     assert distance.dtype == np.float32
     np.testing.assert_allclose(
-        distance.data,
+        distance.array,
         torch.nn.functional.pairwise_distance(
             torch.from_numpy(ints), torch.from_numpy(ints * 2)
         ).numpy(),
         rtol=1e-6,
     )
     counts = F.pairwise_distance(mt.tensor(floats), mt.tensor(floats * 0), p=0)
-    np.testing.assert_array_equal(counts.data, [3.0])  # nonzero entries, eps included
+    np.testing.assert_array_equal(counts.array, [3.0])  # nonzero entries, eps included
 
 
 @pytest.mark.parametrize(

@@ -233,12 +233,14 @@ def _assert_same(ours, theirs, inputs) -> None:
     references = [torch.tensor(a, requires_grad=True) for a in inputs]
     out, expected = ours(*tensors), theirs(*references)
     assert out.dtype == np.dtype(str(expected.dtype).removeprefix("torch."))
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-12, atol=1e-14)
     upstream = np.random.default_rng(1).standard_normal(out.shape)
     out.backward(upstream.astype(out.dtype))
     expected.backward(torch.tensor(upstream, dtype=expected.dtype))
     for tensor, reference in zip(tensors, references, strict=True):
-        np.testing.assert_allclose(tensor.grad.data, reference.grad.numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(
+            tensor.grad.array, reference.grad.numpy(), rtol=1e-12, atol=1e-14
+        )
 
 
 @pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4), (2, 3, 4, 2)])
@@ -340,13 +342,13 @@ def test_conv_padding_mode_matches_torch(padding_mode, dims, options):
     theirs = getattr(torch.nn, layer)(4, 2, 3, padding_mode=padding_mode, **options).double()
     assert repr(ours) == repr(theirs)
     with torch.no_grad():
-        theirs.weight.copy_(torch.from_numpy(ours.weight.data))
-        theirs.bias.copy_(torch.from_numpy(ours.bias.data))
+        theirs.weight.copy_(torch.from_numpy(ours.weight.array))
+        theirs.bias.copy_(torch.from_numpy(ours.bias.array))
     x = np.random.default_rng(0).standard_normal((2, 4) + (6,) * dims)
     _assert_same(ours, theirs, [x])
     for name in ("weight", "bias"):
         np.testing.assert_allclose(
-            getattr(ours, name).grad.data, getattr(theirs, name).grad.numpy(), rtol=1e-12
+            getattr(ours, name).grad.array, getattr(theirs, name).grad.numpy(), rtol=1e-12
         )
 
 

@@ -62,10 +62,10 @@ def _check_gradients(ours_module, theirs_module, ours_inputs, theirs_inputs, rto
     for name, parameter in theirs_module.named_parameters():
         ours = dict(ours_module.named_parameters())[name]
         np.testing.assert_allclose(
-            ours.grad.data, parameter.grad.numpy(), rtol=rtol, atol=1e-12, err_msg=name
+            ours.grad.array, parameter.grad.numpy(), rtol=rtol, atol=1e-12, err_msg=name
         )
     for ours, theirs in zip(ours_inputs, theirs_inputs, strict=True):
-        np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=rtol, atol=1e-12)
+        np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=rtol, atol=1e-12)
 
 
 def _leaves(arrays, library):
@@ -119,12 +119,12 @@ def test_multihead_attention_matches_torch(
         )
         results.append((leaves, out, weights))
     (our_leaves, out, weights), (their_leaves, expected, expected_weights) = results
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-10, atol=1e-12)
     upstream = _inputs(out.shape, seed=2)[0]
     loss, their_loss = (out * upstream).sum(), (expected * torch.tensor(upstream)).sum()
     if need_weights:
         np.testing.assert_allclose(
-            weights.data, expected_weights.detach().numpy(), rtol=1e-10, atol=1e-12
+            weights.array, expected_weights.detach().numpy(), rtol=1e-10, atol=1e-12
         )
         weight_upstream = _inputs(weights.shape, seed=3)[0]
         loss = loss + (weights * weight_upstream).sum()
@@ -153,10 +153,10 @@ def test_multihead_attention_takes_unbatched_input_as_torch(need_weights, masks)
         need_weights, _torch_mask(attn),
     )  # fmt: skip
     assert out.shape == (L, E)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-10)
     if need_weights:
         assert weights.shape == (L, S)
-        np.testing.assert_allclose(weights.data, expected_weights.detach().numpy(), rtol=1e-10)
+        np.testing.assert_allclose(weights.array, expected_weights.detach().numpy(), rtol=1e-10)
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
@@ -184,7 +184,7 @@ def test_multihead_attention_is_causal_with_its_mask_matches_torch(
         theirs_x, theirs_x, theirs_x, _torch_mask(key_padding), need_weights, torch.tensor(mask),
         is_causal=True,
     )  # fmt: skip
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-10, atol=1e-12)
     out.sum().backward()
     expected.sum().backward()
     _check_gradients(ours, theirs, [ours_x], [theirs_x])
@@ -210,7 +210,7 @@ def test_is_causal_without_a_mask_is_the_causal_mask(need_weights):
         heads = [x.reshape(x.shape[0], N, HEADS, E // HEADS).permute(1, 2, 0, 3) for x in (q, k, v)]
         attended = TF.scaled_dot_product_attention(*heads, attn_mask=~causal)
         expected = theirs.out_proj(attended.permute(2, 0, 1, 3).reshape(L, N, E))
-    np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.array, expected.numpy(), rtol=1e-10, atol=1e-12)
     with pytest.raises(RuntimeError, match="Need attn_mask"):
         theirs(t, t, t, need_weights=need_weights, is_causal=True)
 
@@ -230,9 +230,9 @@ def test_multihead_attention_parameters_are_torchs():
         E, HEADS, E // HEADS, E, E,
     )  # fmt: skip
     # PyTorch's initialisation: the biases start at 0, the projection Xavier-uniform
-    np.testing.assert_array_equal(layer.in_proj_bias.data, 0)
-    np.testing.assert_array_equal(layer.out_proj.bias.data, 0)
-    assert np.abs(layer.in_proj_weight.data).max() <= np.sqrt(6 / (E + 3 * E))
+    np.testing.assert_array_equal(layer.in_proj_bias.array, 0)
+    np.testing.assert_array_equal(layer.out_proj.bias.array, 0)
+    assert np.abs(layer.in_proj_weight.array).max() <= np.sqrt(6 / (E + 3 * E))
 
 
 # The transformer layers
@@ -262,7 +262,7 @@ def _run_both(ours, theirs, arrays, call, train: bool):
     theirs.train(train)
     our_leaves, their_leaves = _leaves(arrays, mt), _leaves(arrays, torch)
     out, expected = call(ours, our_leaves, mt), call(theirs, their_leaves, torch)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-10, atol=1e-11)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-10, atol=1e-11)
     upstream = _inputs(out.shape, seed=5)[0]
     out.backward(upstream)
     expected.backward(torch.tensor(upstream))
@@ -396,9 +396,9 @@ def test_encoder_in_inference_matches_torchs_fast_paths_where_they_compute():
         expected = theirs(torch.tensor(src), src_key_padding_mask=torch.tensor(padding))
         expected_unpadded = theirs(torch.tensor(src))
     kept = ~padding
-    np.testing.assert_allclose(out.data[kept], expected.numpy()[kept], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out.array[kept], expected.numpy()[kept], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(expected.numpy()[padding], 0.0)
-    np.testing.assert_allclose(unpadded.data, expected_unpadded.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(unpadded.array, expected_unpadded.numpy(), rtol=1e-10, atol=1e-12)
 
 
 def test_stack_layers_are_independent_copies():
@@ -406,10 +406,10 @@ def test_stack_layers_are_independent_copies():
     stack = nn.TransformerEncoder(layer, 3)
     assert len(stack.layers) == 3 and stack.num_layers == 3
     first, second = stack.layers[0].linear1.weight, stack.layers[1].linear1.weight
-    np.testing.assert_array_equal(first.data, layer.linear1.weight.data)
-    assert first is not second and first.data is not second.data
-    first.data[...] = 0
-    assert np.abs(second.data).max() > 0 and np.abs(layer.linear1.weight.data).max() > 0
+    np.testing.assert_array_equal(first.array, layer.linear1.weight.array)
+    assert first is not second and first.array is not second.array
+    first.array[...] = 0
+    assert np.abs(second.array).max() > 0 and np.abs(layer.linear1.weight.array).max() > 0
 
 
 def test_layers_run_on_a_device_as_on_the_cpu(cuda_device):
@@ -429,7 +429,7 @@ def test_layers_run_on_a_device_as_on_the_cpu(cuda_device):
             memory_key_padding_mask=mt.tensor(memory_padding, device=device),
         )
         out.backward(mt.tensor(np.ones(out.shape), device=device))
-        results.append([out.cpu().data] + [t.grad.cpu().data for t in leaves])
+        results.append([out.cpu().array] + [t.grad.cpu().array for t in leaves])
     for on_device, on_cpu in zip(results[1], results[0], strict=True):
         np.testing.assert_allclose(on_device, on_cpu, rtol=1e-12, atol=1e-13)
 
@@ -444,7 +444,7 @@ def test_float32_layers_keep_float32_and_match_torch():
         torch.tensor(tgt), torch.tensor(memory), torch.tensor(causal), tgt_is_causal=True
     )
     assert out.dtype == np.float32
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_attention_dropout_applies_in_training_only():
@@ -453,17 +453,17 @@ def test_attention_dropout_applies_in_training_only():
     query = mt.tensor(x)
     mt.manual_seed(0)
     _, weights = attention(query, query, query, average_attn_weights=False)
-    dropped = weights.data == 0
-    assert dropped.any() and (weights.data[~dropped] > 0).all()  # the survivors scaled by 2
+    dropped = weights.array == 0
+    assert dropped.any() and (weights.array[~dropped] > 0).all()  # the survivors scaled by 2
     first, _ = attention(query, query, query, need_weights=False)
     second, _ = attention(query, query, query, need_weights=False)
-    assert np.abs(first.data - second.data).max() > 1e-3
+    assert np.abs(first.array - second.array).max() > 1e-3
     attention.eval()
     _, weights = attention(query, query, query, average_attn_weights=False)
-    np.testing.assert_allclose(weights.data.sum(-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(weights.array.sum(-1), 1.0, rtol=1e-12)
     first, _ = attention(query, query, query, need_weights=False)
     second, _ = attention(query, query, query, need_weights=False)
-    np.testing.assert_array_equal(first.data, second.data)
+    np.testing.assert_array_equal(first.array, second.array)
 
 
 def test_second_derivatives_through_an_encoder_layer_match_torch():
@@ -483,7 +483,7 @@ def test_second_derivatives_through_an_encoder_layer_match_torch():
         out = theirs(theirs_x, torch.tensor(causal), is_causal=True)
         (grad,) = torch.autograd.grad((out**2).sum(), [theirs_x], create_graph=True)
         (expected,) = torch.autograd.grad((grad**2).sum(), [theirs_x])
-    np.testing.assert_allclose(second.data, expected.numpy(), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(second.array, expected.numpy(), rtol=1e-9, atol=1e-10)
 
 
 # Gradients against finite differences
@@ -503,22 +503,22 @@ def test_encoder_layer_gradients_match_finite_differences():
 
     def loss() -> float:
         with mt.no_grad():
-            return float((layer(x) * upstream).sum().data)
+            return float((layer(x) * upstream).sum().array)
 
     layer.zero_grad()
     (layer(x) * upstream).sum().backward()
     for _ in range(3):
         directions = [rng.standard_normal(p.shape) for p in layer.parameters()]
         analytic = sum(
-            (p.grad.data * d).sum() for p, d in zip(layer.parameters(), directions, strict=True)
+            (p.grad.array * d).sum() for p, d in zip(layer.parameters(), directions, strict=True)
         )
         values = []
         for sign in (1, -1):
             for p, d in zip(layer.parameters(), directions, strict=True):
-                p.data += sign * 1e-6 * d
+                p.array += sign * 1e-6 * d
             values.append(loss())
             for p, d in zip(layer.parameters(), directions, strict=True):
-                p.data -= sign * 1e-6 * d
+                p.array -= sign * 1e-6 * d
         np.testing.assert_allclose(analytic, (values[0] - values[1]) / 2e-6, rtol=1e-6)
 
 

@@ -36,10 +36,10 @@ def _ours(arrays, mask, **kw):
     out = F.scaled_dot_product_attention(*leaves, attn_mask=mask_leaf, **kw)
     upstream = np.random.default_rng(99).standard_normal(out.shape).astype(out.dtype)
     out.backward(upstream)
-    grads = [t.grad.data for t in leaves]
+    grads = [t.grad.array for t in leaves]
     if mask_leaf is not None and mask_leaf.requires_grad:
-        grads.append(mask_leaf.grad.data)
-    return out.data, grads
+        grads.append(mask_leaf.grad.array)
+    return out.array, grads
 
 
 def _theirs(torch, arrays, mask, **kw):
@@ -90,7 +90,7 @@ def test_causal_is_upper_left_aligned_as_torch(torch, numba, length, keys):
     _assert_matches_torch(torch, arrays, is_causal=True)
     # query i sees keys 0..i: the first query's output is value row 0
     out = F.scaled_dot_product_attention(*arrays, is_causal=True)
-    np.testing.assert_allclose(out.data[:, 0], arrays[2][:, 0], rtol=1e-14)
+    np.testing.assert_allclose(out.array[:, 0], arrays[2][:, 0], rtol=1e-14)
 
 
 @pytest.mark.parametrize("scale", [0.3, 2.0, 0.0])
@@ -168,20 +168,20 @@ def test_grouped_query_attention_reads_each_key_head_once(numba):
     # (1, 4, L, E) queries on 2 key heads: query heads 0, 1 read key head 0 (repeat_interleave)
     rng = np.random.default_rng(8)
     q, k, v = (rng.standard_normal(s) for s in ((1, 4, 3, 2), (1, 2, 5, 2), (1, 2, 5, 3)))
-    out = F.scaled_dot_product_attention(q, k, v, enable_gqa=True).data
+    out = F.scaled_dot_product_attention(q, k, v, enable_gqa=True).array
     repeated = [np.repeat(a, 2, axis=1) for a in (k, v)]
-    np.testing.assert_allclose(out, F.scaled_dot_product_attention(q, *repeated).data, 1e-14)
+    np.testing.assert_allclose(out, F.scaled_dot_product_attention(q, *repeated).array, 1e-14)
 
 
 def test_float32_in_float32_out_and_float16_computed_in_float32(torch, numba):
     rng = np.random.default_rng(9)
     arrays = [rng.standard_normal(s) for s in ((2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 4))]
-    want = F.scaled_dot_product_attention(*arrays, is_causal=True).data
+    want = F.scaled_dot_product_attention(*arrays, is_causal=True).array
     for dtype, tol in ((np.float32, 2e-6), (np.float16, 4e-3)):
         leaves = [mt.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
         out = F.scaled_dot_product_attention(*leaves, is_causal=True)
         assert out.dtype == dtype
-        np.testing.assert_allclose(out.data, want, rtol=tol, atol=tol)
+        np.testing.assert_allclose(out.array, want, rtol=tol, atol=tol)
         out.sum().backward()
         assert all(t.grad.dtype == dtype for t in leaves)
 
@@ -190,7 +190,7 @@ def test_empty_keys_and_empty_features_as_torch(torch, numba):
     rng = np.random.default_rng(10)
     arrays, _ = _draw(rng, ((2, 3, 4), (2, 0, 4), (2, 0, 2)))
     out = F.scaled_dot_product_attention(*arrays)
-    assert out.shape == (2, 3, 2) and not out.data.any()  # no key: 0, as PyTorch
+    assert out.shape == (2, 3, 2) and not out.array.any()  # no key: 0, as PyTorch
     arrays, _ = _draw(rng, ((2, 3, 0), (2, 5, 0), (2, 5, 2)))
     _assert_matches_torch(torch, arrays)  # E = 0: every score 0, a plain mean of the values
 
@@ -200,16 +200,16 @@ def test_dropout_is_seeded_and_scales_the_kept_weights(numba):
     q, k, v = (rng.standard_normal(s) for s in ((2, 2, 5, 3), (2, 2, 6, 3), (2, 2, 6, 4)))
     p = 0.3
     mt.manual_seed(3)
-    first = F.scaled_dot_product_attention(q, k, v, dropout_p=p).data
+    first = F.scaled_dot_product_attention(q, k, v, dropout_p=p).array
     mt.manual_seed(3)
-    second = F.scaled_dot_product_attention(q, k, v, dropout_p=p).data
+    second = F.scaled_dot_product_attention(q, k, v, dropout_p=p).array
     np.testing.assert_array_equal(first, second)
     keep = np.random.default_rng(3).random((2, 2, 5, 6)) >= p
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(3)
     weights = np.exp(scores - scores.max(-1, keepdims=True))
     weights /= weights.sum(-1, keepdims=True)
     np.testing.assert_allclose(first, (weights * keep / (1 - p)) @ v, rtol=1e-12)
-    assert not F.scaled_dot_product_attention(q, k, v, dropout_p=1.0).data.any()
+    assert not F.scaled_dot_product_attention(q, k, v, dropout_p=1.0).array.any()
 
 
 def test_dropout_gradients_use_the_forwards_mask(torch, numba):
@@ -389,7 +389,7 @@ def test_second_derivatives_on_a_device_as_on_the_cpu(cuda_device, causal):
             *leaves, attn_mask=attn_mask, is_causal=causal, enable_gqa=True
         )
         (grad,) = mt.grad((out**2).sum(), [leaves[0]], create_graph=True)
-        results.append([g.cpu().data for g in mt.grad((grad**2).sum(), leaves)])
+        results.append([g.cpu().array for g in mt.grad((grad**2).sum(), leaves)])
     on_cpu, on_device = results
     for g_device, g_cpu in zip(on_device, on_cpu, strict=True):
         np.testing.assert_allclose(g_device, g_cpu, rtol=1e-12, atol=1e-14)

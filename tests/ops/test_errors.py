@@ -263,6 +263,6 @@ def test_rectangular_nested_sequences_still_make_tensors():
     assert minitrain.tensor([np.array([1, 2]), (3, 4)]).shape == (2, 2)
     assert minitrain.tensor([np.float32(1.0), np.array(2.0)]).shape == (2,)
     np.testing.assert_array_equal(
-        minitrain.tensor(np.arange(6.0).reshape(2, 3)).gather(1, [[2, 0], [1, 1]]).data,
+        minitrain.tensor(np.arange(6.0).reshape(2, 3)).gather(1, [[2, 0], [1, 1]]).array,
         [[2.0, 0.0], [4.0, 4.0]],
     )

@@ -133,7 +133,7 @@ def test_attention_asks_numba_takes_once_a_direction(monkeypatch, shapes):
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal(s).astype(np.float32) for s in shapes)
     with backend.use_numba(True):
-        out = ops.scaled_dot_product_attention(q, k, v).data
+        out = ops.scaled_dot_product_attention(q, k, v).array
         scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
         if k.shape[-2]:  # each row's log of its sum of exps (the kernel's saved statistic)
             top = scores.max(axis=-1, keepdims=True)

@@ -70,7 +70,7 @@ def _leaf(values, dtype=np.float64):
 def _grads(out, inputs, upstream=None):
     """Gradients of out (seeded with ones unless given) with respect to inputs, as arrays."""
     seed = np.ones(out.shape, out.dtype) if upstream is None else upstream
-    return [g.data for g in mt.grad(out, inputs, grad_outputs=mt.tensor(seed))]
+    return [g.array for g in mt.grad(out, inputs, grad_outputs=mt.tensor(seed))]
 
 
 # The table covers every registered op, and only those.
@@ -130,7 +130,7 @@ def test_matches_torch(op_name, sample):
     tol = {"rtol": sample.ref_rtol, "atol": sample.ref_atol}
     assert ours.shape == tuple(theirs.shape)
     assert ours.dtype == theirs.detach().numpy().dtype
-    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), **tol)
+    np.testing.assert_allclose(ours.array, theirs.detach().numpy(), **tol)
 
     upstream = rng.standard_normal(ours.shape).astype(ours.dtype)
     ours.backward(upstream)
@@ -142,7 +142,7 @@ def test_matches_torch(op_name, sample):
         want = np.zeros(values[i].shape) if want is None else want.detach().numpy()
         assert got is not None, f"input {i}: minitrain gave no gradient"
         assert got.shape == values[i].shape and got.dtype == np.float64
-        np.testing.assert_allclose(got.data, want, err_msg=f"gradient of input {i}", **tol)
+        np.testing.assert_allclose(got.array, want, err_msg=f"gradient of input {i}", **tol)
 
 
 # Dtypes kept (float32 in, float32 out) and the names of the backward nodes.
@@ -182,7 +182,7 @@ def test_extreme_ties_split_the_gradient_evenly(reduce):
 def test_max_ties_along_an_axis():
     x = _leaf([[1.0, 5.0, 5.0], [4.0, 4.0, 4.0], [2.0, 0.0, 2.0]])
     out = ops.amax(x, dim=1)
-    np.testing.assert_array_equal(out.data, [5.0, 4.0, 2.0])
+    np.testing.assert_array_equal(out.array, [5.0, 4.0, 2.0])
     (g,) = _grads(out, [x], np.array([1.0, 3.0, 10.0]))
     # row 0: two maxima share 1; row 1: three share 3; row 2: two share 10
     np.testing.assert_allclose(g, [[0.0, 0.5, 0.5], [1.0, 1.0, 1.0], [5.0, 0.0, 5.0]])
@@ -191,7 +191,7 @@ def test_max_ties_along_an_axis():
 def test_min_ties_along_axis_0_keepdims():
     x = _leaf([[1.0, 2.0], [1.0, 0.0], [3.0, 0.0]])
     out = ops.amin(x, dim=0, keepdim=True)
-    np.testing.assert_array_equal(out.data, [[1.0, 0.0]])
+    np.testing.assert_array_equal(out.array, [[1.0, 0.0]])
     (g,) = _grads(out, [x], np.array([[2.0, 4.0]]))
     np.testing.assert_allclose(g, [[1.0, 0.0], [1.0, 2.0], [0.0, 2.0]])
 
@@ -222,7 +222,7 @@ def test_abs_gradient_at_zero_is_zero():
 def test_getitem_repeated_indices_accumulate():
     x = _leaf([10.0, 20.0, 30.0])
     out = ops.getitem(x, np.array([0, 0, 2]))
-    np.testing.assert_array_equal(out.data, [10.0, 10.0, 30.0])
+    np.testing.assert_array_equal(out.array, [10.0, 10.0, 30.0])
     (g,) = _grads(out, [x])
     np.testing.assert_array_equal(g, [2.0, 0.0, 1.0])
 
@@ -237,7 +237,7 @@ def test_getitem_repeated_index_pairs_accumulate():
 def test_getitem_bool_mask_gradient():
     x = _leaf([[1.0, 2.0], [3.0, 4.0]])
     out = ops.getitem(x, np.array([[True, False], [False, True]]))
-    np.testing.assert_array_equal(out.data, [1.0, 4.0])
+    np.testing.assert_array_equal(out.array, [1.0, 4.0])
     (g,) = _grads(out, [x], np.array([5.0, 6.0]))
     np.testing.assert_array_equal(g, [[5.0, 0.0], [0.0, 6.0]])
 
@@ -257,7 +257,7 @@ MASK_INDICES = {
 def test_getitem_bool_mask_of_the_wrong_shape_raises_like_numpy(make_index):
     index = make_index()
     values = np.arange(12.0).reshape(4, 3)
-    numpy_index = index.data if isinstance(index, mt.Tensor) else index
+    numpy_index = index.array if isinstance(index, mt.Tensor) else index
     with pytest.raises(IndexError):
         values[numpy_index]
     with pytest.raises(IndexError, match=r"mask of shape \("):
@@ -291,14 +291,14 @@ def test_getitem_bool_mask_of_the_wrong_shape_raises_like_numpy(make_index):
 )
 def test_getitem_bool_masks_that_fit_index_like_numpy(index):
     values = np.arange(12.0).reshape(4, 3)
-    np.testing.assert_array_equal(ops.getitem(_leaf(values), index).data, values[index])
+    np.testing.assert_array_equal(ops.getitem(_leaf(values), index).array, values[index])
 
 
 def test_pow_zero_to_the_zero_has_zero_gradient():
     a = _leaf([0.0, 0.0])
     b = _leaf([0.0, 0.0])
     out = ops.pow(a, b)
-    np.testing.assert_array_equal(out.data, [1.0, 1.0])
+    np.testing.assert_array_equal(out.array, [1.0, 1.0])
     grad_a, grad_b = _grads(out, [a, b])
     # d/da a^b = b a^(b-1) is 0 * 0^-1 at a = b = 0: taken as 0, not nan
     np.testing.assert_array_equal(grad_a, [0.0, 0.0])
@@ -330,7 +330,7 @@ def test_pow_number_base_exponent_gradient():
 def test_clip_gradient_passes_at_the_bounds_inclusive():
     x = _leaf([-2.0, -1.0, 0.0, 1.0, 2.0])
     out = ops.clip(x, -1.0, 1.0)
-    np.testing.assert_array_equal(out.data, [-1.0, -1.0, 0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(out.array, [-1.0, -1.0, 0.0, 1.0, 1.0])
     (g,) = _grads(out, [x])
     np.testing.assert_array_equal(g, [0.0, 1.0, 1.0, 1.0, 0.0])
 
@@ -368,8 +368,8 @@ def test_logsumexp_of_an_all_minus_inf_row_is_minus_inf():
     x = mt.tensor(np.array([[-np.inf, -np.inf], [0.0, 0.0]]))
     with np.errstate(all="raise"):
         out = ops.logsumexp(x, axis=1)
-    assert out.data[0] == -np.inf
-    assert out.data[1] == pytest.approx(math.log(2.0))
+    assert out.array[0] == -np.inf
+    assert out.array[1] == pytest.approx(math.log(2.0))
 
 
 @pytest.mark.parametrize("name", ["var", "std"])
@@ -387,9 +387,9 @@ def test_var_and_std_without_degrees_of_freedom_give_nan_and_warn_as_torch(name)
             out = getattr(x, name)(**keywords)
         with pytest.warns(UserWarning, match="degrees of freedom"):
             expected = getattr(torch.tensor(values, dtype=torch.float64), name)(**keywords)
-        np.testing.assert_array_equal(out.data, expected.numpy())
+        np.testing.assert_array_equal(out.array, expected.numpy())
         out.sum().backward()  # nan and inf, no error
-        assert not np.isfinite(x.grad.data).any()
+        assert not np.isfinite(x.grad.array).any()
     # with correction=0 one element is fine: its variance is 0
     assert ops.var(_leaf([3.0]), correction=0).item() == 0.0
 
@@ -409,7 +409,7 @@ def test_mean_over_an_empty_axis_is_nan_as_torch(axis):
     x = _leaf(np.zeros((2, 0)))
     out = ops.mean(x, axis=axis)
     expected = torch.zeros(2, 0, dtype=torch.float64).mean(dim=axis)
-    assert out.shape == tuple(expected.shape) and np.isnan(out.data).all()
+    assert out.shape == tuple(expected.shape) and np.isnan(out.array).all()
     out.sum().backward()
     assert x.grad.shape == (2, 0)
 
@@ -422,7 +422,7 @@ def test_mean_over_a_nonempty_axis_of_an_empty_tensor_is_fine():
 def test_sum_over_an_empty_axis_is_zero_with_an_empty_gradient():
     x = _leaf(np.zeros((2, 0, 3)))
     out = ops.sum(x, axis=1)
-    np.testing.assert_array_equal(out.data, np.zeros((2, 3)))
+    np.testing.assert_array_equal(out.array, np.zeros((2, 3)))
     (g,) = _grads(out, [x])
     assert g.shape == (2, 0, 3)
 

@@ -61,12 +61,12 @@ def test_einsum_matches_torch(torch, equation, shapes):
     theirs_in = [torch.tensor(v, requires_grad=True) for v in values]
     ours, theirs = mt.einsum(equation, *ours_in), torch.einsum(equation, *theirs_in)
     assert ours.shape == tuple(theirs.shape)
-    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ours.array, theirs.detach().numpy(), rtol=1e-12, atol=1e-12)
     upstream = rng.standard_normal(ours.shape)
     ours.backward(upstream)
     theirs.backward(torch.from_numpy(upstream))
     for x, t in zip(ours_in, theirs_in, strict=True):
-        np.testing.assert_allclose(x.grad.data, t.grad.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(x.grad.array, t.grad.numpy(), rtol=1e-12, atol=1e-12)
 
 
 def test_einsum_in_float32_at_the_benchmark_shape(torch):
@@ -75,7 +75,7 @@ def test_einsum_in_float32_at_the_benchmark_shape(torch):
     ours = mt.einsum("bhqd,bhkd->bhqk", mt.tensor(q), mt.tensor(k))
     theirs = torch.einsum("bhqd,bhkd->bhqk", torch.from_numpy(q), torch.from_numpy(k))
     assert ours.dtype == np.float32
-    np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours.array, theirs.numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_einsum_integer_dtypes_are_torchs(torch, equation, dtype):
     ours = mt.einsum(equation, *map(mt.tensor, operands))
     theirs = torch.einsum(equation, *map(torch.from_numpy, operands))
     assert ours.dtype == theirs.numpy().dtype
-    np.testing.assert_array_equal(ours.data, theirs.numpy())
+    np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_einsum_output_owns_its_memory():
@@ -99,14 +99,14 @@ def test_einsum_output_owns_its_memory():
     for equation in ("ij->ji", "ij->ij", "ii->i"):
         operand = x if equation != "ii->i" else x[:, :2]
         out = mt.einsum(equation, operand)
-        out.data[...] = -1.0
-        assert (x.data >= 0).all(), equation
+        out.array[...] = -1.0
+        assert (x.array >= 0).all(), equation
 
 
 def test_einsum_gradient_of_a_repeated_operand_sums_both_uses():
     x = mt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     (g,) = mt.grad(mt.einsum("i,i->", x, x), x)
-    np.testing.assert_allclose(g.data, 2 * x.data)
+    np.testing.assert_allclose(g.array, 2 * x.array)
 
 
 def test_einsum_second_derivative_of_a_quadratic_form(torch):
@@ -115,8 +115,8 @@ def test_einsum_second_derivative_of_a_quadratic_form(torch):
     x = mt.tensor(v, requires_grad=True)
     (g,) = mt.grad(mt.einsum("i,ij,j->", x, mt.tensor(a), x), x, create_graph=True)
     (h,) = mt.grad(mt.einsum("i,i->", g, mt.tensor(np.ones(3))), x)
-    np.testing.assert_allclose(g.data, (a + a.T) @ v)
-    np.testing.assert_allclose(h.data, (a + a.T) @ np.ones(3))
+    np.testing.assert_allclose(g.array, (a + a.T) @ v)
+    np.testing.assert_allclose(h.array, (a + a.T) @ np.ones(3))
 
 
 def test_roll_unfold_diagonal_and_narrow_of_integers(torch):
@@ -133,7 +133,7 @@ def test_roll_unfold_diagonal_and_narrow_of_integers(torch):
     ]
     for ours, theirs in pairs:
         assert ours.dtype == theirs.numpy().dtype
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_repeat_interleave_of_counts_alone_gives_indices(torch):
@@ -141,23 +141,23 @@ def test_repeat_interleave_of_counts_alone_gives_indices(torch):
     ours = mt.repeat_interleave(mt.tensor(counts))
     theirs = torch.repeat_interleave(torch.from_numpy(counts))
     assert ours.dtype == np.int64
-    np.testing.assert_array_equal(ours.data, theirs.numpy())
+    np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_repeat_interleave_output_size_and_counts_gradient():
     x = mt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     out = x.repeat_interleave(mt.tensor([2, 0, 3]), output_size=5)
-    np.testing.assert_array_equal(out.data, [1, 1, 3, 3, 3])
+    np.testing.assert_array_equal(out.array, [1, 1, 3, 3, 3])
     out.backward(np.arange(5.0))
-    np.testing.assert_array_equal(x.grad.data, [0 + 1, 0, 2 + 3 + 4])
+    np.testing.assert_array_equal(x.grad.array, [0 + 1, 0, 2 + 3 + 4])
 
 
 def test_narrow_is_a_view_and_takes_a_tensor_start():
     x = mt.tensor(np.arange(6.0).reshape(2, 3))
     view = x.narrow(1, mt.tensor(1), 2)
-    np.testing.assert_array_equal(view.data, [[1, 2], [4, 5]])
-    x.data[0, 1] = 10.0
-    assert view.data[0, 0] == 10.0
+    np.testing.assert_array_equal(view.array, [[1, 2], [4, 5]])
+    x.array[0, 1] = 10.0
+    assert view.array[0, 0] == 10.0
 
 
 def test_methods_and_functions_reach_the_ops():

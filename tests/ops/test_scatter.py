@@ -167,13 +167,13 @@ def test_composed_selection_matches_torch(torch, name):
     ours, theirs = _ours(values), _theirs(torch, values)
     out, expected = call(*ours), ref(*theirs)
     assert out.shape == tuple(expected.shape) and out.dtype == np.float64
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
     upstream = RNG.standard_normal(out.shape)
     out.backward(upstream)
     wrt = [(o, t) for o, t in zip(ours, theirs, strict=True) if t.requires_grad]
     grads = torch.autograd.grad(expected, [t for _, t in wrt], torch.tensor(upstream))
     for (o, _), want in zip(wrt, grads, strict=True):
-        np.testing.assert_allclose(o.grad.data, want.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(o.grad.array, want.numpy(), rtol=1e-12, atol=1e-12)
 
 
 # where scatter writes one place twice, PyTorch's gradient (which this follows) gives every
@@ -223,18 +223,18 @@ def test_nonzero_and_argwhere_match_torch(torch, values):
     ]:
         assert ours.dtype == np.int64 and not ours.requires_grad
         assert ours.shape == tuple(theirs.shape)
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.array, theirs.numpy())
     pieces, expected = x.nonzero(as_tuple=True), torch.nonzero(tx, as_tuple=True)
     assert len(pieces) == len(expected)
     for ours, theirs in zip(pieces, expected, strict=True):
         assert ours.dtype == np.int64
-        np.testing.assert_array_equal(ours.data, theirs.numpy())
+        np.testing.assert_array_equal(ours.array, theirs.numpy())
 
 
 def test_nonzero_of_a_tensor_that_requires_grad_is_outside_the_graph():
     x = mt.tensor([0.0, 2.0, 0.5], requires_grad=True)
     assert x.nonzero().grad_fn is None
-    np.testing.assert_array_equal(mt.nonzero(x, as_tuple=True)[0].data, [1, 2])
+    np.testing.assert_array_equal(mt.nonzero(x, as_tuple=True)[0].array, [1, 2])
 
 
 # scatter_reduce: ties, zeros, integers
@@ -244,10 +244,10 @@ def _scatter_reduce_both(torch, x, index, src, reduce, include_self, upstream):
     (a, ta), (b, tb) = _pair(x), _pair(src)
     out = a.scatter_reduce(0, mt.tensor(index), b, reduce, include_self=include_self)
     expected = ta.scatter_reduce(0, torch.tensor(index), tb, reduce, include_self=include_self)
-    np.testing.assert_array_equal(out.data, expected.detach().numpy())
+    np.testing.assert_array_equal(out.array, expected.detach().numpy())
     out.backward(np.asarray(upstream, np.float64))
     theirs = torch.autograd.grad(expected, [ta, tb], torch.tensor(upstream, dtype=torch.float64))
-    return (a.grad.data, b.grad.data), tuple(t.numpy() for t in theirs)
+    return (a.grad.array, b.grad.array), tuple(t.numpy() for t in theirs)
 
 
 @pytest.mark.parametrize("reduce", ["amax", "amin"])
@@ -294,7 +294,7 @@ def test_prod_second_derivative_is_refused_where_two_zeros_meet_as_in_torch(torc
     with pytest.raises(GraphError, match="two or more zeros"):
         mt.grad(out.sum(), [src], create_graph=True)
     (g,) = mt.grad(x.scatter_reduce(0, mt.tensor([0, 0, 1]), src, "prod").sum(), [src])
-    np.testing.assert_array_equal(g.data, [0.0, 0.0, 2.0])  # first derivatives still fine
+    np.testing.assert_array_equal(g.array, [0.0, 0.0, 2.0])  # first derivatives still fine
 
 
 @pytest.mark.parametrize(
@@ -325,7 +325,7 @@ def test_integer_and_bool_scatter_reduce_match_torch(torch, dtype, reduce, inclu
         0, torch.tensor(index), torch.tensor(src), reduce, include_self=include_self
     )
     assert out.dtype == expected.numpy().dtype
-    np.testing.assert_array_equal(out.data, expected.numpy())
+    np.testing.assert_array_equal(out.array, expected.numpy())
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.bool_, np.float32])
@@ -335,13 +335,13 @@ def test_scatter_add_and_index_add_keep_the_dtype(torch, dtype):
     out = mt.scatter_add(mt.tensor(x), 1, mt.tensor(index), mt.tensor(src))
     expected = torch.scatter_add(torch.tensor(x), 1, torch.tensor(index), torch.tensor(src))
     assert out.dtype == expected.numpy().dtype
-    np.testing.assert_array_equal(out.data, expected.numpy())
+    np.testing.assert_array_equal(out.array, expected.numpy())
     added = mt.index_add(mt.tensor(x), 1, mt.tensor([2, 2]), mt.tensor(src[:, :2]), alpha=3)
     expected = torch.index_add(
         torch.tensor(x), 1, torch.tensor([2, 2]), torch.tensor(src[:, :2]), alpha=3
     )
     assert added.dtype == expected.numpy().dtype
-    np.testing.assert_array_equal(added.data, expected.numpy())
+    np.testing.assert_array_equal(added.array, expected.numpy())
 
 
 def test_an_empty_index_scatters_nothing(torch):
@@ -349,9 +349,9 @@ def test_an_empty_index_scatters_nothing(torch):
     empty = np.zeros(0, np.int64)
     out = x.scatter(0, mt.tensor(empty), mt.tensor(np.ones((2, 4))))
     expected = tx.scatter(0, torch.tensor(empty), torch.ones(2, 4, dtype=torch.float64))
-    np.testing.assert_array_equal(out.data, expected.detach().numpy())
+    np.testing.assert_array_equal(out.array, expected.detach().numpy())
     out.sum().backward()
-    np.testing.assert_array_equal(x.grad.data, np.ones((3, 4)))
+    np.testing.assert_array_equal(x.grad.array, np.ones((3, 4)))
 
 
 # functions and methods by torch's keywords
@@ -398,7 +398,7 @@ def test_functions_take_torchs_keywords(torch):
         ),
     ]
     for ours, theirs in pairs:
-        np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours.array, theirs.detach().numpy(), rtol=1e-12)
 
 
 # in-place forms
@@ -423,7 +423,7 @@ def test_in_place_forms_match_torch(torch, name):
     version = x._version
     assert IN_PLACE[name](x, mt) is x
     IN_PLACE[name](tx, torch)
-    np.testing.assert_array_equal(x.data, tx.numpy())
+    np.testing.assert_array_equal(x.array, tx.numpy())
     assert x._version == version + 1
 
 
@@ -436,7 +436,7 @@ def test_in_place_forms_in_the_graph_pass_gradients_as_torch(torch, name):
     upstream = RNG.standard_normal(x.shape)
     (x * x).backward(upstream)
     (tx * tx).backward(torch.tensor(upstream))
-    np.testing.assert_allclose(leaf.grad.data, tleaf.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(leaf.grad.array, tleaf.grad.numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(IN_PLACE))
@@ -450,7 +450,7 @@ def test_in_place_forms_refuse_a_leaf_that_requires_grad(torch, name):
         IN_PLACE[name](x, mt)
     with torch.no_grad():
         IN_PLACE[name](tx, torch)
-    np.testing.assert_array_equal(x.data, tx.detach().numpy())
+    np.testing.assert_array_equal(x.array, tx.detach().numpy())
 
 
 def test_in_place_scatter_into_a_src_that_requires_grad_passes_it_its_gradient(torch):
@@ -461,7 +461,7 @@ def test_in_place_scatter_into_a_src_that_requires_grad_passes_it_its_gradient(t
     assert x.requires_grad
     x.sum().backward()
     tx.sum().backward()
-    np.testing.assert_array_equal(src.grad.data, tsrc.grad.numpy())
+    np.testing.assert_array_equal(src.grad.array, tsrc.grad.numpy())
 
 
 def test_in_place_errors_leave_the_tensor_as_it_was():
@@ -474,7 +474,7 @@ def test_in_place_errors_leave_the_tensor_as_it_was():
         x.masked_scatter_(mt.tensor(MASK), mt.tensor(np.ones(3)))
     with pytest.raises(ShapeError):  # the mask would broadcast x to a larger shape
         mt.tensor(np.zeros(4)).masked_scatter_(mt.tensor(MASK), mt.tensor(np.ones(12)))
-    np.testing.assert_array_equal(x.data, X34)
+    np.testing.assert_array_equal(x.array, X34)
     assert x._version == 0
 
 

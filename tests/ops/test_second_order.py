@@ -55,8 +55,8 @@ def test_a_second_definition_stays_only_beside_a_fused_backward_a_bench_row_meas
 def _sizes(sample, inputs):
     outputs = sample.call(*inputs)
     outputs = outputs if isinstance(outputs, (tuple, list)) else [outputs]
-    checked = sum(x.data.size for x in inputs if isinstance(x, mt.Tensor) and x.requires_grad)
-    return checked + sum(o.data.size for o in outputs)
+    checked = sum(x.array.size for x in inputs if isinstance(x, mt.Tensor) and x.requires_grad)
+    return checked + sum(o.array.size for o in outputs)
 
 
 @pytest.mark.parametrize("op_name, sample", CASES)
@@ -103,7 +103,7 @@ def test_second_derivatives_match_torch(op_name, sample):
     }
     for i, (g, want) in enumerate(zip(firsts, their_firsts, strict=True)):
         want = np.zeros(values[grad[i]].shape) if want is None else want.numpy(force=True)
-        got = np.zeros(values[grad[i]].shape) if g is None else g.data
+        got = np.zeros(values[grad[i]].shape) if g is None else g.array
         np.testing.assert_allclose(got, want, err_msg=f"first derivative {i}", **tol)
 
     ours_total = [(g * mt.tensor(w)).sum() for g, w in zip(firsts, across, strict=True)]
@@ -125,7 +125,7 @@ def test_second_derivatives_match_torch(op_name, sample):
     )
     for i, (g, want) in enumerate(zip(ours_second, their_second, strict=True)):
         want = np.zeros(values[grad[i]].shape) if want is None else want.numpy(force=True)
-        got = np.zeros(values[grad[i]].shape) if g is None else g.data
+        got = np.zeros(values[grad[i]].shape) if g is None else g.array
         np.testing.assert_allclose(got, want, err_msg=f"second derivative, input {i}", **tol)
 
 
@@ -137,10 +137,10 @@ def test_norm_second_derivative_at_a_zero_slice_is_zero(p):
     x = mt.tensor(np.array([[0.0, 0.0, 0.0], [0.5, -1.0, 2.0]]), requires_grad=True)
     (g,) = mt.grad(ops.norm(x, p, axis=1).sum(), x, create_graph=True)
     (h,) = mt.grad((g * mt.tensor(np.ones((2, 3)))).sum(), x)
-    np.testing.assert_array_equal(g.data[0], 0.0)
-    np.testing.assert_array_equal(h.data[0], 0.0)
-    assert np.isfinite(h.data[1]).all()
-    assert (np.abs(h.data[1]).max() > 0) == (p != 1)  # the 1-norm is linear where no x is 0
+    np.testing.assert_array_equal(g.array[0], 0.0)
+    np.testing.assert_array_equal(h.array[0], 0.0)
+    assert np.isfinite(h.array[1]).all()
+    assert (np.abs(h.array[1]).max() > 0) == (p != 1)  # the 1-norm is linear where no x is 0
 
 
 def test_first_order_backward_never_runs_a_tensor_backward(monkeypatch):
@@ -177,4 +177,4 @@ def test_a_saved_input_holds_that_inputs_values(op_name, sample):
         value, parent = node.ctx.__dict__.get(name), node.parents[index]
         if hasattr(value, "shape") and isinstance(parent, mt.Tensor):
             assert value.shape == parent.shape, f"{name}: shape {value.shape}"
-            np.testing.assert_array_equal(value, parent.data.astype(value.dtype), err_msg=name)
+            np.testing.assert_array_equal(value, parent.array.astype(value.dtype), err_msg=name)

@@ -28,8 +28,8 @@ def _pair(values, grad=True):
 
 def _assert_pair(ours, theirs):
     """(values, indices) pairs: equal values (NaN where NaN), equal indices."""
-    np.testing.assert_array_equal(ours[0].data, _numpy(theirs[0]))
-    np.testing.assert_array_equal(ours[1].data, theirs[1].numpy())
+    np.testing.assert_array_equal(ours[0].array, _numpy(theirs[0]))
+    np.testing.assert_array_equal(ours[1].array, theirs[1].numpy())
     assert ours[1].dtype == np.int64 and not ours[1].requires_grad
 
 

@@ -246,7 +246,7 @@ def test_schedule_reaches_the_optimizers_update():
         theirs_opt.step()
         ours_sched.step()
         theirs_sched.step()
-        np.testing.assert_allclose(ours_param.data, theirs_param.detach().numpy(), rtol=1e-13)
+        np.testing.assert_allclose(ours_param.array, theirs_param.detach().numpy(), rtol=1e-13)
 
 
 def test_stepping_the_scheduler_before_the_optimizer_warns_once():

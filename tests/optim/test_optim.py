@@ -38,7 +38,7 @@ def _run_minitrain(make, arrays, steps):
     params = _leaves(arrays)
     optimizer = make(params)
     for step in range(steps):
-        for p, g in zip(params, _gradients([p.data for p in params], step), strict=True):
+        for p, g in zip(params, _gradients([p.array for p in params], step), strict=True):
             p.grad = minitrain.Tensor(g.astype(p.dtype))
         optimizer.step()
     return params, optimizer
@@ -58,7 +58,7 @@ def _run_torch(make, arrays, steps):
 
 def _assert_same_params(ours, theirs, rtol=1e-12, atol=1e-13):
     for p, q in zip(ours, theirs, strict=True):
-        np.testing.assert_allclose(p.data, q.detach().numpy(), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(p.array, q.detach().numpy(), rtol=rtol, atol=atol)
 
 
 def _compare_with_torch(name, options, steps=10):
@@ -71,7 +71,7 @@ def _compare_with_torch(name, options, steps=10):
     )
     _assert_same_params(ours, theirs)
     initial = _initial_arrays()
-    assert not np.allclose(ours[0].data, initial[0])  # the comparison saw real updates
+    assert not np.allclose(ours[0].array, initial[0])  # the comparison saw real updates
 
 
 def _combinations(**choices):
@@ -185,10 +185,10 @@ def test_add_param_group_takes_the_defaults_and_is_updated():
     optimizer.add_param_group({"params": second, "lr": 0.5})
     assert optimizer.param_groups[1]["momentum"] == 0.9
     assert optimizer.param_groups[1]["params"][0] is second
-    before = second.data.copy()
+    before = second.array.copy()
     second.grad = minitrain.Tensor(np.ones(second.shape))
     optimizer.step()
-    np.testing.assert_allclose(second.data, before - 0.5)
+    np.testing.assert_allclose(second.array, before - 0.5)
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
@@ -199,15 +199,15 @@ def test_parameters_without_grad_are_skipped(name):
     theirs = [torch.tensor(a, requires_grad=True) for a in _initial_arrays()]
     ours_opt = getattr(optim, name)(ours, **options)
     theirs_opt = getattr(torch.optim, name)(theirs, **options)
-    frozen = ours[1].data.copy()
+    frozen = ours[1].array.copy()
     for step in range(4):
-        for i, g in enumerate(_gradients([p.data for p in ours], step)):
+        for i, g in enumerate(_gradients([p.array for p in ours], step)):
             if i != 1:
                 ours[i].grad = minitrain.Tensor(g)
                 theirs[i].grad = torch.tensor(g)
         ours_opt.step()
         theirs_opt.step()
-    np.testing.assert_array_equal(ours[1].data, frozen)
+    np.testing.assert_array_equal(ours[1].array, frozen)
     assert ours[1] not in ours_opt.state
     assert ours_opt.state[ours[0]].keys() == theirs_opt.state[theirs[0]].keys()
     _assert_same_params(ours, theirs)
@@ -217,14 +217,14 @@ def test_parameters_without_grad_are_skipped(name):
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop"])
 def test_updates_are_in_place(name):
     params = _leaves(_initial_arrays())
-    arrays = [p.data for p in params]
+    arrays = [p.array for p in params]
     options = {"momentum": 0.9} if name in ("SGD", "RMSprop") else {}
     optimizer = getattr(optim, name)(params, lr=0.1, **options)
     for step in range(3):
         for p, g in zip(params, _gradients(arrays, step), strict=True):
             p.grad = minitrain.Tensor(g)
         optimizer.step()
-    assert all(p.data is a for p, a in zip(params, arrays, strict=True))
+    assert all(p.array is a for p, a in zip(params, arrays, strict=True))
     assert not np.allclose(arrays[0], _initial_arrays()[0])
 
 
@@ -256,12 +256,12 @@ def test_works_with_tensor_subclasses_like_parameter():
             super().__init__(data, requires_grad=True)
 
     weight = Parameter(np.ones((2, 2)))
-    array = weight.data
+    array = weight.array
     optimizer = optim.Adam([weight], lr=0.1)
     (weight * weight).sum().backward()
     optimizer.step()
-    assert weight.data is array
-    np.testing.assert_allclose(weight.data, np.full((2, 2), 0.9))
+    assert weight.array is array
+    np.testing.assert_allclose(weight.array, np.full((2, 2), 0.9))
     assert optimizer.state_dict()["state"][0]["step"] == 1
 
 
@@ -271,7 +271,7 @@ def test_gradient_of_another_dtype_is_cast_and_of_another_shape_is_an_error():
     param.grad = minitrain.Tensor(np.ones(3, dtype=np.float64))
     optimizer.step()
     assert param.dtype == np.float32
-    np.testing.assert_array_equal(param.data, np.full(3, 0.5, dtype=np.float32))
+    np.testing.assert_array_equal(param.array, np.full(3, 0.5, dtype=np.float32))
     param.grad = minitrain.Tensor(np.ones(4, dtype=np.float32))
     with pytest.raises(ShapeError, match=r"\(3,\).*\(4,\)"):
         optimizer.step()
@@ -293,10 +293,10 @@ def test_zero_grad():
     optimizer = optim.SGD(params, lr=0.1)
     for p in params:
         p.grad = minitrain.Tensor(np.ones(p.shape))
-    kept = params[0].grad.data
+    kept = params[0].grad.array
     optimizer.zero_grad(set_to_none=False)
-    assert params[0].grad.data is kept
-    assert all(np.all(p.grad.data == 0) for p in params)
+    assert params[0].grad.array is kept
+    assert all(np.all(p.grad.array == 0) for p in params)
     optimizer.zero_grad()
     assert all(p.grad is None for p in params)
 
@@ -314,7 +314,7 @@ def test_step_runs_the_closure_with_grad_recording_and_returns_its_loss():
     with minitrain.no_grad():
         loss = optimizer.step(closure)
     assert loss.item() == 9.0
-    np.testing.assert_array_equal(w.data, [3.0 - 0.25 * 6.0])
+    np.testing.assert_array_equal(w.array, [3.0 - 0.25 * 6.0])
 
 
 # State dicts.
@@ -328,7 +328,7 @@ ROUND_TRIP = [
 
 def _step_with(params, optimizer, steps):
     for step in steps:
-        for p, g in zip(params, _gradients([p.data for p in params], step), strict=True):
+        for p, g in zip(params, _gradients([p.array for p in params], step), strict=True):
             p.grad = minitrain.Tensor(g)
         optimizer.step()
 
@@ -356,7 +356,7 @@ def test_state_dict_round_trip_continues_like_an_uninterrupted_run(name, options
     _step_with(resumed, resumed_optimizer, range(3, 10))
 
     for p, q in zip(resumed, whole, strict=True):
-        np.testing.assert_array_equal(p.data, q.data)
+        np.testing.assert_array_equal(p.array, q.array)
     assert resumed_optimizer.param_groups[1]["lr"] == 0.003
 
 
@@ -654,7 +654,7 @@ def test_training_least_squares_with_autograd_reaches_the_solution(make):
         loss.backward()
         optimizer.step()
     assert loss_now().item() < 1e-3 * initial
-    np.testing.assert_allclose(np.r_[weight.data, bias.data], solution, atol=2e-2)
+    np.testing.assert_allclose(np.r_[weight.array, bias.array], solution, atol=2e-2)
 
 
 def test_frozen_parameters_are_accepted_and_left_alone_as_in_pytorch():
@@ -663,8 +663,8 @@ def test_frozen_parameters_are_accepted_and_left_alone_as_in_pytorch():
     optimizer = optim.SGD([frozen, trained], lr=0.5)
     (trained * 2.0).sum().backward()
     optimizer.step()
-    np.testing.assert_array_equal(frozen.data, np.ones(3))
-    np.testing.assert_array_equal(trained.data, np.zeros(3))
+    np.testing.assert_array_equal(frozen.array, np.ones(3))
+    np.testing.assert_array_equal(trained.array, np.zeros(3))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -689,10 +689,10 @@ def test_adam_numba_update_matches_numpy_bit_for_bit(monkeypatch, options, dtype
         optimizer = optim.Adam(params, **options)
         with minitrain.backend.use_numba(use_numba):
             for step in range(4):
-                for p, g in zip(params, _gradients([p.data for p in params], step), strict=True):
+                for p, g in zip(params, _gradients([p.array for p in params], step), strict=True):
                     p.grad = minitrain.tensor(g.astype(dtype))
                 optimizer.step()
-        runs[use_numba] = [p.data for p in params] + [
+        runs[use_numba] = [p.array for p in params] + [
             state[key] for state in optimizer.state.values() for key in sorted(state)
         ]
     assert len(fused) == 4 * len(SHAPES)  # every step of every parameter by the numba loop
@@ -708,14 +708,14 @@ def test_zero_grad_in_place_leaves_a_create_graph_grads_graph_alone():
     (w,) = _leaves([np.array([1.0, -2.0])])
     (w * w * w).sum().backward(create_graph=True)
     graph_grad = w.grad
-    np.testing.assert_array_equal(graph_grad.data, [3.0, 12.0])
+    np.testing.assert_array_equal(graph_grad.array, [3.0, 12.0])
     penalty = (graph_grad * graph_grad).sum()  # saves graph_grad
     optim.SGD([w], lr=0.1).zero_grad(set_to_none=False)
     assert w.grad is not graph_grad and not w.grad.requires_grad
-    np.testing.assert_array_equal(w.grad.data, [0.0, 0.0])
-    np.testing.assert_array_equal(graph_grad.data, [3.0, 12.0])
+    np.testing.assert_array_equal(w.grad.array, [0.0, 0.0])
+    np.testing.assert_array_equal(graph_grad.array, [3.0, 12.0])
     (second,) = minitrain.grad(penalty, w)  # d/dw sum((3 w^2)^2) = 36 w^3
-    np.testing.assert_allclose(second.data, 36 * np.array([1.0, -8.0]))
+    np.testing.assert_allclose(second.array, 36 * np.array([1.0, -8.0]))
 
 
 def test_zero_grad_in_place_counts_its_write():

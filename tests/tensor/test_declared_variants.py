@@ -70,11 +70,11 @@ def test_a_declared_twin_writes_the_result_into_its_tensor(name):
     function = TWINS[name]
     (x, *others), keywords = _arguments(function, 1)
     with np.errstate(invalid="ignore"):  # acos of 2 is nan, in both
-        expected = function(x, *others, **keywords).data
-        before = x.data
+        expected = function(x, *others, **keywords).array
+        before = x.array
         assert getattr(x, name)(*others, **keywords) is x
-    assert x.data is before  # written into the tensor's own memory
-    np.testing.assert_array_equal(x.data, expected)
+    assert x.array is before  # written into the tensor's own memory
+    np.testing.assert_array_equal(x.array, expected)
     method = getattr(mt.Tensor, name)
     assert (
         list(inspect.signature(method).parameters)[1:]

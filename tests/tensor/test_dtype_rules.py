@@ -97,9 +97,9 @@ def test_integer_and_bool_input_as_torch(torch, name, dtype):
     assert out.dtype == _numpy_dtype(expected.dtype)
     assert out.shape == tuple(expected.shape)
     if out.dtype.kind == "f":
-        np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(out.array, expected.numpy(), rtol=1e-6)
     else:
-        np.testing.assert_array_equal(out.data, expected.numpy())
+        np.testing.assert_array_equal(out.array, expected.numpy())
 
 
 def test_sum_of_unsigned_is_int64_with_the_carry_kept():
@@ -108,7 +108,7 @@ def test_sum_of_unsigned_is_int64_with_the_carry_kept():
     for out in (x.sum(), x.prod(), x.cumsum(0)):
         assert out.dtype == np.int64
     assert x.sum().item() == 303 and x.prod().item() == 60000
-    np.testing.assert_array_equal(x.cumsum(0).data, [200, 300, 303])
+    np.testing.assert_array_equal(x.cumsum(0).array, [200, 300, 303])
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ def test_refusals_say_what_to_do():
     assert str(info.value) == (
         "neg: x must be numeric (not bool), got bool (cast it first: x.int())"
     )
-    np.testing.assert_array_equal((-mask.int()).data, [-1, 0])
+    np.testing.assert_array_equal((-mask.int()).array, [-1, 0])
     with pytest.raises(DTypeError, match=re.escape("round: x must be floating point for")):
         x.round(decimals=1)
 
@@ -175,7 +175,7 @@ def test_float_gradients_unchanged(torch, dtype):
         assert out.dtype == np.dtype(dtype) and x.grad.dtype == np.dtype(dtype)
         tolerance = 1e-2 if dtype == np.float16 else 1e-5
         np.testing.assert_allclose(
-            x.grad.data.astype(np.float64), reference.grad.numpy(), rtol=tolerance, atol=tolerance
+            x.grad.array.astype(np.float64), reference.grad.numpy(), rtol=tolerance, atol=tolerance
         )
 
 
@@ -208,14 +208,14 @@ def test_masked_fill_takes_the_values_pytorch_takes(torch, dtype, value, form):
         given = np.array(value)
         torch_given = torch.from_numpy(given.copy()) if form == "0-d tensor" else value
         given = mt.tensor(given) if form == "0-d tensor" else given
-    expected = torch.from_numpy(x.data.copy())
+    expected = torch.from_numpy(x.array.copy())
     try:
         want = expected.masked_fill(expected > 0, torch_given).numpy()
     except RuntimeError as error:
         assert "overflow" in str(error)
         with pytest.raises(ArgumentError, match=rf"^masked_fill: value .* {np.dtype(dtype)} "):
-            x.masked_fill(x.data > 0, given)
+            x.masked_fill(x.array > 0, given)
         return
-    got = x.masked_fill(x.data > 0, given).data
+    got = x.masked_fill(x.array > 0, given).array
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)

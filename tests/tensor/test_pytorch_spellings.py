@@ -138,9 +138,9 @@ def test_contiguous_copies_only_what_is_not_c_ordered():
     a, _ = _pair((3, 4))
     assert a.contiguous() is a
     transposed = a.T
-    assert not transposed.data.flags.c_contiguous
+    assert not transposed.array.flags.c_contiguous
     copy = transposed.contiguous()
-    assert copy.data.flags.c_contiguous and copy.grad_fn is not None
+    assert copy.array.flags.c_contiguous and copy.grad_fn is not None
     np.testing.assert_array_equal(copy.numpy(), a.numpy().T)
     copy.sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), np.ones((3, 4)))

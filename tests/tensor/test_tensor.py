@@ -18,7 +18,7 @@ def leaf(values, dtype=np.float64):
 def test_numpy_item_tolist():
     t = minitrain.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert isinstance(t.numpy(), np.ndarray)
-    assert np.shares_memory(t.numpy(), t.data)
+    assert np.shares_memory(t.numpy(), t.array)
     assert t.tolist() == [[1.0, 2.0], [3.0, 4.0]]
     assert minitrain.tensor(2.5).item() == 2.5
     assert minitrain.tensor([[7]]).item() == 7
@@ -317,7 +317,7 @@ def test_int_tensor_with_python_float_gives_float32_like_torch():
 def test_clone_copies_the_data_and_passes_the_gradient():
     x = minitrain.tensor([1.0, 2.0], requires_grad=True)
     y = x.clone()
-    assert y.dtype == x.dtype and not np.shares_memory(y.data, x.data)
+    assert y.dtype == x.dtype and not np.shares_memory(y.array, x.array)
     (y * np.array([3.0, 4.0], np.float32)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0])
 

@@ -56,13 +56,13 @@ def test_tensor_copies_while_Tensor_shares():  # noqa: N802
     array = np.array([1.0, 2.0, 3.0])
     shared = minitrain.Tensor(array)
     copied = minitrain.tensor(array)
-    assert np.shares_memory(shared.data, array)
-    assert not np.shares_memory(copied.data, array)
+    assert np.shares_memory(shared.array, array)
+    assert not np.shares_memory(copied.array, array)
     array[0] = 42.0
-    assert shared.data[0] == 42.0
-    assert copied.data[0] == 1.0
+    assert shared.array[0] == 42.0
+    assert copied.array[0] == 1.0
     again = minitrain.tensor(shared)
-    assert not np.shares_memory(again.data, array)
+    assert not np.shares_memory(again.array, array)
     np.testing.assert_array_equal(again.numpy(), [42.0, 2.0, 3.0])
 
 
@@ -184,7 +184,7 @@ def test_detach_shares_data_and_has_no_node():
     y = x * 3.0
     d = y.detach()
     assert d.node is None and not d.requires_grad
-    assert np.shares_memory(d.data, y.data)
+    assert np.shares_memory(d.array, y.array)
     np.testing.assert_array_equal(d.numpy(), [3.0, 6.0])
     assert y.node is not None and y.requires_grad
     assert (d * 2.0).node is None

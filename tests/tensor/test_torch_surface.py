@@ -81,10 +81,10 @@ def test_comparison_in_place_writes_one_and_zero_in_the_tensors_dtype(torch, nam
     values = np.array([[1, 2, 3], [3, 2, 1]]).astype(dtype)
     other = np.array([2, 2, 1]).astype(dtype)
     x, tx = mt.tensor(values), torch.tensor(values)
-    before = x.data
+    before = x.array
     assert getattr(x, f"{name}_")(mt.tensor(other)) is x
     getattr(tx, f"{name}_")(torch.tensor(other))
-    assert x.data is before and x.dtype == np.dtype(dtype)
+    assert x.array is before and x.dtype == np.dtype(dtype)
     assert tx.dtype == _torch_dtype(dtype)
     np.testing.assert_array_equal(x.numpy(), tx.numpy())
     assert x.numpy().sum() > 0 and (x.numpy() == 0).any()  # both values are written
@@ -215,10 +215,10 @@ def test_addmm_and_addmv_in_place_match_torch(torch, dtype):
     ]:
         arrays = [_values(shape, seed).astype(dtype) for seed, shape in enumerate(shapes)]
         x, tx = mt.tensor(arrays[0]), torch.tensor(arrays[0])
-        before = x.data
+        before = x.array
         assert getattr(x, name)(*map(mt.tensor, arrays[1:]), **keywords) is x
         getattr(tx, name)(*map(torch.tensor, arrays[1:]), **keywords)
-        assert x.data is before and x.dtype == np.dtype(dtype)
+        assert x.array is before and x.dtype == np.dtype(dtype)
         np.testing.assert_allclose(x.numpy(), tx.numpy(), rtol=1e-5)
     # in the graph: the gradients flow to the old values (times beta) and to the matrices
     arrays = [_values(shape, seed) for seed, shape in enumerate([(3, 5), (3, 4), (4, 5)])]
@@ -351,8 +351,8 @@ def test_new_tensor_copies_and_detaches(torch):
     source = mt.tensor([1.0, 2.0], requires_grad=True)
     copied = mt.zeros(1).new_tensor(source)
     assert not copied.requires_grad and copied.is_leaf
-    copied.data[0] = 5.0
-    assert source.data[0] == 1.0
+    copied.array[0] = 5.0
+    assert source.array[0] == 1.0
     with pytest.raises(TypeError):
         torch.zeros(1).new_full(2, 1.0)
     with pytest.raises(DTypeError, match="new_full: size must be a tuple of ints, got int"):

@@ -64,7 +64,7 @@ def test_tensor_dataset_indexes_every_tensor_along_the_first_axis():
     np.testing.assert_array_equal(image.numpy(), images[2])
     assert label.item() == 4 and label.dtype == np.int64
     assert dataset.tensors[1] is labels
-    assert np.shares_memory(dataset.tensors[0].data, images)  # wrapped, not copied
+    assert np.shares_memory(dataset.tensors[0].array, images)  # wrapped, not copied
     assert len(dataset[-1]) == 2 and dataset[-1][1].item() == 1
 
 
@@ -316,7 +316,7 @@ def test_batches_are_new_data_outside_the_graph():
     for loader_set in (dataset, Samples(dataset[i] for i in range(4))):
         (batch,) = next(iter(data.DataLoader(loader_set, batch_size=4)))
         assert not batch.requires_grad and batch.node is None
-        assert not np.shares_memory(batch.data, weights.data)
+        assert not np.shares_memory(batch.array, weights.array)
 
 
 # Collation.
@@ -515,10 +515,10 @@ def test_a_sampler_gives_the_order_and_the_length():
     dataset = data.TensorDataset(minitrain.tensor(np.arange(10.0)))
     sampler = [7, 3, 9, 0, 5]
     loader = data.DataLoader(dataset, batch_size=2, sampler=sampler)
-    batches = [batch[0].data.tolist() for batch in loader]
+    batches = [batch[0].array.tolist() for batch in loader]
     assert batches == [[7.0, 3.0], [9.0, 0.0], [5.0]] and len(loader) == 3
     loader = data.DataLoader(dataset, batch_size=2, sampler=sampler, drop_last=True)
-    assert [batch[0].data.tolist() for batch in loader] == [[7.0, 3.0], [9.0, 0.0]]
+    assert [batch[0].array.tolist() for batch in loader] == [[7.0, 3.0], [9.0, 0.0]]
     assert len(loader) == 2
 
 

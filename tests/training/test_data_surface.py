@@ -36,7 +36,7 @@ class Stream(IterableDataset):
 
 
 def values(loader):
-    return [np.asarray(batch[0].data if hasattr(batch[0], "data") else batch[0]).tolist()
+    return [np.asarray(batch[0].array if hasattr(batch[0], "data") else batch[0]).tolist()
             for batch in loader]  # fmt: skip
 
 
@@ -247,7 +247,7 @@ def test_unbatched_loading_matches_pytorch(torch):
     ours, reference = dataset_pair(torch, 4)
     loader = DataLoader(ours, batch_size=None)
     expected = torch.utils.data.DataLoader(reference, batch_size=None)
-    assert [s[0].data.tolist() for s in loader] == [s[0].tolist() for s in expected]
+    assert [s[0].array.tolist() for s in loader] == [s[0].tolist() for s in expected]
     assert len(loader) == len(expected) == 4
 
 
@@ -259,7 +259,7 @@ def test_an_iterable_dataset_is_batched_as_pytorch_does(batch_size, drop_last, t
 
     loader = DataLoader(Stream(2, 13), batch_size, drop_last=drop_last)
     expected = torch.utils.data.DataLoader(TorchStream(), batch_size, drop_last=drop_last)
-    ours = [(b[0].data.tolist(), b[1].data.tolist()) for b in loader]
+    ours = [(b[0].array.tolist(), b[1].array.tolist()) for b in loader]
     assert ours == [(b[0].tolist(), b[1].tolist()) for b in expected]
     assert [str(b[1].dtype) for b in loader][:1] == ["int64"]
     assert list(loader) != [] and len(list(loader)) == len(ours)  # each epoch reads it again

@@ -42,7 +42,7 @@ def test_small_cnn_trains_like_pytorch_for_20_sgd_steps():
             ours.named_parameters(), theirs.named_parameters(), strict=True
         ):
             assert p.shape == tuple(q.shape), name
-            p.data[...] = q.numpy()
+            p.array[...] = q.numpy()
     ours_opt = optim.SGD(ours.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     theirs_opt = torch.optim.SGD(theirs.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     rng = np.random.default_rng(0)
@@ -68,7 +68,7 @@ def test_small_cnn_trains_like_pytorch_for_20_sgd_steps():
     np.testing.assert_allclose(our_losses, their_losses, rtol=1e-4)
     assert np.mean(our_losses[-4:]) < 0.8 * np.mean(our_losses[:4])  # it learned its 4 batches
     for (name, p), (_, q) in zip(ours.named_buffers(), theirs.named_buffers(), strict=True):
-        np.testing.assert_allclose(p.data, q.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(p.array, q.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
 
 
 def test_digits_cnn_example_reaches_97_percent_and_its_checkpoint_reproduces_it(tmp_path):

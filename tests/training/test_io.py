@@ -24,7 +24,7 @@ from minitrain.errors import CheckpointError, DTypeError, MinitrainError
 def assert_same(loaded, saved):
     """Equal values of equal types all the way down (arrays: dtype, shape and values)."""
     if isinstance(saved, minitrain.Tensor):
-        saved = saved.data
+        saved = saved.array
     if isinstance(saved, np.ndarray):
         assert type(loaded) is np.ndarray
         assert loaded.dtype == saved.dtype and loaded.shape == saved.shape
@@ -165,7 +165,7 @@ def test_tensors_load_as_their_arrays(tmp_path):
     steps = minitrain.tensor(np.array(4, dtype=np.int64))
     half = minitrain.tensor(np.ones(3, dtype=np.float16))
     loaded = round_trip({"weight": weight, "steps": steps, "half": half}, tmp_path)
-    assert_same(loaded, {"weight": weight.data, "steps": steps.data, "half": half.data})
+    assert_same(loaded, {"weight": weight.array, "steps": steps.array, "half": half.array})
 
 
 def test_an_array_held_twice_is_stored_once_and_loads_as_one(tmp_path):
@@ -233,20 +233,20 @@ def test_a_real_optimizer_resumes_from_a_loaded_checkpoint(tmp_path):
     for grad_arrays in grads[:3]:
         step(params, optimizer, grad_arrays)
     path = tmp_path / "run.ckpt"
-    io.save({"params": [p.data for p in params], "optimizer": optimizer.state_dict()}, path)
+    io.save({"params": [p.array for p in params], "optimizer": optimizer.state_dict()}, path)
     for grad_arrays in grads[3:]:
         step(params, optimizer, grad_arrays)
 
     checkpoint = io.load(path)
     resumed, resumed_optimizer = make()
     for param, saved in zip(resumed, checkpoint["params"], strict=True):
-        param.data = saved
+        param.array = saved
     resumed_optimizer.load_state_dict(checkpoint["optimizer"])
     assert checkpoint["optimizer"]["param_groups"][0]["betas"] == (0.8, 0.99)
     for grad_arrays in grads[3:]:
         step(resumed, resumed_optimizer, grad_arrays)
     for param, reference in zip(resumed, params, strict=True):
-        np.testing.assert_array_equal(param.data, reference.data)
+        np.testing.assert_array_equal(param.array, reference.array)
 
 
 def test_cupy_arrays_are_copied_to_the_host(tmp_path, monkeypatch):

@@ -224,7 +224,7 @@ def test_resuming_gives_the_history_and_parameters_of_an_uninterrupted_run(tmp_p
     for (name, mine), (_, theirs) in zip(
         model.state_dict().items(), whole_model.state_dict().items(), strict=True
     ):
-        np.testing.assert_array_equal(mine.data, theirs.data, err_msg=name)
+        np.testing.assert_array_equal(mine.array, theirs.array, err_msg=name)
 
 
 def test_resume_without_a_file_starts_afresh_and_writes_one(tmp_path, capsys):
@@ -249,7 +249,7 @@ def test_a_finished_run_resumes_to_its_history_without_training(tmp_path):
     done, trained = _fit("float64", True, epochs=2, checkpoint=path)
     again, model = _fit("float64", True, epochs=2, checkpoint=path, resume=True)
     assert _rows(again) == _rows(done)
-    np.testing.assert_array_equal(model[0].weight.data, trained[0].weight.data)  # loaded
+    np.testing.assert_array_equal(model[0].weight.array, trained[0].weight.array)  # loaded
 
 
 def test_a_run_stopped_early_stays_stopped(tmp_path):
@@ -273,7 +273,7 @@ def test_a_run_stopped_early_stays_stopped(tmp_path):
 
 def _state_of(model, optimizer):
     return (
-        {k: v.data.copy() for k, v in model.state_dict().items()},
+        {k: v.array.copy() for k, v in model.state_dict().items()},
         optimizer.state_dict(),
         backend.generator().bit_generator.state,
     )
@@ -282,7 +282,7 @@ def _state_of(model, optimizer):
 def _assert_unchanged(before, model, optimizer):
     params, optimizer_state, generator = before
     for key, value in model.state_dict().items():
-        np.testing.assert_array_equal(value.data, params[key], err_msg=key)
+        np.testing.assert_array_equal(value.array, params[key], err_msg=key)
     assert repr(optimizer.state_dict()) == repr(optimizer_state)
     assert backend.generator().bit_generator.state == generator
 
@@ -354,7 +354,7 @@ def test_checkpoints_that_do_not_fit_the_run_are_refused(tmp_path):
 
 def test_bad_checkpoint_arguments_are_refused_before_training(tmp_path):
     model, optimizer, _, train, _ = _setup("float64", True)
-    before = model[0].weight.data.copy()
+    before = model[0].weight.array.copy()
     loss = nn.CrossEntropyLoss()
     with pytest.raises(ArgumentError, match="resume=True needs checkpoint="):
         fit(model, train, loss, optimizer, resume=True, progress=False)
@@ -364,7 +364,7 @@ def test_bad_checkpoint_arguments_are_refused_before_training(tmp_path):
         fit(model, train, loss, optimizer, checkpoint=3, progress=False)
     with pytest.raises(ArgumentError, match="names a directory"):
         fit(model, train, loss, optimizer, checkpoint=tmp_path, progress=False)
-    np.testing.assert_array_equal(model[0].weight.data, before)
+    np.testing.assert_array_equal(model[0].weight.array, before)
 
 
 @pytest.mark.parametrize(

@@ -82,13 +82,13 @@ def test_a_non_finite_loss_stops_before_the_step_changes_anything():
 
     class Snapshot(mt.train.Callback):
         def on_step_end(self, step, loss, history):
-            snapshots.append([p.data.copy() for p in model.parameters()])
+            snapshots.append([p.array.copy() for p in model.parameters()])
 
     with pytest.raises(NonFiniteLossError, match="loss is nan at epoch 1, step 3") as caught:
         fit(model, _blobs(0), loss_fn, optimizer, 2, progress=False, callbacks=[Snapshot()])
     assert len(caught.value.history.steps) == 3
     for before, param in zip(snapshots[-1], model.parameters(), strict=True):
-        np.testing.assert_array_equal(param.data, before)
+        np.testing.assert_array_equal(param.array, before)
 
 
 def test_early_stopping_ends_training_and_fit_returns_the_history(capsys):
@@ -147,7 +147,7 @@ def test_custom_metrics_and_errors():
     optimizer = optim.SGD(model.parameters(), lr=0.1)
 
     def mean_logit(output, target):
-        return float(output.data.mean())
+        return float(output.array.mean())
 
     history = fit(
         model, _blobs(0), nn.CrossEntropyLoss(), optimizer, 1, metrics=[mean_logit], progress=False
@@ -205,7 +205,7 @@ def test_custom_metrics_and_errors():
 def test_bad_arguments_are_refused_before_any_training(arguments, error, complaint):
     model = _model()
     model.eval()
-    before = [p.data.copy() for p in model.parameters()]
+    before = [p.array.copy() for p in model.parameters()]
     call = {
         "model": model,
         "train_loader": _blobs(0),
@@ -219,7 +219,7 @@ def test_bad_arguments_are_refused_before_any_training(arguments, error, complai
         fit(**call)
     assert not model.training  # not even the mode changed
     for param, saved in zip(model.parameters(), before, strict=True):
-        np.testing.assert_array_equal(param.data, saved)
+        np.testing.assert_array_equal(param.array, saved)
 
 
 def test_epochs_may_be_a_numpy_int_and_metrics_a_single_name():

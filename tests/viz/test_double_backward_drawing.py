@@ -34,7 +34,7 @@ def test_the_backward_ops_remember_whose_backward_recorded_them():
     assert recorded_by["cos"] == ("SinGrad", sin.node.seq)
     forward = [node for node in nodes if node.scope is None]
     assert [node.op.name for node in forward] == ["sin"]  # the forward op the gradient reads
-    np.testing.assert_allclose(g.data, np.sin(x.data) + x.data * np.cos(x.data), rtol=1e-12)
+    np.testing.assert_allclose(g.array, np.sin(x.array) + x.array * np.cos(x.array), rtol=1e-12)
 
 
 def test_draw_graph_boxes_and_shades_the_ops_create_graph_recorded():

@@ -170,17 +170,17 @@ def test_gradient_statistics_equal_the_gradients_backward_computes():
     hidden = next(t for n, t in zip(tape.nodes, tape.outputs, strict=True) if n.name == "ReluGrad")
     hidden.retain_grad()
     loss.backward(retain_graph=True)
-    weights = {name: p.grad.data.copy() for name, p in model.named_parameters()}
+    weights = {name: p.grad.array.copy() for name, p in model.named_parameters()}
     source = viz.draw_graph(loss, model=model, show_values=True).source
     statements = node_statements(source)
     for name, p in model.named_parameters():
         text = statements[f"t{id(p)}"]
-        assert stat(text, "grad", "norm") == pytest.approx(np.linalg.norm(p.grad.data), rel=5e-3)
-        assert stat(text, "grad", "max") == pytest.approx(p.grad.data.max(), rel=5e-3, abs=1e-9)
-        assert stat(text, "value", "mean") == pytest.approx(p.data.mean(), rel=5e-3, abs=1e-9)
-        np.testing.assert_array_equal(p.grad.data, weights[name])  # drawing changed no .grad
+        assert stat(text, "grad", "norm") == pytest.approx(np.linalg.norm(p.grad.array), rel=5e-3)
+        assert stat(text, "grad", "max") == pytest.approx(p.grad.array.max(), rel=5e-3, abs=1e-9)
+        assert stat(text, "value", "mean") == pytest.approx(p.array.mean(), rel=5e-3, abs=1e-9)
+        np.testing.assert_array_equal(p.grad.array, weights[name])  # drawing changed no .grad
     relu = statements[f"n{hidden.node.seq}"]
-    assert stat(relu, "grad", "norm") == pytest.approx(np.linalg.norm(hidden.grad.data), rel=5e-3)
+    assert stat(relu, "grad", "norm") == pytest.approx(np.linalg.norm(hidden.grad.array), rel=5e-3)
     assert stat(relu, "value", "min") == pytest.approx(0.0, abs=1e-12)  # the tape kept it alive
     assert "grad: d(the output)/d(tensor)" in source
 
@@ -194,7 +194,7 @@ def test_drawing_runs_no_hooks_and_works_before_backward():
     loss = (h * h).sum()
     source = viz.draw_graph(loss, params={"w": w}, show_values=True).source
     assert calls == [] and w.grad is None
-    expected = np.linalg.norm(18 * w.data)  # d/dw sum((3w)^2) = 18 w
+    expected = np.linalg.norm(18 * w.array)  # d/dw sum((3w)^2) = 18 w
     assert stat(node_statements(source)[f"t{id(w)}"], "grad", "norm") == pytest.approx(
         expected, rel=5e-3
     )

@@ -76,4 +76,4 @@ def _implicit_dim(caller: str, input, dim, stacklevel: int):  # noqa: A002
         f"include dim=X as an argument.",
         stacklevel=stacklevel,
     )
-    return 0 if np.ndim(input.data if isinstance(input, Tensor) else input) in (0, 1, 3) else 1
+    return 0 if np.ndim(input.array if isinstance(input, Tensor) else input) in (0, 1, 3) else 1

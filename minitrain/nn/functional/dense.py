@@ -59,7 +59,7 @@ def embedding(
     input.shape + (embedding_dim,). Rows looked up at padding_idx get no gradient. max_norm,
     scale_grad_by_freq and sparse take PyTorch's defaults only."""
     check_embedding_options("embedding", max_norm, scale_grad_by_freq, sparse)
-    indices = input.data if isinstance(input, Tensor) else input
+    indices = input.array if isinstance(input, Tensor) else input
     if getattr(indices, "dtype", None) is None or indices.dtype.kind not in "iu":
         raise DTypeError(
             f"embedding: input must hold integer indices, got "
@@ -83,7 +83,7 @@ def embedding(
 def one_hot(tensor, num_classes: int = -1) -> Tensor:
     """(*, num_classes) int64 zeros with a 1 at each class index of `tensor` (int64 indices,
     as PyTorch requires), outside the graph. num_classes=-1: the largest index + 1."""
-    indices = tensor.data if isinstance(tensor, Tensor) else np.asarray(tensor)
+    indices = tensor.array if isinstance(tensor, Tensor) else np.asarray(tensor)
     if indices.dtype != np.int64:
         raise DTypeError(f"one_hot: tensor must hold int64 class indices, got {indices.dtype}")
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):

@@ -26,7 +26,7 @@ class Parameter(Tensor):
 
     def __init__(self, data=None, requires_grad: bool = True):
         if isinstance(data, Tensor):
-            data = data.data
+            data = data.array
         super().__init__(np.empty(0, np.float32) if data is None else data)
         if requires_grad:
             self.requires_grad = True
@@ -392,9 +392,9 @@ class Module:
             for tensor in [*self.parameters(), *self.buffers()]:
                 if floating_only and tensor.dtype.kind != "f":
                     continue
-                tensor.data = convert(tensor.data)
+                tensor.array = convert(tensor.array)
                 if tensor.grad is not None:
-                    tensor.grad.data = convert(tensor.grad.data)
+                    tensor.grad.array = convert(tensor.grad.array)
         return self
 
     # Hooks
@@ -453,7 +453,7 @@ class Module:
             if key not in state_dict:
                 continue
             value = state_dict[key]
-            array = value.data if isinstance(value, Tensor) else value
+            array = value.array if isinstance(value, Tensor) else value
             if not hasattr(array, "shape"):
                 array = np.asarray(array)
             if tuple(array.shape) != target.shape:
@@ -471,7 +471,7 @@ class Module:
         with no_grad():
             for key, array in values.items():
                 target = own[key]
-                target.data[...] = backend.to_device(
+                target.array[...] = backend.to_device(
                     np.asarray(array) if not backend.is_array(array) else array, target.device
                 )
                 target.bump_version()

@@ -54,9 +54,9 @@ class BatchNormBase(Module):
         """Reset running_mean to 0, running_var to 1 and num_batches_tracked to 0, in place (nothing
         without track_running_stats)."""
         if self.track_running_stats:
-            self.running_mean.data[...] = 0
-            self.running_var.data[...] = 1
-            self.num_batches_tracked.data[...] = 0
+            self.running_mean.array[...] = 0
+            self.running_var.array[...] = 1
+            self.num_batches_tracked.array[...] = 0
 
     def forward(self, x: Tensor) -> Tensor:
         """Input (N, C, *) (the ranks the class takes) -> the same shape, normalized per channel C:
@@ -67,10 +67,10 @@ class BatchNormBase(Module):
         momentum = 0.0 if self.momentum is None else self.momentum
         updating = self.training and self.track_running_stats
         if updating and self.momentum is None:  # cumulative moving average, as in PyTorch
-            momentum = 1.0 / (int(self.num_batches_tracked.data) + 1)
+            momentum = 1.0 / (int(self.num_batches_tracked.array) + 1)
         out = self._normalize(x, momentum, updating)
         if updating:  # counted only once the op has checked its input and run
-            self.num_batches_tracked.data += 1
+            self.num_batches_tracked.array += 1
         return out
 
     def _check_input(self, x: Tensor) -> None:

@@ -80,7 +80,7 @@ class Embedding(Module):
         """Re-draw weight from N(0, 1), in place, the padding_idx row set to zero."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+            self.weight.array[self.padding_idx] = 0
             self.weight.bump_version()
 
     def forward(self, indices) -> Tensor:

@@ -133,15 +133,15 @@ class SyncBatchNorm(BatchNormBase):
         batches, and a collective that one rank skips would hang the others."""
         if not self.training or not distributed.is_initialized():
             return super()._normalize(x, momentum, updating)
-        check_floating("SyncBatchNorm", x=x.data)
+        check_floating("SyncBatchNorm", x=x.array)
         return SyncBatchNormalization.apply(
             x,
             self.weight,
             self.bias,
             eps=check_eps("SyncBatchNorm", self.eps),
             momentum=check_real("SyncBatchNorm", "momentum", momentum),
-            running_mean=self.running_mean.data if updating else None,
-            running_var=self.running_var.data if updating else None,
+            running_mean=self.running_mean.array if updating else None,
+            running_var=self.running_var.array if updating else None,
         )
 
     @classmethod

@@ -75,7 +75,7 @@ def floating_input(caller: str, x, ints_as_float32: bool = False) -> Tensor:
     x never needs a gradient). Errors name `caller`."""
     x = as_tensor(x)
     if ints_as_float32 and x.dtype.kind in "biu":
-        return Tensor(x.data.astype(np.float32))
+        return Tensor(x.array.astype(np.float32))
     if x.dtype.kind != "f":
         raise DTypeError(f"{caller}: needs a floating-point input, got {x.dtype}")
     return x

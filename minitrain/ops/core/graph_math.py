@@ -30,7 +30,7 @@ __all__ = ["GraphMath", "graph_math"]
 
 def _values(value):
     """The array behind a Tensor; anything else as it is."""
-    return value.data if isinstance(value, Tensor) else value
+    return value.array if isinstance(value, Tensor) else value
 
 
 def _like(x, array):
@@ -282,4 +282,4 @@ def graph_math(xp) -> GraphMath:
 
 
 # kernels that ask backend.array_module for their arguments' module get this one for Tensors
-backend.register_array_type(Tensor, lambda tensor: graph_math(backend.array_module(tensor.data)))
+backend.register_array_type(Tensor, lambda tensor: graph_math(backend.array_module(tensor.array)))

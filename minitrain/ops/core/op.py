@@ -319,7 +319,7 @@ class Op(metaclass=_OpType):
         rebound = clock.latest_rebind  # an in-place op moved a tensor to a new node then
         for value in inputs:
             if isinstance(value, Tensor):
-                array = value.data
+                array = value.array
                 if value._requires_grad:
                     any_grad = True
                     node = value.node
@@ -437,7 +437,7 @@ def _input_tensor(node, index, array) -> Tensor:
         if array.dtype == dtype:
             return _in_graph(array, parent)
         return SavedInput.apply(_in_graph(array.astype(dtype), parent), array=array)
-    if parent.data is array:
+    if parent.array is array:
         return parent
     return SavedInput.apply(parent, array=array)
 
@@ -520,7 +520,7 @@ def _note_view(ctx, view, source, array, records) -> None:
     """Where a `views` op's output does view its input's memory (not every reshape or index
     does), mark it: the in-place rules refuse writes through views of tensors in the graph, and
     a view taken outside the graph is remembered with its source (autograd/versions.py)."""
-    if owner(view.data) is owner(array):
+    if owner(view.array) is owner(array):
         ctx.is_view = True
         if not records:
             note_plain_view(view, source)
@@ -562,7 +562,7 @@ def array_of(value):
     anything else (numbers, lists) through np.asarray: for checks before an op runs."""
     if value is None or backend.is_array(value):
         return value
-    return value.data if isinstance(value, Tensor) else np.asarray(value)
+    return value.array if isinstance(value, Tensor) else np.asarray(value)
 
 
 def shape_of(value) -> tuple:

@@ -45,7 +45,7 @@ def result_type(values) -> np.dtype:
     dims = zero_dims = numbers = None
     for value in values:
         if isinstance(value, Tensor):
-            value = value.data
+            value = value.array
         if value is None:
             continue
         if isinstance(value, (bool, int, float, complex, np.generic)):

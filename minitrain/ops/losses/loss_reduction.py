@@ -24,7 +24,7 @@ def loss_array(value):
     which the losses' shape and dtype checks then refuse by name (core.op.array_of keeps
     None)."""
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     return value if backend.is_array(value) else np.asarray(value)
 
 

@@ -94,7 +94,7 @@ def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, *, reduct
     target; cos = sum(input1 * input2) / sqrt((|input1|^2 + 1e-12) (|input2|^2 + 1e-12))."""
     caller = "cosine_embedding_loss"
     check_reduction(caller, reduction)
-    labels = array_of(target.data if isinstance(target, Tensor) else target)
+    labels = array_of(target.array if isinstance(target, Tensor) else target)
     dims = labels.ndim
     shapes = (shape_of(input1), shape_of(input2))
     if dims > 1:

@@ -50,7 +50,7 @@ def _clamped_norm(x, dim: int, eps: float) -> Tensor:
     cosine_similarity clamps it: in value only, the gradient flowing through the unclamped
     norm (PyTorch clamps a copy in place under no_grad)."""
     total = norm(x, 2, dim, keepdims=True)
-    if not (total.data < eps).any():
+    if not (total.array < eps).any():
         return total
     unclamped = total.detach()
     return total + (clip(unclamped, min=eps) - unclamped)

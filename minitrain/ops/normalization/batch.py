@@ -475,7 +475,7 @@ def batch_norm(
             running_var=running_var,
         )
     _check_batch_norm(
-        caller, x.data, array_of(weight), array_of(bias), running_mean, running_var, training=False
+        caller, x.array, array_of(weight), array_of(bias), running_mean, running_var, training=False
     )
     _, shape = _channel_axes(x.ndim)
     dtype = param_dtype(x.dtype, array_of(weight), array_of(bias))
@@ -509,7 +509,7 @@ def batch_norm_composite(x, weight=None, bias=None, eps: float = 1e-5) -> Tensor
     """
     caller = "batch_norm_composite"
     x = as_tensor(x)
-    _check_batch_norm(caller, x.data, array_of(weight), array_of(bias))
+    _check_batch_norm(caller, x.array, array_of(weight), array_of(bias))
     axes, shape = _channel_axes(x.ndim)
     centered = x - reduction.mean(x, axes, keepdims=True)
     var = reduction.mean(centered * centered, axes, keepdims=True)

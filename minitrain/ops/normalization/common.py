@@ -72,7 +72,7 @@ def tensor_statistics(x, eps: float, stat_axes: tuple, centered: bool) -> tuple:
     derivative (the forward's saved mean and inv_std are constants to it): inv_std = 1 /
     sqrt(mean((x - mean)^2) + eps), x_hat = (x - mean) * inv_std, means over `stat_axes` (kept);
     without centring (RMS norm) the mean is 0. In U, as the forward computes them."""
-    work = work_dtype(x.data)
+    work = work_dtype(x.array)
     if x.dtype != work:
         x = x.astype(work)
     shifted = x - reduction.mean(x, stat_axes, keepdims=True) if centered else x

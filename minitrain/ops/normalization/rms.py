@@ -110,5 +110,5 @@ def rms_norm(
     caller = "rms_norm"
     x = as_tensor(x)
     axis = normalized_axis(caller, x.shape, normalized_shape, axis)
-    eps = float(np.finfo(work_dtype(x.data)).eps) if eps is None else check_eps(caller, eps)
+    eps = float(np.finfo(work_dtype(x.array)).eps) if eps is None else check_eps(caller, eps)
     return RMSNorm.apply(x, weight, axis=axis, eps=eps)

@@ -250,7 +250,7 @@ def _integer_power(xp, a, b):
 def pow(input, exponent):  # noqa: A001 (the op's name)
     """`input` ** `exponent`; either may be a tensor or a number. An integer to a negative
     integer power is refused, as in PyTorch (its value is not an integer)."""
-    base = input.data if isinstance(input, Tensor) else input
+    base = input.array if isinstance(input, Tensor) else input
     # as PyTorch: a negative number exponent is refused for an integer base (a tensor of
     # exponents holding negatives gives 0 there, numpy's and PyTorch's integer power)
     if (

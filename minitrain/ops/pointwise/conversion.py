@@ -101,7 +101,7 @@ def to_device(x, device):
 
 def _compared(name: str, ufunc_name: str, input, other):  # noqa: A002
     """`ufunc_name` (numpy's) of input and other, broadcast, as a bool tensor outside the graph."""
-    x, y = (v.data if isinstance(v, Tensor) else v for v in (input, other))
+    x, y = (v.array if isinstance(v, Tensor) else v for v in (input, other))
     xp = backend.array_module(x, y)
     if xp is not np:
         backend.check_same_device(name, (x, y))

@@ -106,7 +106,7 @@ def masked_fill(input, mask, value):
     dtype = input.dtype
     if isinstance(value, Tensor):
         if value.dtype != dtype:
-            _fill_value("masked_fill", value.data.item(), dtype)  # refused where PyTorch does
+            _fill_value("masked_fill", value.array.item(), dtype)  # refused where PyTorch does
             value = cast(value, dtype)
     else:
         # a numpy number of x's dtype: it cannot change the result's
@@ -121,7 +121,7 @@ def _triangle(x, diagonal, name):
         raise ShapeError(f"{name}: needs a tensor with at least 2 dims, got shape {shape}")
     if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
         raise DTypeError(f"{name}: diagonal must be an int, got {diagonal!r}")
-    xp = backend.array_module(x.data if isinstance(x, Tensor) else x)
+    xp = backend.array_module(x.array if isinstance(x, Tensor) else x)
     rows, columns = shape[-2:]
     if name == "tril":  # tri(k)[i, j] is j <= i + k
         keep = xp.tri(rows, columns, int(diagonal), dtype=bool)

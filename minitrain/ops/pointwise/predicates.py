@@ -44,7 +44,7 @@ __all__ = [
 def _operand(caller: str, name: str, value):
     """A Tensor's array, an array or a number as it is, a nested list as an array."""
     if isinstance(value, Tensor):
-        return value.data
+        return value.array
     if isinstance(value, (bool, int, float, np.generic)) or backend.is_array(value):
         return value
     if isinstance(value, (list, tuple)):
@@ -150,7 +150,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> Tensor:  #
 @variants("function", "method")
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:  # noqa: A002
     """Whether isclose holds for every element (as a Python bool)."""
-    return bool(isclose(input, other, rtol, atol, equal_nan).data.all())
+    return bool(isclose(input, other, rtol, atol, equal_nan).array.all())
 
 
 def array_equal(input, other) -> bool:  # noqa: A002

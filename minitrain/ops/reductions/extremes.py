@@ -149,7 +149,7 @@ def min(input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None)
 
 def _arg(name, x, dim, keepdim):
     """argmax / argmin (name), outside the graph: one dim, or the flattened tensor."""
-    array = x.data if isinstance(x, Tensor) else np.asarray(x)
+    array = x.array if isinstance(x, Tensor) else np.asarray(x)
     require_kind(name, array, "iuf", NOT_BOOL, "int")  # as in PyTorch
     require_nonempty(array, dim, name)
     if dim is not None:
@@ -177,7 +177,7 @@ def argmin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):  # noqa
 
 def _truth(name, x, dim, keepdim):
     """all / any (name) over dims, outside the graph."""
-    array = x.data if isinstance(x, Tensor) else np.asarray(x)
+    array = x.array if isinstance(x, Tensor) else np.asarray(x)
     dims = normalize_axis(dim, array.ndim, name)
     truth = getattr(array.astype(bool), name)(axis=dims, keepdims=keepdim)
     # PyTorch keeps uint8 for uint8 x (0 or 1), its masks' dtype before bool

@@ -205,7 +205,7 @@ def _running_extreme(caller: str, input, dim, axis, accumulate):  # noqa: A002
     dim = _scan_dim(x, dim, axis, caller)
     if dim is None:
         return only_element(x)
-    array, xp = x.data, x.xp
+    array, xp = x.array, x.xp
     running = _running(xp, accumulate, array, dim)  # NaN, once met, stays (numpy's rule)
     # The index of the running extreme is the last position where x equals it: a new extreme,
     # or a tie, which PyTorch's cummax / cummin take too; a NaN is the extreme from then on,

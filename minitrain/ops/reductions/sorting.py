@@ -123,7 +123,7 @@ def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False
     dim = normalize_one_axis(dim, x.ndim, "sort")
     if dim is None:  # a 0-d tensor: its one element
         return only_element(x)
-    indices = stable_order(x.data, dim, bool(descending))
+    indices = stable_order(x.array, dim, bool(descending))
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
 
@@ -135,7 +135,7 @@ def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = Fa
     dim = normalize_one_axis(dim, x.ndim, "argsort")
     if dim is None:
         return Tensor(x.xp.zeros((), np.int64))
-    return Tensor(stable_order(x.data, dim, bool(descending)))
+    return Tensor(stable_order(x.array, dim, bool(descending)))
 
 
 @variants("function", "method")
@@ -150,7 +150,7 @@ def topk(input, k: int, dim: int | None = None, largest: bool = True, sorted: bo
     k = _count("topk", "k", k, 0, size, x, -1 if dim is None else dim)
     if dim is None:  # a 0-d tensor: k is 0 or 1, and either gives its one element (as PyTorch)
         return only_element(x)
-    indices = first_in_order(x.data, dim, k, descending=bool(largest))
+    indices = first_in_order(x.array, dim, k, descending=bool(largest))
     return ValuesIndices(values_at(x, dim, indices), Tensor(indices))
 
 
@@ -165,7 +165,7 @@ def kthvalue(input, k: int, dim: int | None = None, keepdim: bool = False):  # n
     k = _count("kthvalue", "k", k, 1, size, x, -1 if dim is None else dim)
     if dim is None:
         return only_element(x)
-    indices = take_along(first_in_order(x.data, dim, k), dim, k - 1, k)
+    indices = take_along(first_in_order(x.array, dim, k), dim, k - 1, k)
     values = values_at(x, dim, indices)
     if keepdim:
         return ValuesIndices(values, Tensor(indices))

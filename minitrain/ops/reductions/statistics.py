@@ -70,13 +70,13 @@ def median(input, dim: int | None = None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         if keepdim:
             raise ArgumentError("median: keepdim goes with a dim; median of all elements has none")
-        if x.data.size == 0 and x.dtype.kind != "f":
+        if x.array.size == 0 and x.dtype.kind != "f":
             raise ShapeError(f"median: an empty {x.dtype} input has no median (shape {x.shape})")
         return Median.apply(x)
     dim = normalize_one_axis(dim, x.ndim, "median")
     if dim is None:  # a 0-d tensor: its one element
         return only_element(x)
-    array, size = x.data, x.shape[dim]
+    array, size = x.array, x.shape[dim]
     if size == 0:
         raise ShapeError(f"median: reducing over an empty dim (input shape {x.shape}, dim {dim})")
     middle = (size - 1) // 2
@@ -133,7 +133,7 @@ def quantile(input, q, dim: int | None = None, keepdim: bool = False, *, interpo
     requires grad, for `linear`)."""
     x = as_tensor(input)
     require_kind("quantile", x, "f", "floating point", "float")
-    if x.data.size == 0:
+    if x.array.size == 0:
         raise ShapeError(f"quantile: input must not be empty, got shape {x.shape}")
     if interpolation not in _INTERPOLATIONS:
         raise ArgumentError(
@@ -153,7 +153,7 @@ def quantile(input, q, dim: int | None = None, keepdim: bool = False, *, interpo
             work = x
             kept = x.shape[:along] + (1,) + x.shape[along + 1 :]
             reduced = x.shape[:along] + x.shape[along + 1 :]
-    array, xp = work.data, work.xp
+    array, xp = work.array, work.xp
     levels = xp.asarray(levels)  # a number's level is made on the host
     size = array.shape[along]
     # the ranks, shaped as the result before the levels move to the front: work's shape with

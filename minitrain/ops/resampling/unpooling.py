@@ -86,7 +86,7 @@ def max_unpool_as(
     (C, *in) input is taken (a batch of one, dropped again), and output_size must lie strictly
     within a stride of the default in each dim."""
     x_shape = shape_of(input)
-    index = array_of(indices.data if isinstance(indices, Tensor) else indices)
+    index = array_of(indices.array if isinstance(indices, Tensor) else indices)
     if index is None or index.dtype != np.int64:
         raise DTypeError(
             f"{caller}: indices must be int64 (as max_pool's return_indices gives them), got "

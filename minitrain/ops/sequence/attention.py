@@ -396,7 +396,7 @@ def _tensor_grads(ctx, grad) -> tuple:
     if mask is not None:
         mask5 = _grouped_mask(mask, attention_shape, heads_k, groups)
         if mask.dtype == np.bool_:
-            scores = masked_fill(scores, ~mask5.data, -np.inf)
+            scores = masked_fill(scores, ~mask5.array, -np.inf)
         else:
             scores = scores + mask5.astype(scores.dtype)
     if ctx.is_causal:

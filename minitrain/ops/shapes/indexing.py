@@ -111,7 +111,7 @@ def getitem_grad(grad, shape, index):
     added where x[index] picked its elements (getitem's index rules; an element picked twice
     gets both). grad must have x[index]'s shape."""
     shape = tuple(int(n) for n in shape)
-    xp = backend.array_module(grad.data if isinstance(grad, Tensor) else grad)
+    xp = backend.array_module(grad.array if isinstance(grad, Tensor) else grad)
     stand_in = xp.broadcast_to(xp.zeros((), np.int8), shape)  # x's shape, no memory
     first, second, _ = _index_steps(stand_in, index)
     picked = _region(stand_in, first, second).shape
@@ -130,7 +130,7 @@ def _index_item(item, xp):
     """One index entry as numpy takes it; tensors, lists and tuples (inside the index tuple,
     x[(1, 0, -1), :], a tuple reads as a list, as in PyTorch) become arrays on x's device."""
     if isinstance(item, Tensor):
-        item = item.data
+        item = item.array
     elif isinstance(item, (list, tuple)):
         item = np.asarray(item)
     if backend.is_array(item):
@@ -191,7 +191,7 @@ def _index_steps(x, index) -> tuple:
     """(first, second, accumulate): x[index] as numpy indexes, x[first], or x[first][second]
     where PyTorch's ints come before the arrays (see getitem); accumulate where an element may
     be picked twice (integer arrays)."""
-    xp = backend.array_module(x.data if isinstance(x, Tensor) else x)
+    xp = backend.array_module(x.array if isinstance(x, Tensor) else x)
     shape = shape_of(x)
     items = [_index_item(item, xp) for item in (index if isinstance(index, tuple) else (index,))]
     # The dims of x each item indexes: a mask as many as it has, None none, Ellipsis the rest
@@ -302,13 +302,13 @@ def assign(x, index, value):
         return write_in_place(
             x, lambda: SetItem.apply(x, value, first=first, second=second), "__setitem__"
         )
-    if not getattr(x.data.flags, "writeable", True):  # (CuPy has no such flag)
+    if not getattr(x.array.flags, "writeable", True):  # (CuPy has no such flag)
         raise ShapeError(
             "__setitem__: the tensor's memory is read-only (a broadcast view shares one element "
             "among many); clone it first"
         )
     _assign(
-        x.data, first, second, value.data if isinstance(value, Tensor) else value, "__setitem__"
+        x.array, first, second, value.array if isinstance(value, Tensor) else value, "__setitem__"
     )
     x.bump_version()
     return x
@@ -352,7 +352,7 @@ def gather(input, dim: int, index):  # noqa: A002
     input's number of dims, no larger than input outside `dim`; the result has index's shape, and
     an element picked several times receives the sum of its gradients."""
     shape = shape_of(input)
-    array = index.data if isinstance(index, Tensor) else index
+    array = index.array if isinstance(index, Tensor) else index
     if not backend.is_array(array):
         array = nested_array(array, "gather: index")
     if array.dtype.kind not in "iu":

@@ -63,7 +63,7 @@ def _dim(caller: str, dim, ndim: int) -> int:
 
 
 def _xp(x):
-    return backend.array_module(x.data if isinstance(x, Tensor) else np.asarray(x))
+    return backend.array_module(x.array if isinstance(x, Tensor) else np.asarray(x))
 
 
 def _along(axis: int, index) -> tuple:
@@ -271,7 +271,7 @@ def _counts(repeats, size):
     if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
         counts = np.asarray(int(repeats))
     else:
-        counts = repeats.data if isinstance(repeats, Tensor) else repeats
+        counts = repeats.array if isinstance(repeats, Tensor) else repeats
         if not backend.is_array(counts):
             counts = np.asarray(counts)
         if counts.dtype.kind not in "iu":

@@ -46,7 +46,7 @@ def default_collate(samples: Sequence[Any]) -> Any:
 def _stack(items: Sequence[Any]) -> Any:
     """One array from equally shaped Tensors, arrays or numbers."""
     if all(isinstance(x, (Tensor, np.generic)) or backend.is_array(x) for x in items):
-        arrays = [x.data if isinstance(x, Tensor) else x for x in items]
+        arrays = [x.array if isinstance(x, Tensor) else x for x in items]
         shapes = sorted({tuple(array.shape) for array in arrays})
         if len(shapes) > 1:
             raise ShapeError(f"default_collate: cannot stack samples of shapes {shapes}")
@@ -264,7 +264,7 @@ class DataLoader:
                 tensors, rows = direct
                 positions = np.asarray(positions, dtype=np.int64)
                 batch_rows = positions if rows is None else rows[positions]
-                yield tuple(Tensor(_take(tensor.data, batch_rows)) for tensor in tensors)
+                yield tuple(Tensor(_take(tensor.array, batch_rows)) for tensor in tensors)
             else:
                 yield collate([self.dataset[int(position)] for position in positions])
 

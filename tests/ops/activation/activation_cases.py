@@ -25,7 +25,7 @@ def value_and_grad(op, x, dy, *args):
     leaf = mt.Tensor(x, requires_grad=True)
     out = op(leaf, *args)
     (grad,) = mt.grad(out, [leaf], grad_outputs=mt.Tensor(dy))
-    return out.data, grad.data
+    return out.array, grad.array
 
 
 def torch_value_and_grad(torch, fn, x, dy):

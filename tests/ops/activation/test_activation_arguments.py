@@ -14,23 +14,23 @@ from minitrain.errors import DTypeError, ShapeError
 @pytest.mark.parametrize(
     "call, error",
     [
-        (lambda x: ops.softmax_grad(x.data, x.data, opset=0), ValueError),
-        (lambda x: ops.log_softmax_grad(x.data, x.data, opset="13"), ValueError),
-        (lambda x: ops.softmax_grad(x.data, x.data, opset=True), ValueError),
+        (lambda x: ops.softmax_grad(x.array, x.array, opset=0), ValueError),
+        (lambda x: ops.log_softmax_grad(x.array, x.array, opset="13"), ValueError),
+        (lambda x: ops.softmax_grad(x.array, x.array, opset=True), ValueError),
         (lambda x: ops.softmax(x, 3), ShapeError),
         (lambda x: ops.softmax(x, axis=3), ShapeError),
         (lambda x: ops.softmax(x, dim=(0, 1)), DTypeError),
         (lambda x: ops.log_softmax(x, 0, axis=0), DTypeError),  # dim and axis, not both
         (lambda x: ops.log_softmax(x, 0, np.int64), DTypeError),
-        (lambda x: ops.log_softmax_grad(x.data, x.data, axis=-4), ShapeError),
+        (lambda x: ops.log_softmax_grad(x.array, x.array, axis=-4), ShapeError),
         # opset < 13 flattens at the axis: a 1-D tensor has no axis 1 to flatten at
-        (lambda x: ops.softmax_grad(x.data[0, 0], x.data[0, 0], opset=11), ShapeError),
+        (lambda x: ops.softmax_grad(x.array[0, 0], x.array[0, 0], opset=11), ShapeError),
         (lambda x: ops.softmax(mt.tensor(np.ones((2, 3), np.int64))), DTypeError),
         (lambda x: ops.gelu(x, "erf"), ValueError),
-        (lambda x: ops.gelu_grad(x.data, x.data, approximate=None), ValueError),
+        (lambda x: ops.gelu_grad(x.array, x.array, approximate=None), ValueError),
         (lambda x: ops.leaky_relu(x, -0.1), ValueError),
         (lambda x: ops.leaky_relu(x, negative_slope=float("inf")), ValueError),
-        (lambda x: ops.leaky_relu_grad(x.data, x.data, alpha=-1.0), ValueError),
+        (lambda x: ops.leaky_relu_grad(x.array, x.array, alpha=-1.0), ValueError),
         (lambda x: ops.quick_gelu(x, float("nan")), ValueError),
         (lambda x: ops.quick_gelu(x, "1.702"), DTypeError),
     ],
@@ -71,10 +71,10 @@ def test_sigmoid_and_tanh_of_integers_are_float32_as_in_torch(torch, name, dtype
     y = getattr(ops, name)(mt.tensor(values))
     expected = getattr(torch, name)(torch.from_numpy(values))
     assert y.dtype == np.float32 and expected.dtype == torch.float32
-    np.testing.assert_allclose(y.data, expected.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(y.array, expected.numpy(), rtol=1e-6)
 
 
 def test_relu_of_integers_stays_exact_as_in_torch():
     y = ops.relu(mt.tensor(np.array([-2, 0, 1, 3, 10], np.int64)))
     assert y.dtype == np.int64
-    np.testing.assert_array_equal(y.data, [0, 0, 1, 3, 10])
+    np.testing.assert_array_equal(y.array, [0, 0, 1, 3, 10])

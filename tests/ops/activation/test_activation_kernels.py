@@ -129,7 +129,7 @@ def test_softmax_family_matches_torch(torch, name, shape, axis, opset, use_numba
 
 def test_opset_below_13_defaults_to_axis_1():
     rng = np.random.default_rng(2)
-    y = ops.softmax(rng.standard_normal((2, 12)), 1).data.reshape(2, 3, 4)
+    y = ops.softmax(rng.standard_normal((2, 12)), 1).array.reshape(2, 3, 4)
     dy = rng.standard_normal(y.shape)
     np.testing.assert_allclose(y.reshape(2, 12).sum(axis=1), 1.0)
     for kernel in (ops.softmax_grad, ops.log_softmax_grad):
@@ -161,7 +161,7 @@ def test_backward_calls_its_kernel_with_what_forward_saved(monkeypatch, op_name)
         y = call(x)
         saved = y.grad_fn.saved_arrays()
         assert list(saved) == [saved_name]  # exactly what the kernel reads
-        assert saved[saved_name] is (y.data if saved_name == "out" else x.data)
+        assert saved[saved_name] is (y.array if saved_name == "out" else x.array)
         y.backward(np.ones((2, 3)))
     assert len(calls) == 1
     dy, saved_arg, *rest = calls[0]
@@ -202,12 +202,12 @@ def test_grad_kernel_display_name(op_name):
 def test_tensor_methods():
     x = mt.tensor(np.random.default_rng(9).standard_normal((2, 3, 4)))
     for method, op in [("relu", ops.relu), ("sigmoid", ops.sigmoid), ("tanh", ops.tanh)]:
-        np.testing.assert_array_equal(getattr(x, method)().data, op(x).data)
+        np.testing.assert_array_equal(getattr(x, method)().array, op(x).array)
     for method, op in [("softmax", ops.softmax), ("log_softmax", ops.log_softmax)]:
-        np.testing.assert_array_equal(getattr(x, method)().data, op(x, -1).data)
-        np.testing.assert_array_equal(getattr(x, method)(1).data, op(x, 1).data)
-        np.testing.assert_array_equal(getattr(x, method)(dim=0).data, op(x, 0).data)
-        np.testing.assert_array_equal(getattr(x, method)(axis=-2).data, op(x, 1).data)
+        np.testing.assert_array_equal(getattr(x, method)().array, op(x, -1).array)
+        np.testing.assert_array_equal(getattr(x, method)(1).array, op(x, 1).array)
+        np.testing.assert_array_equal(getattr(x, method)(dim=0).array, op(x, 0).array)
+        np.testing.assert_array_equal(getattr(x, method)(axis=-2).array, op(x, 1).array)
         with pytest.raises(DTypeError):
             getattr(x, method)(dim=0, axis=0)
 

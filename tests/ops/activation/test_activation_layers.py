@@ -26,11 +26,11 @@ def test_layer_matches_torchs_layer(torch, name, args, torch_args):
     x, x_ref = mt.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
     # (inplace=True overwrites its input, which a leaf that requires grad may not be)
     out, expected = ours(x * 1.0), theirs(x_ref * 1.0)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-13, atol=1e-15)
     upstream = np.random.default_rng(5).standard_normal(out.shape)
     out.backward(upstream)
     expected.backward(torch.from_numpy(upstream))
-    np.testing.assert_allclose(x.grad.data, x_ref.grad.numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(x.grad.array, x_ref.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("num_parameters, init", [(1, 0.25), (4, 0.1), (4, -0.3)])
@@ -40,17 +40,17 @@ def test_prelu_layer_and_its_weight_gradient_match_torch(torch, num_parameters, 
     theirs = torch.nn.PReLU(num_parameters, init, dtype=torch.float64)
     assert repr(ours) == repr(theirs)
     assert [name for name, _ in ours.named_parameters()] == ["weight"]
-    np.testing.assert_array_equal(ours.weight.data, theirs.weight.detach().numpy())
+    np.testing.assert_array_equal(ours.weight.array, theirs.weight.detach().numpy())
     values = np.random.default_rng(6).standard_normal(shape)
     values.flat[0] = 0.0  # the kink: weight * grad for x, grad * 0 for the weight
     x, x_ref = mt.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
     out, expected = ours(x), theirs(x_ref)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-14)
     upstream = np.random.default_rng(7).standard_normal(shape)
     out.backward(upstream)
     expected.backward(torch.from_numpy(upstream))
-    np.testing.assert_allclose(x.grad.data, x_ref.grad.numpy(), rtol=1e-14)
-    np.testing.assert_allclose(ours.weight.grad.data, theirs.weight.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.array, x_ref.grad.numpy(), rtol=1e-14)
+    np.testing.assert_allclose(ours.weight.grad.array, theirs.weight.grad.numpy(), rtol=1e-12)
 
 
 def test_prelu_layer_is_float32_and_learns():
@@ -60,11 +60,11 @@ def test_prelu_layer_is_float32_and_learns():
     out = layer(x)
     assert out.dtype == np.float32
     out.sum().backward()
-    np.testing.assert_array_equal(layer.weight.grad.data, [-4.0, -4.0, -4.0])
-    np.testing.assert_array_equal(x.grad.data, np.full((2, 3, 2), 0.25, np.float32))
-    layer.weight.data[...] = 0.0
+    np.testing.assert_array_equal(layer.weight.grad.array, [-4.0, -4.0, -4.0])
+    np.testing.assert_array_equal(x.grad.array, np.full((2, 3, 2), 0.25, np.float32))
+    layer.weight.array[...] = 0.0
     layer.reset_parameters()
-    np.testing.assert_array_equal(layer.weight.data, [0.25, 0.25, 0.25])
+    np.testing.assert_array_equal(layer.weight.array, [0.25, 0.25, 0.25])
 
 
 def test_hardtanh_layer_takes_torchs_deprecated_names_with_its_warning(torch):

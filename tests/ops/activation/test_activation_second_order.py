@@ -39,7 +39,7 @@ def _derivatives(fn, values, order: int) -> list[np.ndarray]:
     current, found = fn(x), []
     for _ in range(order):
         (current,) = mt.grad(current.sum(), [x], create_graph=True)
-        found.append(current.data.copy())
+        found.append(current.array.copy())
     return found
 
 
@@ -97,10 +97,10 @@ def test_piecewise_linear_ones_have_gradients_linear_in_grad_and_no_curvature(na
     across = rng.standard_normal(X.shape)
     (first,) = mt.grad(fn(x), [x], upstream, create_graph=True)
     assert first.requires_grad  # a graph in the upstream gradient
-    np.testing.assert_allclose(first.data, slope * upstream.data, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(first.array, slope * upstream.array, rtol=1e-15, atol=0)
     d_x, d_upstream = mt.grad((first * mt.tensor(across)).sum(), [x, upstream], allow_unused=True)
-    assert d_x is None or not np.any(d_x.data)
-    np.testing.assert_allclose(d_upstream.data, slope * across, rtol=1e-15, atol=0)
+    assert d_x is None or not np.any(d_x.array)
+    np.testing.assert_allclose(d_upstream.array, slope * across, rtol=1e-15, atol=0)
 
 
 def test_prelu_mixed_second_derivatives_are_the_upstream_gradient_where_x_is_not_positive():
@@ -119,8 +119,8 @@ def test_prelu_mixed_second_derivatives_are_the_upstream_gradient_where_x_is_not
     d_x, d_weight = mt.grad(total, [x, weight])
     negative = values <= 0
     # d<dx, wx>/dweight_c = sum of upstream * wx where x <= 0; d<dweight, ww>/dx = upstream * ww_c
-    np.testing.assert_allclose(d_weight.data, np.where(negative, upstream * wx, 0).sum(axis=0))
-    np.testing.assert_allclose(d_x.data, np.where(negative, upstream * ww, 0))
+    np.testing.assert_allclose(d_weight.array, np.where(negative, upstream * wx, 0).sum(axis=0))
+    np.testing.assert_allclose(d_x.array, np.where(negative, upstream * ww, 0))
 
 
 @pytest.mark.parametrize("axis", [0, 1])
@@ -137,7 +137,7 @@ def test_softmax_and_log_softmax_second_derivatives_match_their_hessians(axis):
         x = mt.tensor(values, requires_grad=True)
         (first,) = mt.grad(fn(x, axis), [x], mt.tensor(v), create_graph=True)
         (found,) = mt.grad((first * mt.tensor(w)).sum(), [x])
-        return found.data
+        return found.array
 
     # log_softmax: first = v - p sum(v); d<first, w>/dx = -sum(v) (p w - p (p . w)), the
     # Hessian of logsumexp being diag(p) - p p^T
@@ -184,7 +184,7 @@ def test_second_derivatives_at_kinks_and_in_the_tails_match_torch(name, torch):
     (first,) = mt.grad(out, [x], v, create_graph=True)
     ours = mt.grad((first * mt.tensor(across)).sum(), [x, v], allow_unused=True)
     ours = [
-        np.zeros(g.shape) if d is None else d.data
+        np.zeros(g.shape) if d is None else d.array
         for d, g in zip(ours, (grid, upstream), strict=True)
     ]
 
@@ -201,7 +201,7 @@ def test_second_derivatives_at_kinks_and_in_the_tails_match_torch(name, torch):
 
     # (an absolute tolerance for the far tails, where PyTorch's formulas round differently:
     # gelu's tanh form 3e-15 apart at x = 6)
-    np.testing.assert_allclose(first.data, their_first.detach().numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(first.array, their_first.detach().numpy(), rtol=1e-12, atol=1e-15)
     for wrt, got, want in zip(("x", "grad"), ours, theirs, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14, err_msg=f"d/d{wrt}")
 

@@ -39,11 +39,11 @@ def test_sigmoid_of_1e4_is_exactly_0_and_1_without_warnings(dtype):
     with no_float_warnings():
         y = ops.sigmoid(x)
         y.sum().backward()
-    assert y.data[0] == 0.0 and y.data[-1] == 1.0 and y.data[2] == 0.5
-    assert 0.0 < y.data[1] < 1e-21  # e^-50, kept to full relative precision by the two branches
-    np.testing.assert_allclose(y.data[1], math.exp(-50.0) / (1 + math.exp(-50.0)), rtol=1e-6)
-    assert np.isfinite(x.grad.data).all()
-    assert x.grad.data[0] == 0.0 and x.grad.data[-1] == 0.0 and x.grad.data[2] == 0.25
+    assert y.array[0] == 0.0 and y.array[-1] == 1.0 and y.array[2] == 0.5
+    assert 0.0 < y.array[1] < 1e-21  # e^-50, kept to full relative precision by the two branches
+    np.testing.assert_allclose(y.array[1], math.exp(-50.0) / (1 + math.exp(-50.0)), rtol=1e-6)
+    assert np.isfinite(x.grad.array).all()
+    assert x.grad.array[0] == 0.0 and x.grad.array[-1] == 0.0 and x.grad.array[2] == 0.25
 
 
 # Each: the call, and its limits as x -> -inf and +inf: (value, gradient) on each side, in units
@@ -68,14 +68,14 @@ def test_gelu_family_in_the_tails_is_exact_without_warnings(name, dtype, use_num
         y = call(x)
         y.sum().backward()
     value_units, grads = zip(left, left, right, right, strict=True)
-    np.testing.assert_array_equal(y.data, values * np.array(value_units, dtype=dtype))
-    np.testing.assert_array_equal(x.grad.data, grads)
+    np.testing.assert_array_equal(y.array, values * np.array(value_units, dtype=dtype))
+    np.testing.assert_array_equal(x.grad.array, grads)
 
 
 def test_relu_gradient_at_exactly_zero_is_zero():
     x = mt.tensor(np.array([-1.0, 0.0, -0.0, 2.0]), requires_grad=True)
     ops.relu(x).sum().backward()
-    np.testing.assert_array_equal(x.grad.data, [0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(x.grad.array, [0.0, 0.0, 0.0, 1.0])
     np.testing.assert_array_equal(
         ops.relu_grad(np.full(3, 5.0), np.array([-1.0, 0.0, 1.0])), [0, 0, 5]
     )
@@ -85,9 +85,9 @@ def test_relu_gradient_at_exactly_zero_is_zero():
 def test_leaky_relu_gradient_at_exactly_zero_is_alpha(alpha):
     x = mt.tensor(np.array([-3.0, 0.0, 4.0]), requires_grad=True)
     y = ops.leaky_relu(x, alpha)
-    np.testing.assert_array_equal(y.data, [-3.0 * alpha, 0.0, 4.0])
+    np.testing.assert_array_equal(y.array, [-3.0 * alpha, 0.0, 4.0])
     y.sum().backward()
-    np.testing.assert_array_equal(x.grad.data, [alpha, alpha, 1.0])
+    np.testing.assert_array_equal(x.grad.array, [alpha, alpha, 1.0])
     np.testing.assert_array_equal(
         ops.leaky_relu_grad(np.full(3, 2.0), np.array([-0.5, 0.0, 1.0]), alpha),
         [2 * alpha] * 2 + [2],
@@ -99,16 +99,16 @@ def test_silu_is_quick_gelu_with_alpha_1_and_matches_torch(torch):
     x, x1 = mt.tensor(values, requires_grad=True), mt.tensor(values, requires_grad=True)
     y, y1 = ops.silu(x), ops.quick_gelu(x1, alpha=1.0)
     assert y.grad_fn.name == "QuickGeluGrad"
-    np.testing.assert_array_equal(y.data, y1.data)
+    np.testing.assert_array_equal(y.array, y1.array)
     y.sum().backward()
     y1.sum().backward()
-    np.testing.assert_array_equal(x.grad.data, x1.grad.data)
+    np.testing.assert_array_equal(x.grad.array, x1.grad.array)
 
     tx = torch.tensor(values, requires_grad=True)
     ty = torch.nn.functional.silu(tx)
     ty.sum().backward()
-    np.testing.assert_allclose(y.data, ty.detach().numpy(), rtol=1e-12)
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(y.array, ty.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.array, tx.grad.numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "generic"])

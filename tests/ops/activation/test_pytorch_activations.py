@@ -57,7 +57,7 @@ def _both(torch, name, values, dtype):
     expected.backward(torch.from_numpy(upstream))
     assert out.dtype == np.dtype(dtype) and x.grad.dtype == np.dtype(dtype)
     assert out.shape == tuple(expected.shape)
-    return (out.data, x.grad.data), (expected.detach().numpy(), x_ref.grad.numpy())
+    return (out.array, x.grad.array), (expected.detach().numpy(), x_ref.grad.numpy())
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
@@ -112,7 +112,7 @@ def test_integer_and_bool_input_as_torch(torch, name, dtype):
         return
     out = sample.call(mt.tensor(values))
     assert out.dtype == np.dtype(str(expected.dtype).removeprefix("torch."))
-    np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out.array, expected.numpy(), rtol=1e-6)
 
 
 # (call, x, the gradient there as PyTorch defines it)
@@ -142,21 +142,21 @@ def test_gradient_at_the_kinks_is_torchs(name):
     call, values, expected = KINK_GRADIENTS[name]
     x = mt.tensor(np.array(values), requires_grad=True)
     call(x).sum().backward()
-    np.testing.assert_allclose(x.grad.data, expected, rtol=1e-15)
+    np.testing.assert_allclose(x.grad.array, expected, rtol=1e-15)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tails_are_exact(dtype):
     x = mt.tensor(np.array([-1e4, -800.0, 800.0, 1e4], dtype))
-    np.testing.assert_array_equal(F.softplus(x).data, [0.0, 0.0, 800.0, 1e4])
-    np.testing.assert_array_equal(F.softplus(x, 1.0, 1e9).data, [0.0, 0.0, 800.0, 1e4])
-    np.testing.assert_array_equal(F.logsigmoid(x).data, [-1e4, -800.0, 0.0, 0.0])
-    np.testing.assert_array_equal(F.mish(x).data, [0.0, 0.0, 800.0, 1e4])
-    np.testing.assert_array_equal(F.elu(x).data, [-1.0, -1.0, 800.0, 1e4])
+    np.testing.assert_array_equal(F.softplus(x).array, [0.0, 0.0, 800.0, 1e4])
+    np.testing.assert_array_equal(F.softplus(x, 1.0, 1e9).array, [0.0, 0.0, 800.0, 1e4])
+    np.testing.assert_array_equal(F.logsigmoid(x).array, [-1e4, -800.0, 0.0, 0.0])
+    np.testing.assert_array_equal(F.mish(x).array, [0.0, 0.0, 800.0, 1e4])
+    np.testing.assert_array_equal(F.elu(x).array, [-1.0, -1.0, 800.0, 1e4])
     rtol = 1e-7 if dtype == np.float32 else 1e-16
-    np.testing.assert_allclose(F.selu(x).data[:2], [-SELU_SCALE * SELU_ALPHA] * 2, rtol=rtol)
+    np.testing.assert_allclose(F.selu(x).array[:2], [-SELU_SCALE * SELU_ALPHA] * 2, rtol=rtol)
     np.testing.assert_allclose(
-        F.softsign(x).data, [-1e4 / 10001, -800 / 801, 800 / 801, 1e4 / 10001], rtol=rtol
+        F.softsign(x).array, [-1e4 / 10001, -800 / 801, 800 / 801, 1e4 / 10001], rtol=rtol
     )
 
 
@@ -205,7 +205,7 @@ def test_hardtanh_limits_the_dtype_cannot_hold_are_refused_as_in_torch(torch, dt
         with pytest.raises(ArgumentError, match=rf"^hardtanh: {message}"):
             F.hardtanh(mt.tensor(values), *limits)
         return
-    got = F.hardtanh(mt.tensor(values), *limits).data
+    got = F.hardtanh(mt.tensor(values), *limits).array
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
 

@@ -99,7 +99,7 @@ def test_conv_grad_matches_torch(
             mt.tensor(x), mt.tensor(w), mt.tensor(b), strides, _padding(pads), dilations, group
         )
         dx, dw, db = ops.conv_grad(dy, x, w, **attrs)
-    np.testing.assert_allclose(y.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.array, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(dw, tw.grad.numpy(), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(db, tb.grad.numpy(), rtol=1e-12, atol=1e-12)
@@ -116,7 +116,7 @@ def test_conv_grad_honours_auto_pad_as_the_forward_does(auto_pad, pads):
     x, w = _leaves(rng, (2, 2, 6, 5), (3, 2, 3, 3), bias=False)
     y = ops.conv(x, w, stride=2, padding=_padding(pads))
     if auto_pad == "SAME_UPPER":
-        np.testing.assert_array_equal(ops.conv(x, w, stride=2, padding="same").data, y.data)
+        np.testing.assert_array_equal(ops.conv(x, w, stride=2, padding="same").array, y.array)
     dy = _normal(rng, *y.shape)
     automatic = ops.conv_grad(dy, x, w, strides=2, auto_pad=auto_pad)
     explicit = ops.conv_grad(dy, x, w, strides=2, pads=pads)
@@ -136,12 +136,12 @@ def test_auto_pad_output_sizes(length, kernel, stride, dilation):
     assert y.shape[-1] == math.ceil(length / stride)
     for auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         dx, _, _ = ops.conv_grad(
-            y.data, x, w, strides=stride, dilations=dilation, auto_pad=auto_pad
+            y.array, x, w, strides=stride, dilations=dilation, auto_pad=auto_pad
         )
         assert dx.shape == x.shape
     valid = ops.conv(x, w, stride=stride, padding="valid", dilation=dilation)
     assert valid.shape[-1] == (length - dilation * (kernel - 1) - 1) // stride + 1
-    ops.conv_grad(valid.data, x, w, strides=stride, dilations=dilation, auto_pad="VALID")
+    ops.conv_grad(valid.array, x, w, strides=stride, dilations=dilation, auto_pad="VALID")
 
 
 @pytest.fixture
@@ -229,10 +229,10 @@ def test_conv_saves_x_and_w_and_its_backward_calls_conv_grad(monkeypatch):
     assert y.grad_fn.name == "ConvGrad"
     saved = y.grad_fn.saved_arrays()
     assert list(saved) == ["x", "w"]
-    assert saved["x"] is x.data and saved["w"] is w.data
+    assert saved["x"] is x.array and saved["w"] is w.array
     y.backward(np.ones(y.shape))
     (((dy, saved_x, saved_w), kwargs),) = calls
-    assert saved_x is x.data and saved_w is w.data
+    assert saved_x is x.array and saved_w is w.array
     # 'same' reaches the kernel as ONNX pads: 5 with stride 2 and kernel 3 needs 2 pads, 1 + 1
     assert kwargs["pads"] == (1, 1, 1, 1) and kwargs["need"] == (True, False, False)
 
@@ -248,7 +248,7 @@ def test_stride_longer_than_the_kernel_leaves_untouched_positions_at_zero():
     expected = np.zeros((7, 7))
     for i, j in itertools.product([0, 1, 3, 4], repeat=2):
         expected[i, j] = w[0, 0, i % 3, j % 3]
-    np.testing.assert_array_equal(x.grad.data[0, 0], expected)
+    np.testing.assert_array_equal(x.grad.array[0, 0], expected)
 
 
 def test_an_empty_batch():
@@ -259,8 +259,8 @@ def test_an_empty_batch():
     assert y.shape == (0, 3, 5, 5)
     y.sum().backward()
     assert x.grad.shape == (0, 2, 5, 5)
-    np.testing.assert_array_equal(w.grad.data, np.zeros((3, 2, 3, 3)))
-    np.testing.assert_array_equal(b.grad.data, np.zeros(3))
+    np.testing.assert_array_equal(w.grad.array, np.zeros((3, 2, 3, 3)))
+    np.testing.assert_array_equal(b.grad.array, np.zeros(3))
 
 
 @pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
@@ -276,10 +276,10 @@ def test_no_channels_or_no_filters(use_numba, channels, filters, group):
         dy = _normal(rng, *y.shape)
         y.backward(dy)
     assert y.shape == (2, filters, 5, 5)
-    np.testing.assert_array_equal(y.data, np.broadcast_to(b.data[:, None, None], y.shape))
-    np.testing.assert_array_equal(x.grad.data, np.zeros(x.shape))
-    np.testing.assert_array_equal(w.grad.data, np.zeros(w.shape))
-    np.testing.assert_allclose(b.grad.data, dy.sum(axis=(0, 2, 3)))
+    np.testing.assert_array_equal(y.array, np.broadcast_to(b.array[:, None, None], y.shape))
+    np.testing.assert_array_equal(x.grad.array, np.zeros(x.shape))
+    np.testing.assert_array_equal(w.grad.array, np.zeros(w.shape))
+    np.testing.assert_allclose(b.grad.array, dy.sum(axis=(0, 2, 3)))
 
 
 def test_a_layer_with_no_input_channels_builds_and_warns():
@@ -306,14 +306,14 @@ def test_a_non_contiguous_input():
     x_value = _normal(rng, 2, 5, 6, 3)
     w_value = _normal(rng, 4, 3, 2, 2)
     transposed = mt.tensor(x_value).transpose(1, 3)  # (2, 3, 6, 5), a strided view
-    dense = mt.tensor(np.ascontiguousarray(transposed.data))
+    dense = mt.tensor(np.ascontiguousarray(transposed.array))
     np.testing.assert_allclose(
-        ops.conv(transposed, w_value, padding=1).data, ops.conv(dense, w_value, padding=1).data
+        ops.conv(transposed, w_value, padding=1).array, ops.conv(dense, w_value, padding=1).array
     )
     dy = _normal(rng, 2, 4, 7, 6)
     for got, want in zip(
-        ops.conv_grad(dy, transposed.data, w_value, pads=1),
-        ops.conv_grad(dy, dense.data, w_value, pads=1),
+        ops.conv_grad(dy, transposed.array, w_value, pads=1),
+        ops.conv_grad(dy, dense.array, w_value, pads=1),
         strict=True,
     ):
         np.testing.assert_allclose(got, want)
@@ -324,7 +324,7 @@ def test_float32_stays_float32_through_the_kernels():
     x, w = (v.astype(np.float32) for v in _leaves(rng, (2, 2, 5, 5), (3, 2, 3, 3), bias=False))
     y = ops.conv(x, w, padding=1)
     assert y.dtype == np.float32
-    for grad in ops.conv_grad(y.data, x, w, pads=1):
+    for grad in ops.conv_grad(y.array, x, w, pads=1):
         assert grad.dtype == np.float32
 
 
@@ -348,13 +348,13 @@ def test_padding_forms_reach_the_kernels_as_onnx_pads(padding, onnx_pads):
     y = ops.conv(x, w, b, padding=padding)
     col = ops.im2col(x, (3, 2), pads=onnx_pads)
     by_columns = (w.reshape(3, -1) @ col + b[:, None]).reshape((3, 2) + y.shape[2:])
-    np.testing.assert_allclose(y.data, by_columns.transpose(1, 0, 2, 3), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.array, by_columns.transpose(1, 0, 2, 3), rtol=1e-12, atol=1e-12)
     ours = F.conv2d(mt.tensor(x), mt.tensor(w), mt.tensor(b), padding=padding)
-    np.testing.assert_array_equal(ours.data, y.data)
+    np.testing.assert_array_equal(ours.array, y.array)
     x_leaf = mt.tensor(x, requires_grad=True)
     dy = _normal(rng, *y.shape)
     ops.conv(x_leaf, w, b, padding=padding).backward(dy)
-    np.testing.assert_array_equal(x_leaf.grad.data, ops.conv_grad(dy, x, w, pads=onnx_pads)[0])
+    np.testing.assert_array_equal(x_leaf.grad.array, ops.conv_grad(dy, x, w, pads=onnx_pads)[0])
 
 
 def test_functional_same_with_a_stride_pads_like_onnx_same_upper():
@@ -364,7 +364,7 @@ def test_functional_same_with_a_stride_pads_like_onnx_same_upper():
     x, w = _leaves(rng, (1, 2, 6), (2, 2, 3), bias=False)
     y = F.conv1d(mt.tensor(x), mt.tensor(w), stride=2, padding="same")
     assert y.shape == (1, 2, 3)
-    np.testing.assert_array_equal(y.data, ops.conv(x, w, stride=2, padding=((0, 1),)).data)
+    np.testing.assert_array_equal(y.array, ops.conv(x, w, stride=2, padding=((0, 1),)).array)
     dy = _normal(rng, *y.shape)
     np.testing.assert_array_equal(
         ops.conv_grad(dy, x, w, strides=2, auto_pad="SAME_UPPER")[0],
@@ -381,7 +381,7 @@ def test_functional_unbatched_input(torch):
         torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), (1, 2), 0, (2, 1)
     )
     assert y.shape == tuple(expected.shape) == (2, 3, 2)
-    np.testing.assert_allclose(y.data, expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(y.array, expected.numpy(), rtol=1e-12)
     y.sum().backward()
     assert x_tensor.grad.shape == x.shape
 
@@ -390,9 +390,9 @@ def test_defaults_are_stride_1_no_padding_dilation_1_one_group():
     rng = np.random.default_rng(17)
     x, w = _leaves(rng, (1, 2, 5, 5), (3, 2, 3, 3), bias=False)
     explicit = ops.conv(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
-    np.testing.assert_array_equal(ops.conv(x, w).data, explicit.data)
-    np.testing.assert_array_equal(F.conv2d(x, w).data, explicit.data)
-    np.testing.assert_array_equal(ops.conv(x, w, None, 1, 0, 1, 1).data, explicit.data)
+    np.testing.assert_array_equal(ops.conv(x, w).array, explicit.array)
+    np.testing.assert_array_equal(F.conv2d(x, w).array, explicit.array)
+    np.testing.assert_array_equal(ops.conv(x, w, None, 1, 0, 1, 1).array, explicit.array)
 
 
 def _zeros(*shape, dtype=np.float64):

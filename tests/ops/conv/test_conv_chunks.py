@@ -31,8 +31,8 @@ def _leaves(rng, x_shape, w_shape, bias=True):
 def _conv_and_grads(x_value, w_value, b_value, **attrs):
     x, w, b = (mt.tensor(v, requires_grad=True) for v in (x_value, w_value, b_value))
     y = ops.conv(x, w, b, **attrs)
-    y.backward(np.cos(np.arange(y.data.size)).reshape(y.shape).astype(y.dtype))
-    return y.data, x.grad.data, w.grad.data, b.grad.data
+    y.backward(np.cos(np.arange(y.array.size)).reshape(y.shape).astype(y.dtype))
+    return y.array, x.grad.array, w.grad.array, b.grad.array
 
 
 @pytest.mark.parametrize(

@@ -25,10 +25,10 @@ def test_conv_second_derivatives_by_hand():
     x, w, g = _leaf([[[1.0, 2.0, 3.0]]]), _leaf([[[5.0, 7.0]]]), _leaf([[[2.0, -1.0]]])
     v = mt.tensor(np.array([[[1.0, 10.0, 100.0]]]))
     (dx,) = mt.grad(ops.conv(x, w), [x], g, create_graph=True)
-    np.testing.assert_allclose(dx.data, [[[10.0, 9.0, -7.0]]])
+    np.testing.assert_allclose(dx.array, [[[10.0, 9.0, -7.0]]])
     dw, dg, dx2 = mt.grad((dx * v).sum(), [w, g, x], allow_unused=True)
-    np.testing.assert_allclose(dw.data, [[[2.0 - 10.0, 20.0 - 100.0]]])
-    np.testing.assert_allclose(dg.data, [[[5.0 + 70.0, 50.0 + 700.0]]])
+    np.testing.assert_allclose(dw.array, [[[2.0 - 10.0, 20.0 - 100.0]]])
+    np.testing.assert_allclose(dg.array, [[[5.0 + 70.0, 50.0 + 700.0]]])
     assert dx2 is None  # dx does not depend on x
 
 
@@ -43,10 +43,10 @@ def test_conv_weight_gradient_differentiates_in_x_and_dy():
     )
     u = mt.tensor(np.array([[[1.0, 10.0, 100.0]]]))
     (dw,) = mt.grad(ops.conv(x, w, stride=2), [w], g, create_graph=True)
-    np.testing.assert_allclose(dw.data, [[[3 * 1 + 5 * 3, 3 * 2 + 5 * 4, 3 * 3 + 5 * 5]]])
+    np.testing.assert_allclose(dw.array, [[[3 * 1 + 5 * 3, 3 * 2 + 5 * 4, 3 * 3 + 5 * 5]]])
     dx, dg = mt.grad((dw * u).sum(), [x, g])
-    np.testing.assert_allclose(dx.data, [[[3.0, 30.0, 300.0 + 5.0, 50.0, 500.0, 0.0]]])
-    np.testing.assert_allclose(dg.data, [[[1 + 20 + 300.0, 3 + 40 + 500.0]]])
+    np.testing.assert_allclose(dx.array, [[[3.0, 30.0, 300.0 + 5.0, 50.0, 500.0, 0.0]]])
+    np.testing.assert_allclose(dg.array, [[[1 + 20 + 300.0, 3 + 40 + 500.0]]])
 
 
 def test_conv_input_gradient_keeps_positions_past_the_last_window():
@@ -55,10 +55,10 @@ def test_conv_input_gradient_keeps_positions_past_the_last_window():
     x, w = _leaf(np.arange(7.0).reshape(1, 1, 7)), _leaf([[[2.0, 3.0]]])
     g = _leaf([[[1.0, -1.0]]])
     (dx,) = mt.grad(ops.conv(x, w, stride=3), [x], g, create_graph=True)
-    np.testing.assert_allclose(dx.data, [[[2.0, 3.0, 0.0, -2.0, -3.0, 0.0, 0.0]]])
+    np.testing.assert_allclose(dx.array, [[[2.0, 3.0, 0.0, -2.0, -3.0, 0.0, 0.0]]])
     dw, dg = mt.grad(dx.sum(), [w, g])
-    np.testing.assert_allclose(dw.data, [[[0.0, 0.0]]])  # sum(dx) = (g0 + g1) (w0 + w1)
-    np.testing.assert_allclose(dg.data, [[[5.0, 5.0]]])
+    np.testing.assert_allclose(dw.array, [[[0.0, 0.0]]])  # sum(dx) = (g0 + g1) (w0 + w1)
+    np.testing.assert_allclose(dg.array, [[[5.0, 5.0]]])
 
 
 @pytest.mark.parametrize("group", [1, 2])
@@ -85,7 +85,7 @@ def test_conv_third_derivative_matches_torch(group):
             create_graph=True,
         )
         third = grad((second[0] * wrap(v_np)).sum() + (second[1] * wrap(u_np)).sum(), [x, w])
-        results.append([np.asarray(t.data if lib == "ours" else t.detach()) for t in third])
+        results.append([np.asarray(t.array if lib == "ours" else t.detach()) for t in third])
     for ours, theirs in zip(*results, strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-10)
 
@@ -98,10 +98,10 @@ def test_conv_transpose_second_derivatives_by_hand():
     g = _leaf([[[1.0, 2.0, 3.0, 4.0]]])
     v = mt.tensor(np.array([[[1.0, 10.0]]]))
     (dx,) = mt.grad(ops.conv_transpose(x, w, stride=2), [x], g, create_graph=True)
-    np.testing.assert_allclose(dx.data, [[[3.0 + 8.0, 9.0 + 16.0]]])
+    np.testing.assert_allclose(dx.array, [[[3.0 + 8.0, 9.0 + 16.0]]])
     dw, dg = mt.grad((dx * v).sum(), [w, g])
-    np.testing.assert_allclose(dw.data, [[[1.0 + 30.0, 2.0 + 40.0]]])
-    np.testing.assert_allclose(dg.data, [[[3.0, 4.0, 30.0, 40.0]]])
+    np.testing.assert_allclose(dw.array, [[[1.0 + 30.0, 2.0 + 40.0]]])
+    np.testing.assert_allclose(dg.array, [[[3.0, 4.0, 30.0, 40.0]]])
 
 
 def test_max_pool_second_derivative_reads_grad_back_at_the_max():
@@ -110,11 +110,11 @@ def test_max_pool_second_derivative_reads_grad_back_at_the_max():
     x = _leaf([[[1.0, 3.0, 2.0]]])
     g = _leaf([[[2.0, 5.0]]])
     (dx,) = mt.grad(ops.max_pool(x, 2, stride=1), [x], g, create_graph=True)
-    np.testing.assert_allclose(dx.data, [[[0.0, 7.0, 0.0]]])
+    np.testing.assert_allclose(dx.array, [[[0.0, 7.0, 0.0]]])
     dg, dx2 = mt.grad(
         (dx * mt.tensor(np.array([[[1.0, 10.0, 100.0]]]))).sum(), [g, x], allow_unused=True
     )
-    np.testing.assert_allclose(dg.data, [[[10.0, 10.0]]])
+    np.testing.assert_allclose(dg.array, [[[10.0, 10.0]]])
     assert dx2 is None
 
 
@@ -126,11 +126,11 @@ def test_max_pool_window_over_no_input_sends_nothing():
     x = _leaf([[[4.0], [1.0]]])
     g = _leaf([[[3.0], [5.0]]])
     y = ops.max_pool(x, 2, stride=1, padding=1, dilation=2)
-    assert np.all(np.isneginf(y.data))
+    assert np.all(np.isneginf(y.array))
     (dx,) = mt.grad(y, [x], g, create_graph=True)
-    np.testing.assert_array_equal(dx.data, [[[0.0], [0.0]]])
+    np.testing.assert_array_equal(dx.array, [[[0.0], [0.0]]])
     (dg,) = mt.grad(dx.sum(), [g], allow_unused=True)
-    assert dg is None or not np.any(dg.data)
+    assert dg is None or not np.any(dg.array)
 
 
 def test_avg_pool_second_derivative_by_hand():
@@ -141,10 +141,10 @@ def test_avg_pool_second_derivative_by_hand():
     g = _leaf([[[2.0, 4.0, 6.0]]])
     y = ops.avg_pool(x, 2, ceil_mode=True, count_include_pad=False)
     (dx,) = mt.grad(y, [x], g, create_graph=True)
-    np.testing.assert_allclose(dx.data, [[[1.0, 1.0, 2.0, 2.0, 6.0]]])
+    np.testing.assert_allclose(dx.array, [[[1.0, 1.0, 2.0, 2.0, 6.0]]])
     v = mt.tensor(np.array([[[1.0, 3.0, 10.0, 30.0, 100.0]]]))
     (dg,) = mt.grad((dx * v).sum(), [g])
-    np.testing.assert_allclose(dg.data, [[[2.0, 20.0, 100.0]]])
+    np.testing.assert_allclose(dg.array, [[[2.0, 20.0, 100.0]]])
 
 
 def test_avg_pool_positions_past_the_last_window_get_nothing():
@@ -154,9 +154,9 @@ def test_avg_pool_positions_past_the_last_window_get_nothing():
     g = _leaf([[[2.0, 4.0]]])
     y = ops.avg_pool(x, 2, stride=3, padding=((1, 0),))
     (dx,) = mt.grad(y, [x], g, create_graph=True)
-    np.testing.assert_allclose(dx.data, [[[1.0, 0.0, 2.0, 2.0, 0.0, 0.0]]])
+    np.testing.assert_allclose(dx.array, [[[1.0, 0.0, 2.0, 2.0, 0.0, 0.0]]])
     (dg,) = mt.grad((dx * mt.tensor(np.arange(1.0, 7.0).reshape(1, 1, 6))).sum(), [g])
-    np.testing.assert_allclose(dg.data, [[[0.5, 3.5]]])
+    np.testing.assert_allclose(dg.array, [[[0.5, 3.5]]])
 
 
 def test_adaptive_avg_pool_second_derivative_by_hand():
@@ -165,12 +165,12 @@ def test_adaptive_avg_pool_second_derivative_by_hand():
     x = _leaf(np.zeros((1, 1, 5)))
     g = _leaf([[[3.0, 6.0]]])
     (dx,) = mt.grad(ops.adaptive_avg_pool(x, 2), [x], g, create_graph=True)
-    np.testing.assert_allclose(dx.data, [[[1.0, 1.0, 3.0, 2.0, 2.0]]])
+    np.testing.assert_allclose(dx.array, [[[1.0, 1.0, 3.0, 2.0, 2.0]]])
     v = mt.tensor(np.array([[[3.0, 6.0, 9.0, 12.0, 15.0]]]))
     (dg,) = mt.grad((dx * v).sum(), [g])
-    np.testing.assert_allclose(dg.data, [[[6.0, 12.0]]])
+    np.testing.assert_allclose(dg.array, [[[6.0, 12.0]]])
     (dg_global,) = mt.grad(
         (mt.grad(ops.adaptive_avg_pool(x, 1), [x], g[:, :, :1], create_graph=True)[0] * v).sum(),
         [g],
     )
-    np.testing.assert_allclose(dg_global.data, [[[9.0, 0.0]]])
+    np.testing.assert_allclose(dg_global.array, [[[9.0, 0.0]]])

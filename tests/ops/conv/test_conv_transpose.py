@@ -107,12 +107,12 @@ def test_matches_torch_forward_and_gradients(torch, geometry, use_numba):
     with backend.use_numba(use_numba):
         y = ops.conv_transpose(*ours_in, **_attrs(*attrs))
         assert y.shape == tuple(expected.shape)
-        np.testing.assert_allclose(y.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(y.array, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
         dy = _normal(rng, *y.shape)
         y.backward(dy)
     expected.backward(torch.from_numpy(dy))
     for ours, theirs in zip(ours_in, theirs_in, strict=True):
-        np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES[1::2], ids=GEOMETRY_IDS[1::2])
@@ -128,13 +128,13 @@ def test_float32_matches_torch_loosely(torch, geometry):
     ours_in = [mt.tensor(v, requires_grad=True) for v in values]
     y = ops.conv_transpose(*ours_in, **_attrs(*attrs))
     assert y.dtype == np.float32
-    np.testing.assert_allclose(y.data, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(y.array, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
     dy = _normal(rng, *y.shape, dtype=np.float32)
     y.backward(dy)
     expected.backward(torch.from_numpy(dy))
     for ours, theirs in zip(ours_in, theirs_in, strict=True):
         assert ours.grad.dtype == np.float32
-        np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -149,7 +149,7 @@ def test_forward_is_conv_grads_dx(geometry):
     conv_attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": group}
     dx, dw, db = ops.conv_grad(x, np.zeros(y.shape), w, **conv_attrs, need=(True, False, False))
     assert dw is None and db is None
-    np.testing.assert_array_equal(y.data, dx)
+    np.testing.assert_array_equal(y.array, dx)
 
 
 def test_stride_past_the_kernel_leaves_gaps_at_zero_and_output_padding_adds_zeros():
@@ -158,7 +158,7 @@ def test_stride_past_the_kernel_leaves_gaps_at_zero_and_output_padding_adds_zero
     x = np.array([[[1.0, 2.0]]])
     w = np.array([[[10.0, 100.0]]])
     y = ops.conv_transpose(x, w, stride=3, output_padding=2)
-    np.testing.assert_array_equal(y.data, [[[10.0, 100.0, 0.0, 20.0, 200.0, 0.0, 0.0]]])
+    np.testing.assert_array_equal(y.array, [[[10.0, 100.0, 0.0, 20.0, 200.0, 0.0, 0.0]]])
 
 
 def test_an_empty_batch_and_no_input_channels():
@@ -168,9 +168,9 @@ def test_an_empty_batch_and_no_input_channels():
     b = mt.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
     x = mt.tensor(np.zeros((2, 0, 3, 3)), requires_grad=True)
     y = ops.conv_transpose(x, mt.tensor(np.zeros((0, 3, 2, 2))), b)
-    np.testing.assert_array_equal(y.data, np.broadcast_to(b.data[:, None, None], (2, 3, 4, 4)))
+    np.testing.assert_array_equal(y.array, np.broadcast_to(b.array[:, None, None], (2, 3, 4, 4)))
     y.sum().backward()
-    np.testing.assert_array_equal(b.grad.data, [32.0, 32.0, 32.0])
+    np.testing.assert_array_equal(b.grad.array, [32.0, 32.0, 32.0])
     assert x.grad.shape == (2, 0, 3, 3)
 
 
@@ -215,7 +215,7 @@ def _forward_and_grads(x, w, b, **attrs):
     inputs = [mt.tensor(v, requires_grad=True) for v in (x, w, b)]
     y = ops.conv_transpose(*inputs, **attrs)
     y.backward(np.random.default_rng(12).standard_normal(y.shape))
-    return [y.data] + [t.grad.data for t in inputs]
+    return [y.array] + [t.grad.array for t in inputs]
 
 
 # (wide, split) layouts of the conv op's columns, as in test_conv_chunks.py
@@ -307,12 +307,12 @@ def test_functional_matches_torch_with_its_positional_arguments(torch, x_shape, 
     y = getattr(F, f"conv_transpose{dims}d")(*ours_in, *args)
     expected = getattr(torch.nn.functional, f"conv_transpose{dims}d")(*theirs_in, *args)
     assert y.shape == tuple(expected.shape)
-    np.testing.assert_allclose(y.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.array, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
     dy = _normal(rng, *y.shape)
     y.backward(dy)
     expected.backward(torch.from_numpy(dy))
     for ours, theirs in zip(ours_in, theirs_in, strict=True):
-        np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
+        np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
 
 
 def test_functional_defaults_are_stride_1_no_padding_one_group_dilation_1():
@@ -320,8 +320,8 @@ def test_functional_defaults_are_stride_1_no_padding_one_group_dilation_1():
     x, w = _normal(rng, 1, 2, 4, 4), _normal(rng, 2, 3, 3, 3)
     explicit = ops.conv_transpose(x, w, stride=1, padding=0, dilation=1, groups=1, output_padding=0)
     assert explicit.shape == (1, 3, 6, 6)
-    np.testing.assert_array_equal(F.conv_transpose2d(x, w).data, explicit.data)
-    np.testing.assert_array_equal(ops.conv_transpose(x, w).data, explicit.data)
+    np.testing.assert_array_equal(F.conv_transpose2d(x, w).array, explicit.array)
+    np.testing.assert_array_equal(ops.conv_transpose(x, w).array, explicit.array)
 
 
 LAYERS = [
@@ -337,9 +337,9 @@ def _copied(torch, dims, options):
     ours = getattr(nn, f"ConvTranspose{dims}d")(4, 6, 3, dtype=np.float64, **options)
     theirs = getattr(torch.nn, f"ConvTranspose{dims}d")(4, 6, 3, **options).double()
     with torch.no_grad():
-        theirs.weight.copy_(torch.from_numpy(ours.weight.data))
+        theirs.weight.copy_(torch.from_numpy(ours.weight.array))
         if ours.bias is not None:
-            theirs.bias.copy_(torch.from_numpy(ours.bias.data))
+            theirs.bias.copy_(torch.from_numpy(ours.bias.array))
     return ours, theirs
 
 
@@ -347,14 +347,14 @@ def _compare(torch, ours, theirs, x, **forward_kw):
     x_ours, x_theirs = mt.tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
     y, expected = ours(x_ours, **forward_kw), theirs(x_theirs, **forward_kw)
     assert y.shape == tuple(expected.shape)
-    np.testing.assert_allclose(y.data, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y.array, expected.detach().numpy(), rtol=1e-12, atol=1e-12)
     dy = np.random.default_rng(7).standard_normal(y.shape)
     y.backward(dy)
     expected.backward(torch.from_numpy(dy))
-    np.testing.assert_allclose(x_ours.grad.data, x_theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(x_ours.grad.array, x_theirs.grad.numpy(), rtol=1e-11, atol=1e-12)
     for name in ("weight", "bias"):
         if getattr(theirs, name) is not None:
-            got, want = getattr(ours, name).grad.data, getattr(theirs, name).grad.numpy()
+            got, want = getattr(ours, name).grad.array, getattr(theirs, name).grad.numpy()
             np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12)
     return y
 
@@ -402,9 +402,9 @@ def test_layer_init_bounds_use_torchs_fan_in_for_transposed_weights(torch):
     fan_in, _ = torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(layer.weight.shape))
     bound = 1.0 / math.sqrt(fan_in)
     assert fan_in == 6
-    for values in (layer.weight.data, np.concatenate([layer.bias.data] * 12)):
+    for values in (layer.weight.array, np.concatenate([layer.bias.array] * 12)):
         assert np.abs(values).max() <= bound
-    assert np.abs(layer.weight.data).max() > 0.8 * bound  # 48 draws: all under it is 0.8^48
+    assert np.abs(layer.weight.array).max() > 0.8 * bound  # 48 draws: all under it is 0.8^48
 
 
 @pytest.mark.parametrize("dims", [1, 2, 3])
@@ -415,7 +415,7 @@ def test_layer_reset_parameters_is_reproducible_and_devices_and_dtypes_as_torch(
     mt.manual_seed(3)
     second = layer_type(2, 4, 2, dtype=np.float64)
     assert first.weight.dtype == np.float64 and first.bias.dtype == np.float64
-    np.testing.assert_array_equal(first.weight.data, second.weight.data)
+    np.testing.assert_array_equal(first.weight.array, second.weight.array)
     assert layer_type(2, 4, 2).weight.dtype == np.float32
 
 

@@ -29,7 +29,7 @@ def _leaf(values, dtype=np.float64):
 
 def _grad(out, x, upstream=None):
     out.backward(np.ones(out.shape) if upstream is None else upstream)
-    return x.grad.data
+    return x.grad.array
 
 
 USE_NUMBA = pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "numpy"])
@@ -42,7 +42,7 @@ def test_max_pool_ties_send_the_gradient_to_the_first_max(use_numba):
     x = _leaf([[[1.0, 3.0, 3.0, 2.0]]])
     with backend.use_numba(use_numba):
         out = ops.max_pool(x, 2, stride=1)
-        np.testing.assert_array_equal(out.data, [[[3.0, 3.0, 3.0]]])
+        np.testing.assert_array_equal(out.array, [[[3.0, 3.0, 3.0]]])
         np.testing.assert_array_equal(
             _grad(out, x, np.array([[[1.0, 10.0, 100.0]]])), [[[0.0, 11.0, 100.0, 0.0]]]
         )
@@ -70,8 +70,8 @@ def test_max_pool_with_nan_is_nan_like_torch(torch, use_numba):
     tx = torch.tensor(values, requires_grad=True)
     expected = torch.nn.functional.max_pool1d(tx, 3, 1)
     expected.backward(torch.ones_like(expected))
-    np.testing.assert_array_equal(out.data, expected.detach().numpy())  # NaN where torch's
-    assert np.isnan(out.data).all()  # every window of 3 holds a NaN
+    np.testing.assert_array_equal(out.array, expected.detach().numpy())  # NaN where torch's
+    assert np.isnan(out.array).all()  # every window of 3 holds a NaN
     np.testing.assert_array_equal(grad, tx.grad.numpy())
 
 
@@ -81,10 +81,10 @@ def test_a_window_over_padding_only_is_minus_inf_with_no_gradient(torch, use_num
     x = _leaf([[[1.0, 2.0]]])
     with backend.use_numba(use_numba):
         out = ops.max_pool(x, 2, stride=1, padding=1, dilation=3)
-        np.testing.assert_array_equal(out.data, [[[-np.inf]]])
+        np.testing.assert_array_equal(out.array, [[[-np.inf]]])
         np.testing.assert_array_equal(_grad(out, x), [[[0.0, 0.0]]])
     expected = torch.nn.functional.max_pool1d(torch.tensor([[[1.0, 2.0]]]), 2, 1, 1, dilation=3)
-    np.testing.assert_array_equal(out.data, expected.numpy())
+    np.testing.assert_array_equal(out.array, expected.numpy())
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_avg_pool1d_layer_takes_numpy_ints(torch):
     layer = mt.nn.AvgPool1d(np.int64(3), stride=np.int64(2), padding=np.int64(1))
     x = np.random.default_rng(3).standard_normal((2, 3, 9))
     expected = torch.nn.AvgPool1d(3, stride=2, padding=1)(torch.from_numpy(x))
-    np.testing.assert_allclose(layer(mt.tensor(x)).data, expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(layer(mt.tensor(x)).array, expected.numpy(), rtol=1e-12)
     assert repr(layer) == repr(torch.nn.AvgPool1d(3, stride=2, padding=1))
 
 
@@ -153,7 +153,7 @@ def test_ceil_mode_windows_longer_than_the_padded_input_match_torch(torch, use_n
             out = ours(mx, (2, 3), 2, ceil_mode=True)
             expected = theirs(tx, (2, 3), 2, ceil_mode=True)
             assert out.shape == tuple(expected.shape) == (2, 3, 1, 1)
-            np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12)
+            np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-12)
             grad = rng.standard_normal(out.shape)
             out.backward(grad)
             (expected_grad,) = torch.autograd.grad(expected, tx, torch.from_numpy(grad))
@@ -165,11 +165,11 @@ def test_ceil_mode_drops_a_last_window_that_starts_in_the_right_padding():
     # would start at 2 * 3 - 1 = 5, past the input (4) and its left padding: 2 windows
     x = np.arange(4.0).reshape(1, 1, 4)
     out = ops.max_pool(x, 2, stride=3, padding=1, ceil_mode=True)
-    np.testing.assert_array_equal(out.data, [[[0.0, 3.0]]])  # windows [-1, 0] and [2, 3]
+    np.testing.assert_array_equal(out.array, [[[0.0, 3.0]]])  # windows [-1, 0] and [2, 3]
     # L = 6 instead: the third window starts at 6 - 1 = 5, inside the input, and stays,
     # reaching into the right padding
     out = ops.max_pool(np.arange(6.0).reshape(1, 1, 6), 2, stride=3, padding=1, ceil_mode=True)
-    np.testing.assert_array_equal(out.data, [[[0.0, 3.0, 5.0]]])
+    np.testing.assert_array_equal(out.array, [[[0.0, 3.0, 5.0]]])
 
 
 @USE_NUMBA
@@ -179,8 +179,8 @@ def test_count_include_pad_by_hand(use_numba):
     with backend.use_numba(use_numba):
         include = ops.avg_pool(x, 3, 1, 1)
         exclude = ops.avg_pool(x, 3, 1, 1, count_include_pad=False)
-        np.testing.assert_allclose(include.data, [[[3 / 3, 6 / 3, 9 / 3, 7 / 3]]])
-        np.testing.assert_allclose(exclude.data, [[[3 / 2, 6 / 3, 9 / 3, 7 / 2]]])
+        np.testing.assert_allclose(include.array, [[[3 / 3, 6 / 3, 9 / 3, 7 / 3]]])
+        np.testing.assert_allclose(exclude.array, [[[3 / 2, 6 / 3, 9 / 3, 7 / 2]]])
         # each element gets 1/divisor from every window holding it
         np.testing.assert_allclose(
             _grad(exclude, x), [[[1 / 2 + 1 / 3, 1 / 2 + 2 / 3, 2 / 3 + 1 / 2, 1 / 3 + 1 / 2]]]
@@ -194,9 +194,9 @@ def test_count_include_pad_does_not_count_the_ceil_mode_overhang(torch, use_numb
     x = _leaf([[[1.0, 2.0, 3.0, 4.0]]])
     with backend.use_numba(use_numba):
         out = ops.avg_pool(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=True)
-    np.testing.assert_allclose(out.data, [[[3 / 3, 9 / 3, 4 / 2]]])
-    expected = torch.nn.functional.avg_pool1d(torch.from_numpy(x.data), 3, 2, 1, ceil_mode=True)
-    np.testing.assert_allclose(out.data, expected.numpy())
+    np.testing.assert_allclose(out.array, [[[3 / 3, 9 / 3, 4 / 2]]])
+    expected = torch.nn.functional.avg_pool1d(torch.from_numpy(x.array), 3, 2, 1, ceil_mode=True)
+    np.testing.assert_allclose(out.array, expected.numpy())
 
 
 @USE_NUMBA
@@ -205,7 +205,7 @@ def test_divisor_override_by_hand(use_numba):
     with backend.use_numba(use_numba):
         out = ops.avg_pool(x, 2, divisor_override=3)
         # window sums: 0+1+4+5, 2+3+6+7, 8+9+12+13, 10+11+14+15
-        np.testing.assert_allclose(out.data, [[[[10 / 3, 18 / 3], [42 / 3, 50 / 3]]]])
+        np.testing.assert_allclose(out.array, [[[[10 / 3, 18 / 3], [42 / 3, 50 / 3]]]])
         np.testing.assert_allclose(_grad(out, x), np.full((1, 1, 4, 4), 1 / 3))
 
 
@@ -213,13 +213,13 @@ def test_adaptive_windows_by_hand():
     # L = 5 to 3: windows start floor(i * 5 / 3) = 0, 1, 3 and end ceil((i + 1) * 5 / 3) = 2, 4, 5
     x = _leaf([[[1.0, 2.0, 3.0, 4.0, 5.0]]])
     out = ops.adaptive_avg_pool(x, 3)
-    np.testing.assert_allclose(out.data, [[[1.5, 3.0, 4.5]]])
+    np.testing.assert_allclose(out.array, [[[1.5, 3.0, 4.5]]])
     np.testing.assert_allclose(
         _grad(out, x), [[[1 / 2, 1 / 2 + 1 / 3, 1 / 3, 1 / 3 + 1 / 2, 1 / 2]]]
     )
     # L = 3 to 5 (larger): starts 0, 0, 1, 1, 2 and ends 1, 2, 2, 3, 3
     out = ops.adaptive_avg_pool(np.array([[[1.0, 2.0, 3.0]]]), 5)
-    np.testing.assert_allclose(out.data, [[[1.0, 1.5, 2.0, 2.5, 3.0]]])
+    np.testing.assert_allclose(out.array, [[[1.0, 1.5, 2.0, 2.5, 3.0]]])
 
 
 def test_global_average_pooling_is_the_spatial_mean():
@@ -227,7 +227,7 @@ def test_global_average_pooling_is_the_spatial_mean():
     values = rng.standard_normal((2, 3, 4, 5))
     x = _leaf(values)
     out = ops.adaptive_avg_pool(x, 1)
-    np.testing.assert_allclose(out.data, values.mean(axis=(2, 3), keepdims=True))
+    np.testing.assert_allclose(out.array, values.mean(axis=(2, 3), keepdims=True))
     np.testing.assert_allclose(_grad(out, x), np.full(values.shape, 1 / 20))
 
 
@@ -256,8 +256,8 @@ def test_return_indices_match_torch(torch, return_unbatched):
     expected, expected_indices = torch.nn.functional.max_pool2d(
         torch.from_numpy(values), (2, 3), (1, 2), (1, 1), ceil_mode=True, return_indices=True
     )
-    np.testing.assert_array_equal(out.data, expected.numpy())
-    np.testing.assert_array_equal(indices.data, expected_indices.numpy())
+    np.testing.assert_array_equal(out.array, expected.numpy())
+    np.testing.assert_array_equal(indices.array, expected_indices.numpy())
     assert indices.dtype == np.int64 and not indices.requires_grad
 
 
@@ -297,7 +297,7 @@ def test_avg_pool_grad_kernel_matches_torch(
     with backend.use_numba(use_numba):
         out = ops.avg_pool(values, kernel, strides, padding, **attrs)
         dx = ops.avg_pool_grad(dy, shape, kernel, strides=strides, pads=pads, **attrs)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-13, atol=1e-14)
     np.testing.assert_allclose(dx, tx.grad.numpy(), rtol=1e-13, atol=1e-14)
 
 
@@ -367,7 +367,7 @@ def test_numba_pooling_matches_numpy(monkeypatch, name, shape, call, parallel, d
             if upstream is None:
                 upstream = rng.standard_normal(out.shape).astype(dtype)
             out.backward(upstream)
-        results.append((out.data, x.grad.data, saved))
+        results.append((out.array, x.grad.array, saved))
     (fast, fast_dx, fast_saved), (generic, generic_dx, generic_saved) = results
     assert fast.dtype == generic.dtype == fast_dx.dtype == dtype
     tolerance = 1e-6 if dtype == np.float32 else 1e-14
@@ -466,17 +466,19 @@ def test_defaults_stride_to_the_kernel_size():
     rng = np.random.default_rng(6)
     values = rng.standard_normal((2, 3, 6, 6))
     for pool in (ops.max_pool, F.max_pool2d):
-        np.testing.assert_array_equal(pool(values, 3).data, ops.max_pool(values, 3, stride=3).data)
+        np.testing.assert_array_equal(
+            pool(values, 3).array, ops.max_pool(values, 3, stride=3).array
+        )
     for pool in (ops.avg_pool, F.avg_pool2d):
         np.testing.assert_array_equal(
-            pool(values, 2).data,
-            ops.avg_pool(values, 2, stride=2, count_include_pad=True).data,
+            pool(values, 2).array,
+            ops.avg_pool(values, 2, stride=2, count_include_pad=True).array,
         )
     np.testing.assert_array_equal(
-        F.avg_pool1d(values[0], 2, stride=[]).data, ops.avg_pool(values[0], 2, stride=2).data
+        F.avg_pool1d(values[0], 2, stride=[]).array, ops.avg_pool(values[0], 2, stride=2).array
     )
     np.testing.assert_array_equal(
-        ops.avg_pool(values[0], 2, stride=()).data, ops.avg_pool(values[0], 2, stride=2).data
+        ops.avg_pool(values[0], 2, stride=()).array, ops.avg_pool(values[0], 2, stride=2).array
     )
 
 
@@ -489,11 +491,11 @@ def test_return_indices_of_the_op_are_max_pool_grads_routes(torch):
         out, indices = ops.max_pool(x, 3, 2, 1, ceil_mode=True, return_indices=True)
         pool = getattr(torch.nn.functional, f"max_pool{len(shape) - 2}d")
         _, expected = pool(torch.from_numpy(values), 3, 2, 1, ceil_mode=True, return_indices=True)
-        np.testing.assert_array_equal(indices.data, expected.numpy())
+        np.testing.assert_array_equal(indices.array, expected.numpy())
         assert indices.dtype == np.int64 and not indices.requires_grad
         dy = rng.standard_normal(out.shape)
         out.backward(dy)
-        np.testing.assert_array_equal(x.grad.data, ops.max_pool_grad(dy, indices.data, shape))
+        np.testing.assert_array_equal(x.grad.array, ops.max_pool_grad(dy, indices.array, shape))
 
 
 def test_functional_pooling_of_an_unbatched_input(torch):
@@ -503,7 +505,7 @@ def test_functional_pooling_of_an_unbatched_input(torch):
     out = F.max_pool3d(x, 2, 1, 1)
     expected = torch.nn.functional.max_pool3d(torch.from_numpy(values), 2, 1, 1)
     assert out.shape == tuple(expected.shape)
-    np.testing.assert_array_equal(out.data, expected.numpy())
+    np.testing.assert_array_equal(out.array, expected.numpy())
     out.sum().backward()
     assert x.grad.shape == values.shape
     pooled = F.adaptive_avg_pool3d(mt.tensor(values), (2, None, 3))

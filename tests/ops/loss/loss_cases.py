@@ -17,7 +17,7 @@ REDUCTIONS = ["none", "mean", "sum"]
 def grads_of(out, inputs, upstream):
     """Gradients of out, seeded with upstream, with respect to inputs (arrays, None if unused)."""
     found = mt.grad(out, inputs, grad_outputs=mt.tensor(upstream), allow_unused=True)
-    return [None if g is None else g.data for g in found]
+    return [None if g is None else g.array for g in found]
 
 
 def random_upstream(out, seed=1):

@@ -34,8 +34,8 @@ def test_binary_cross_entropy_takes_weights_of_any_dtype_as_torch(torch, name, d
         expected.backward()
         assert loss.dtype == np.dtype(dtype) and x.grad.dtype == np.dtype(dtype)
         tolerance = 1e-6 if dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(loss.data, expected.detach().numpy(), rtol=tolerance)
-        np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=tolerance)
+        np.testing.assert_allclose(loss.array, expected.detach().numpy(), rtol=tolerance)
+        np.testing.assert_allclose(x.grad.array, tx.grad.numpy(), rtol=tolerance)
 
 
 def _bce_pair(torch, x, t, weight=None, reduction="mean", dtype=np.float64):
@@ -52,7 +52,7 @@ def _bce_pair(torch, x, t, weight=None, reduction="mean", dtype=np.float64):
     expected = torch.nn.functional.binary_cross_entropy(xr, tr, wr, reduction=reduction)
     expected.backward(torch.from_numpy(upstream))
     assert loss.dtype == np.dtype(dtype) and loss.shape == tuple(expected.shape)
-    ours = (loss.data, xs.grad.data, ts.grad.data)
+    ours = (loss.array, xs.grad.array, ts.grad.array)
     return ours, (expected.detach().numpy(), xr.grad.numpy(), tr.grad.numpy())
 
 
@@ -113,10 +113,10 @@ def test_bce_layer_matches_torch_with_its_weight_buffer(torch, reduction):
     x, t = rng.uniform(0.01, 0.99, (4, 3)), rng.uniform(0.0, 1.0, (4, 3))
     xs, xr = mt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     loss, expected = ours(xs, mt.tensor(t)), theirs(xr, torch.tensor(t))
-    np.testing.assert_allclose(loss.data, expected.detach().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(loss.array, expected.detach().numpy(), rtol=1e-13)
     loss.sum().backward()
     expected.sum().backward()
-    np.testing.assert_allclose(xs.grad.data, xr.grad.numpy(), rtol=1e-13)
+    np.testing.assert_allclose(xs.grad.array, xr.grad.numpy(), rtol=1e-13)
 
 
 probs = mt.tensor(np.full((2, 3), 0.5))

@@ -42,7 +42,7 @@ def test_cross_entropy_matches_torch(case, reduction, numba):
     t = torch.tensor(target, requires_grad=case.probabilities)
     w = None if weight is None else torch.tensor(weight)
     expected = torch.nn.functional.cross_entropy(x, t, w, reduction=reduction, **options)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-12, atol=1e-14)
 
     upstream = random_upstream(out)
     want = torch.autograd.grad(
@@ -62,7 +62,7 @@ def _composite_xent(x, target, weight, reduction, ignore_index=-100, smoothing=0
     cross_entropy_loss_prob_target), from minitrain's primitive ops and nll_loss."""
     log_probs = _log_softmax(x)
     classes = x.shape[1]
-    w = np.ones(classes) if weight is None else weight.data
+    w = np.ones(classes) if weight is None else weight.array
     w_axis = mt.tensor(w.reshape((1, -1) + (1,) * (x.ndim - 2)))
     if target.dtype.kind == "f":
         q = target * (1 - smoothing) + smoothing / classes
@@ -73,10 +73,10 @@ def _composite_xent(x, target, weight, reduction, ignore_index=-100, smoothing=0
     nll = ops.nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
     if not smoothing:
         return nll
-    valid = target.data != ignore_index
+    valid = target.array != ignore_index
     smooth = -(log_probs * w_axis).sum(axis=1) * mt.tensor(valid.astype(np.float64))
     if reduction == "mean":
-        smooth = smooth.sum() / w[np.where(valid, target.data, 0)][valid].sum()
+        smooth = smooth.sum() / w[np.where(valid, target.array, 0)][valid].sum()
     elif reduction == "sum":
         smooth = smooth.sum()
     return (1 - smoothing) * nll + (smoothing / classes) * smooth
@@ -92,7 +92,7 @@ def test_fused_cross_entropy_equals_the_composite(case, reduction, numba):
     composite = _composite_xent(
         x, t, w, reduction, options.get("ignore_index", -100), options["label_smoothing"]
     )
-    np.testing.assert_allclose(fused.data, composite.data, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(fused.array, composite.array, rtol=1e-12, atol=1e-14)
     upstream = random_upstream(fused)
     inputs = [x, t] if case.probabilities else [x]
     for got, want in zip(
@@ -162,7 +162,7 @@ def test_cross_entropy_logits_of_magnitude_1e4_stay_finite(case, offset, dtype, 
     for reduction in REDUCTIONS:
         out = ops.cross_entropy(x, t, w, reduction=reduction, **options)
         grads = grads_of(out, [x, t] if case.probabilities else [x], random_upstream(out))
-        assert np.all(np.isfinite(out.data))
+        assert np.all(np.isfinite(out.array))
         assert all(np.all(np.isfinite(g)) for g in grads)
 
 
@@ -170,7 +170,7 @@ def test_cross_entropy_of_huge_logits_by_hand(numba):
     # the target's logit 1e4 below the max: the loss is 1e4 (to rounding), the gradient one-hot
     x = mt.tensor(np.array([[1e4, 0.0], [0.0, -1e4]]), requires_grad=True)
     out = ops.cross_entropy(x, np.array([1, 1]), reduction="none")
-    np.testing.assert_allclose(out.data, [1e4, 1e4])
+    np.testing.assert_allclose(out.array, [1e4, 1e4])
     (dx,) = grads_of(out, [x], np.ones(2))
     np.testing.assert_allclose(dx, [[1.0, -1.0], [1.0, -1.0]])
 
@@ -184,7 +184,7 @@ def test_masked_classes_at_minus_inf(numba):
         math.log(math.exp(0.5) + math.exp(1.5)) - 1.5,
         math.log(math.exp(2.0) + math.exp(0.0) + math.exp(1.0)) - 1.0,
     ]
-    np.testing.assert_allclose(out.data, want)
+    np.testing.assert_allclose(out.array, want)
     (dx,) = grads_of(out, [x], np.ones(2))
     assert dx[0, 1] == 0 and dx[0, 3] == 0 and dx[1, 0] == 0
     np.testing.assert_allclose(dx.sum(axis=1), [0.0, 0.0], atol=1e-15)
@@ -193,7 +193,7 @@ def test_masked_classes_at_minus_inf(numba):
 def test_nan_logits_give_nan_in_their_row_only(numba):
     logits = np.array([[0.0, np.nan, 1.0], [0.0, 1.0, 2.0]])
     out = ops.cross_entropy(mt.tensor(logits), np.array([0, 2]), reduction="none")
-    assert np.isnan(out.data[0]) and np.isfinite(out.data[1])
+    assert np.isnan(out.array[0]) and np.isfinite(out.array[1])
 
 
 def test_ignored_positions_have_no_loss_and_no_gradient(numba):
@@ -202,7 +202,7 @@ def test_ignored_positions_have_no_loss_and_no_gradient(numba):
     w = mt.tensor(np.array([1.0, 2.0, 0.5]))
     out = ops.cross_entropy(x, target, w, reduction="none", label_smoothing=0.2)
     ignored = target == -100
-    assert np.all(out.data[ignored] == 0) and np.all(out.data[~ignored] > 0)
+    assert np.all(out.array[ignored] == 0) and np.all(out.array[~ignored] > 0)
     (dx,) = grads_of(out, [x], np.ones(out.shape))
     assert np.all(np.moveaxis(dx, 1, -1)[ignored] == 0)
 
@@ -220,8 +220,8 @@ def test_mean_with_every_target_ignored_raises_where_torch_gives_nan(loss, numba
     out = fn(x, target, reduction="sum")
     assert out.item() == 0.0
     out.backward()
-    np.testing.assert_array_equal(x.grad.data, np.zeros((2, 3)))
-    np.testing.assert_array_equal(fn(x, target, reduction="none").data, [0.0, 0.0])
+    np.testing.assert_array_equal(x.grad.array, np.zeros((2, 3)))
+    np.testing.assert_array_equal(fn(x, target, reduction="none").array, [0.0, 0.0])
 
 
 def test_mean_with_target_weights_summing_to_zero_raises(numba):

@@ -28,7 +28,7 @@ def _run_xent(case, reduction, dtype, use_numba, scale=3.0, backward_numba=None)
         out, inputs = minitrain_xent(case, reduction, dtype, scale=scale)
         if backward_numba is not None:
             backend.set_numba(backward_numba)
-        return out.data, grads_of(out, inputs[:1], random_upstream(out))[0]
+        return out.array, grads_of(out, inputs[:1], random_upstream(out))[0]
     finally:
         backend.set_numba(previous)
 
@@ -66,7 +66,7 @@ def test_numba_softmax_over_the_whole_exp_range(dtype):
         previous = backend.set_numba(use_numba)
         try:
             out = ops.cross_entropy(logits.requires_grad_(), target, reduction="none")
-            runs[use_numba] = out.data, out.grad_fn.saved_arrays()["probs"]
+            runs[use_numba] = out.array, out.grad_fn.saved_arrays()["probs"]
         finally:
             backend.set_numba(previous)
     (loss, probs), (want_loss, want_probs) = runs[True], runs[False]
@@ -127,7 +127,7 @@ def test_numba_cross_entropy_of_logits_near_a_large_offset_matches_torch(
     )
     want.backward(torch.tensor(upstream.astype(np.float64)))
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-13}
-    np.testing.assert_allclose(out.data, want.detach().numpy(), **tol)
+    np.testing.assert_allclose(out.array, want.detach().numpy(), **tol)
     np.testing.assert_allclose(dx, x_want.grad.numpy(), **tol)
 
 
@@ -150,7 +150,7 @@ def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(
             out.backward()
         assert used == [parallel, parallel]
         used.clear()
-        results[parallel] = out.data, x.grad.data
+        results[parallel] = out.array, x.grad.array
     np.testing.assert_array_equal(results[True][0], results[False][0])
     np.testing.assert_array_equal(results[True][1], results[False][1])
     with backend.use_numba(False):
@@ -158,5 +158,5 @@ def test_numba_serial_and_parallel_builds_agree_and_switch_at_the_threshold(
         out = ops.cross_entropy(x, target, label_smoothing=0.1)
         out.backward()
     rtol = 1e-5 if dtype == np.float32 else 1e-13
-    np.testing.assert_allclose(results[False][0], out.data, rtol=rtol)
-    np.testing.assert_allclose(results[False][1], x.grad.data, rtol=rtol, atol=1e-7)
+    np.testing.assert_allclose(results[False][0], out.array, rtol=rtol)
+    np.testing.assert_allclose(results[False][1], x.grad.array, rtol=rtol, atol=1e-7)

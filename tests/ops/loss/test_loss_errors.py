@@ -69,8 +69,8 @@ def test_single_sample_takes_a_0d_or_1_target_as_torch(loss, target_shape, reduc
     want = call(torch, x_want, torch.tensor(2))
     want.backward(torch.tensor(upstream))
     assert out.shape == tuple(forward_only.shape) == tuple(want.shape) == ()
-    np.testing.assert_allclose(out.data, forward_only.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(out.data, want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.array, forward_only.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.array, want.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(dx, x_want.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 

@@ -26,8 +26,8 @@ def _hessian(loss_of, x):
     create_graph gradient and one row of its gradient at a time."""
     (first,) = mt.grad(loss_of(x), [x], create_graph=True)
     rows = []
-    for k in range(x.data.size):
-        pick = np.zeros(x.data.size)
+    for k in range(x.array.size):
+        pick = np.zeros(x.array.size)
         pick[k] = 1
         (row,) = mt.grad(
             (first * mt.tensor(pick.reshape(x.shape))).sum(),
@@ -35,7 +35,7 @@ def _hessian(loss_of, x):
             retain_graph=True,
             allow_unused=True,
         )
-        rows.append(np.zeros(x.data.size) if row is None else row.data.ravel())
+        rows.append(np.zeros(x.array.size) if row is None else row.array.ravel())
     return np.stack(rows)
 
 
@@ -103,9 +103,9 @@ def test_cross_entropy_mixed_derivative_in_a_probability_target():
             expected = np.zeros((2, 3))
             expected[row] = (1 - eps) * weight * p[row, k]
             expected[row, k] -= (1 - eps) * weight[k]
-            np.testing.assert_allclose(mixed.data, expected, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(mixed.array, expected, rtol=1e-12, atol=1e-15)
     (flat,) = mt.grad(dt.sum(), [t], allow_unused=True)
-    assert flat is None or not np.any(flat.data)
+    assert flat is None or not np.any(flat.array)
 
 
 def test_cross_entropy_numba_forward_takes_the_same_second_derivative(numba):
@@ -120,7 +120,7 @@ def test_cross_entropy_numba_forward_takes_the_same_second_derivative(numba):
     (second,) = mt.grad((dx * mt.tensor(direction)).sum(), [x])
     p = _softmax(logits)
     expected = p * direction - p * (p * direction).sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(second.data, expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(second.array, expected, rtol=1e-12, atol=1e-15)
 
 
 def test_cross_entropy_sum_with_every_target_ignored_has_zero_second_derivative():
@@ -129,9 +129,9 @@ def test_cross_entropy_sum_with_every_target_ignored_has_zero_second_derivative(
     x = mt.tensor(np.random.default_rng(4).standard_normal((2, 3)), requires_grad=True)
     loss = ops.cross_entropy(x, np.array([-100, -100]), reduction="sum")
     (dx,) = mt.grad(loss, [x], create_graph=True)
-    assert not np.any(dx.data)
+    assert not np.any(dx.array)
     (second,) = mt.grad(dx.sum(), [x], allow_unused=True)
-    assert second is None or not np.any(second.data)
+    assert second is None or not np.any(second.array)
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
@@ -149,12 +149,12 @@ def test_nll_loss_gradient_is_linear_in_the_upstream_gradient(reduction):
     direction = rng.standard_normal((3, 4))
     total = (dx * mt.tensor(direction)).sum()
     d_upstream, d_logp = mt.grad(total, [upstream, x], allow_unused=True)
-    assert d_logp is None or not np.any(d_logp.data)
+    assert d_logp is None or not np.any(d_logp.array)
     picked = np.array([-weight[1] * direction[0, 1], 0.0, -weight[3] * direction[2, 3]])
     if reduction == "mean":
         picked /= weight[1] + weight[3]
     expected = picked if reduction == "none" else picked.sum()
-    np.testing.assert_allclose(d_upstream.data, expected, rtol=1e-13)
+    np.testing.assert_allclose(d_upstream.array, expected, rtol=1e-13)
 
 
 def test_binary_cross_entropy_second_derivatives_are_exact():
@@ -171,10 +171,10 @@ def test_binary_cross_entropy_second_derivatives_are_exact():
     d_tx, d_tt = mt.grad(dt.sum(), [x, t], allow_unused=True)
     spread = x_values * (1 - x_values)
     expected_xx = (x_values**2 - 2 * x_values * t_values + t_values) / spread**2
-    np.testing.assert_allclose(d_xx.data, expected_xx, rtol=1e-12)
-    np.testing.assert_allclose(d_xt.data, -1 / spread, rtol=1e-12)
-    np.testing.assert_allclose(d_tx.data, -1 / spread, rtol=1e-12)
-    assert d_tt is None or not np.any(d_tt.data)
+    np.testing.assert_allclose(d_xx.array, expected_xx, rtol=1e-12)
+    np.testing.assert_allclose(d_xt.array, -1 / spread, rtol=1e-12)
+    np.testing.assert_allclose(d_tx.array, -1 / spread, rtol=1e-12)
+    assert d_tt is None or not np.any(d_tt.array)
 
 
 def test_binary_cross_entropy_with_logits_second_derivatives():
@@ -195,9 +195,9 @@ def test_binary_cross_entropy_with_logits_second_derivatives():
     (d_tt,) = mt.grad(dt.sum(), [t], allow_unused=True)
     sig, sig_neg = _sigmoid(x_values), _sigmoid(-x_values)
     expected_xx = weight * (1 + (pos_weight - 1) * t_values) * sig * sig_neg
-    np.testing.assert_allclose(d_xx.data, expected_xx, rtol=1e-12)
-    np.testing.assert_allclose(d_xt.data, -weight * (1 + (pos_weight - 1) * sig_neg), rtol=1e-12)
-    assert d_tt is None or not np.any(d_tt.data)
+    np.testing.assert_allclose(d_xx.array, expected_xx, rtol=1e-12)
+    np.testing.assert_allclose(d_xt.array, -weight * (1 + (pos_weight - 1) * sig_neg), rtol=1e-12)
+    assert d_tt is None or not np.any(d_tt.array)
 
 
 @pytest.mark.parametrize(
@@ -224,8 +224,8 @@ def test_regression_losses_curvature_inside_and_outside_the_quadratic_part(
     # a flat slope (l1's sign) is a constant: dx then has no graph at all, as abs's has not
     d_xx, d_xt = mt.grad(dx.sum(), [x, t], allow_unused=True) if dx.requires_grad else (None, None)
     expected = np.where(np.abs(d) < 0.5, inside, outside)
-    np.testing.assert_allclose(np.zeros(4) if d_xx is None else d_xx.data, expected, rtol=1e-13)
-    np.testing.assert_allclose(np.zeros(4) if d_xt is None else d_xt.data, -expected, rtol=1e-13)
+    np.testing.assert_allclose(np.zeros(4) if d_xx is None else d_xx.array, expected, rtol=1e-13)
+    np.testing.assert_allclose(np.zeros(4) if d_xt is None else d_xt.array, -expected, rtol=1e-13)
 
 
 def test_mse_mean_hessian_is_two_over_the_size():

@@ -38,7 +38,7 @@ def test_pointwise_losses_gradcheck_and_torch(name, kw, reduction):
     out = fn(*inputs, reduction=reduction, **kw)
     ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
     expected = getattr(torch.nn.functional, name)(ta, tb, reduction=reduction, **kw)
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-13)
     upstream = random_upstream(out)
     want = torch.autograd.grad(expected, [ta, tb], torch.tensor(upstream))
     for got, theirs in zip(grads_of(out, inputs, upstream), want, strict=True):
@@ -49,7 +49,7 @@ def test_huber_is_delta_times_smooth_l1():
     rng = np.random.default_rng(0)
     a, b = mt.tensor(rng.standard_normal(20)), mt.tensor(rng.standard_normal(20))
     np.testing.assert_allclose(
-        ops.huber_loss(a, b, delta=0.4).data, 0.4 * ops.smooth_l1_loss(a, b, beta=0.4).data
+        ops.huber_loss(a, b, delta=0.4).array, 0.4 * ops.smooth_l1_loss(a, b, beta=0.4).array
     )
 
 
@@ -80,7 +80,7 @@ def test_bce_with_logits_gradcheck_and_torch(weights, reduction):
         reduction=reduction,
         pos_weight=None if pw is None else torch.tensor(pw),
     )
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-13)
     upstream = random_upstream(out)
     want = torch.autograd.grad(expected, [tx, tt], torch.tensor(upstream))
     for got, theirs in zip(grads_of(out, inputs, upstream), want, strict=True):
@@ -94,7 +94,7 @@ def test_bce_with_logits_of_magnitude_1e4(dtype):
     pos_weight = np.array(3.0, dtype)
     out = ops.binary_cross_entropy_with_logits(x, t, reduction="none", pos_weight=pos_weight)
     # confident and right: 0; confident and wrong: |x|, times pos_weight for a missed positive
-    np.testing.assert_allclose(out.data, [0.0, 3e4, 1e4, 0.0])
+    np.testing.assert_allclose(out.array, [0.0, 3e4, 1e4, 0.0])
     dx, dt = grads_of(out, [x, t], np.ones(4, dtype))
     np.testing.assert_allclose(dx, [0.0, -3.0, 1.0, 0.0])
     assert np.all(np.isfinite(dt))
@@ -115,7 +115,7 @@ def test_nll_loss_rank4_gradcheck_and_torch(reduction):
     expected = torch.nn.functional.nll_loss(
         tx, torch.tensor(target), torch.tensor(weight), reduction=reduction
     )
-    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-13)
+    np.testing.assert_allclose(out.array, expected.detach().numpy(), rtol=1e-13)
     upstream = random_upstream(out)
     (want,) = torch.autograd.grad(expected, [tx], torch.tensor(upstream))
     np.testing.assert_allclose(grads_of(out, [x], upstream)[0], want.numpy(), rtol=1e-13)

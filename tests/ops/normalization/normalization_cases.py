@@ -95,8 +95,8 @@ def run(case, x, weight, bias, dy, **kw):
     saved = out.grad_fn.saved_arrays()
     present = [leaf for leaf in leaves if leaf is not None]
     found = iter(mt.grad(out, present, grad_outputs=mt.Tensor(dy)))
-    grads = [None if leaf is None else next(found).data for leaf in leaves]
-    return out.data, grads, out, saved
+    grads = [None if leaf is None else next(found).array for leaf in leaves]
+    return out.array, grads, out, saved
 
 
 def torch_run(torch, case, x, weight, bias, dy):

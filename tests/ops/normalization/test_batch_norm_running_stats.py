@@ -25,7 +25,7 @@ def test_running_statistics_match_torch(torch, shape, momentum, numba):
         torch.nn.functional.batch_norm(
             torch.tensor(x), *theirs, torch.tensor(weight), torch.tensor(bias), True, momentum
         )
-        np.testing.assert_allclose(ours[0].data, theirs[0].numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours[0].array, theirs[0].numpy(), rtol=1e-12)
         np.testing.assert_allclose(ours[1], theirs[1].numpy(), rtol=1e-12)
     # evaluation uses them: values and gradients as PyTorch's, through ordinary ops
     case = Case("batch_norm", shape)
@@ -51,10 +51,10 @@ def test_evaluation_records_ordinary_ops_and_needs_no_second_value():
         y = ops.batch_norm(x, w, None, 0.0, running_mean=mean, running_var=var, training=False)
     assert "BatchNormalizationGrad" not in {node.name for node in tape.nodes}
     # (x - mean) / sqrt(var) * w = (1/2 * 2, 1/1 * 1, 1/0.5 * 0.5)
-    np.testing.assert_allclose(y.data, [[1.0, 1.0, 1.0]])
+    np.testing.assert_allclose(y.array, [[1.0, 1.0, 1.0]])
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.data, [[1.0, 1.0, 1.0]])  # w / sqrt(var)
-    np.testing.assert_allclose(w.grad.data, [0.5, 1.0, 2.0])  # (x - mean) / sqrt(var)
+    np.testing.assert_allclose(x.grad.array, [[1.0, 1.0, 1.0]])  # w / sqrt(var)
+    np.testing.assert_allclose(w.grad.array, [0.5, 1.0, 2.0])  # (x - mean) / sqrt(var)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -70,12 +70,12 @@ def test_evaluation_without_affine_parameters_matches_torch(torch, dtype):
     want.sum().backward()
     assert y.dtype == dtype and leaf.grad.dtype == dtype
     tol = {"rtol": 1e-6} if dtype == np.float32 else {"rtol": 1e-12}
-    np.testing.assert_allclose(y.data, want.detach().numpy(), atol=1e-6, **tol)
-    np.testing.assert_allclose(leaf.grad.data, t.grad.numpy(), **tol)
+    np.testing.assert_allclose(y.array, want.detach().numpy(), atol=1e-6, **tol)
+    np.testing.assert_allclose(leaf.grad.array, t.grad.numpy(), **tol)
 
 
 def test_without_running_statistics_batch_statistics_always():
     x, weight, bias, _ = Case("batch_norm", (5, 3, 4)).make()
-    train = ops.batch_norm(x, weight, bias, training=True).data
-    evaluate = F.batch_norm(x, None, None, weight, bias, training=False).data
+    train = ops.batch_norm(x, weight, bias, training=True).array
+    evaluate = F.batch_norm(x, None, None, weight, bias, training=False).array
     np.testing.assert_array_equal(evaluate, train)

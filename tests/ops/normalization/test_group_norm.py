@@ -64,9 +64,9 @@ def test_group_norm_layer_matches_torch_layer():
         assert list(ours.state_dict()) == list(theirs.state_dict())
         rng = np.random.default_rng(3)
         for p, q in zip(ours.parameters(), theirs.parameters(), strict=True):
-            p.data[...] = rng.standard_normal(p.shape)
+            p.array[...] = rng.standard_normal(p.shape)
             with torch.no_grad():
-                q.copy_(torch.from_numpy(p.data))
+                q.copy_(torch.from_numpy(p.array))
         x = rng.standard_normal((4, 6, 5, 5))
         x_ours, x_theirs = mt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
         y, expected = ours(x_ours), theirs(x_theirs)

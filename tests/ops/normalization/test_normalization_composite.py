@@ -58,8 +58,8 @@ def test_invertible_layer_norm_keeps_its_output_not_its_input():
     out = ops.layer_norm(leaf, (5,), weight, bias, invertible=True)
     saved = out.grad_fn.saved_arrays()
     assert sorted(saved) == ["bias", "inv_std", "out", "scale"]
-    assert saved["out"] is out.data
-    assert all(array is not leaf.data for array in saved.values())
+    assert saved["out"] is out.array
+    assert all(array is not leaf.array for array in saved.values())
 
 
 @pytest.mark.parametrize("dims", [1, 2])

@@ -106,7 +106,7 @@ def test_backward_runs_numba_where_its_forward_did_and_numba_is_on(
     with backend.use_numba(not forward_numba):
         out.backward(dy)
     assert kernel_runs == []
-    got = [None if leaf is None else leaf.grad.data for leaf in leaves]
+    got = [None if leaf is None else leaf.grad.array for leaf in leaves]
     assert_all_close(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -137,8 +137,8 @@ def test_empty_rows_normalize_to_empty(numba):
         assert out.shape == (0, 4)
         gx, gw, gb = mt.grad(out, [x, w, b], grad_outputs=mt.tensor(np.zeros((0, 4))))
         assert gx.shape == (0, 4)
-        np.testing.assert_array_equal(gw.data, 0.0)
-        np.testing.assert_array_equal(gb.data, 0.0)
+        np.testing.assert_array_equal(gw.array, 0.0)
+        np.testing.assert_array_equal(gb.array, 0.0)
 
 
 def test_numba_off_imports_no_numba():

@@ -100,7 +100,7 @@ def _third_derivative(op, x, weight, bias, dy, v, u):
     (second,) = mt.grad((first * mt.tensor(v)).sum(), [leaves[0]], create_graph=True)
     thirds = mt.grad((second * mt.tensor(u)).sum(), leaves, allow_unused=True)
     return [
-        np.zeros(leaf.shape) if g is None else g.data
+        np.zeros(leaf.shape) if g is None else g.array
         for leaf, g in zip(leaves, thirds, strict=True)
     ]
 
@@ -122,7 +122,7 @@ def test_invertible_layer_norm_differentiates_twice_after_x_is_freed():
     x, weight, bias, dy = Case("layer_norm", (3, 5)).make()
     leaves = [mt.tensor(a, requires_grad=True) for a in (x, weight, bias)]
     made = leaves[0] * 2.0
-    gone = weakref.ref(made.data)
+    gone = weakref.ref(made.array)
     out = ops.layer_norm(made, (5,), leaves[1], leaves[2], invertible=True)
     assert "x" not in out.grad_fn.saved_arrays()
     del made
@@ -133,8 +133,8 @@ def test_invertible_layer_norm_differentiates_twice_after_x_is_freed():
     seconds = mt.grad((firsts[0] * mt.tensor(v)).sum(), leaves, allow_unused=True)
     standard = Case("layer_norm", (3, 5))
     want = _second_order(standard, x, weight, bias, dy, [v, 0 * weight, 0 * bias])
-    assert_all_close([g.data for g in firsts], want[0], **TOL)
-    assert_all_close([g.data for g in seconds], want[1], **TOL)
+    assert_all_close([g.array for g in firsts], want[0], **TOL)
+    assert_all_close([g.array for g in seconds], want[1], **TOL)
 
 
 def test_eval_batch_norm_second_derivatives(torch):
@@ -157,9 +157,9 @@ def test_eval_batch_norm_second_derivatives(torch):
     (dx,) = mt.grad(out, [leaves[0]], mt.tensor(dy), create_graph=True)
     seconds = mt.grad((dx * mt.tensor(v)).sum(), leaves, allow_unused=True)
     inv_std = 1 / np.sqrt(running_var + 1e-5)
-    assert seconds[0] is None or not np.any(seconds[0].data)
-    np.testing.assert_allclose(seconds[1].data, (dy * v).sum(axis=(0, 2, 3)) * inv_std, **TOL)
-    assert seconds[2] is None or not np.any(seconds[2].data)
+    assert seconds[0] is None or not np.any(seconds[0].array)
+    np.testing.assert_allclose(seconds[1].array, (dy * v).sum(axis=(0, 2, 3)) * inv_std, **TOL)
+    assert seconds[2] is None or not np.any(seconds[2].array)
 
     tensors = [torch.tensor(a, requires_grad=True) for a in (x, weight, bias)]
     out = torch.nn.functional.batch_norm(
@@ -172,7 +172,7 @@ def test_eval_batch_norm_second_derivatives(torch):
     )
     (dx,) = torch.autograd.grad(out, [tensors[0]], torch.tensor(dy), create_graph=True)
     (want,) = torch.autograd.grad((dx * torch.tensor(v)).sum(), [tensors[1]])
-    np.testing.assert_allclose(seconds[1].data, want.numpy(), **TOL)
+    np.testing.assert_allclose(seconds[1].array, want.numpy(), **TOL)
 
 
 def test_dropout_second_derivative_is_the_mask():
@@ -183,10 +183,10 @@ def test_dropout_second_derivative_is_the_mask():
     v = rng.standard_normal((6, 7))
     mt.manual_seed(11)
     out = ops.dropout(x, 0.4)
-    mask = out.data / x.data
+    mask = out.array / x.array
     assert set(np.round(np.unique(mask), 12)) == {0.0, round(1 / 0.6, 12)}
     (dx,) = mt.grad(out, [x], dy, create_graph=True)
-    np.testing.assert_allclose(dx.data, dy.data * mask, **TOL)
+    np.testing.assert_allclose(dx.array, dy.array * mask, **TOL)
     d_dy, d_x = mt.grad((dx * mt.tensor(v)).sum(), [dy, x], allow_unused=True)
-    np.testing.assert_allclose(d_dy.data, v * mask, **TOL)
-    assert d_x is None or not np.any(d_x.data)
+    np.testing.assert_allclose(d_dy.array, v * mask, **TOL)
+    assert d_x is None or not np.any(d_x.array)

@@ -90,19 +90,19 @@ def test_simplified_layer_norm_grad_matches_torch(torch, case, affine, numba):
 def test_rms_norm_default_eps_is_torchs(torch, dtype):
     # values of 1e-4: mean(x^2) is 1e-8, so float32's eps (1.2e-7) shows in the result
     x = 1e-4 * np.random.default_rng(1).standard_normal((4, 6)).astype(dtype)
-    got = ops.rms_norm(x, (6,)).data
+    got = ops.rms_norm(x, (6,)).array
     want = torch.nn.functional.rms_norm(torch.tensor(x), (6,)).numpy()
     assert got.dtype == dtype
     np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
     if dtype == np.float32:  # float32's eps shows at this scale: the comparison can tell
-        assert not np.allclose(got, ops.rms_norm(x, (6,), eps=0.0).data, rtol=1e-2)
+        assert not np.allclose(got, ops.rms_norm(x, (6,), eps=0.0).array, rtol=1e-2)
 
 
 def test_rms_norm_default_eps_for_float16_is_float32s(torch):
     # PyTorch computes float16 in float32 and takes float32's eps; so does minitrain
     x = (1e-3 * np.random.default_rng(2).standard_normal((3, 8))).astype(np.float16)
-    got = ops.rms_norm(x, (8,)).data
-    np.testing.assert_array_equal(got, ops.rms_norm(x, (8,), eps=np.finfo(np.float32).eps).data)
+    got = ops.rms_norm(x, (8,)).array
+    np.testing.assert_array_equal(got, ops.rms_norm(x, (8,), eps=np.finfo(np.float32).eps).array)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch warns that it has no fused float16 kernel
         want = torch.nn.functional.rms_norm(torch.tensor(x), (8,)).numpy()
@@ -121,19 +121,19 @@ def test_functional_forms_take_torchs_positional_arguments(torch, numba_on):
     t = torch.tensor
     with backend.use_numba(numba_on):
         for training in (True, False):
-            got = F.batch_norm(x, ours_mean, ours_var, w, b, training, 0.3, 1e-3).data
+            got = F.batch_norm(x, ours_mean, ours_var, w, b, training, 0.3, 1e-3).array
             want = functional.batch_norm(
                 t(x), theirs_mean, theirs_var, t(w), t(b), training, 0.3, 1e-3
             )
             np.testing.assert_allclose(got, want.numpy(), rtol=1e-12)
-        np.testing.assert_allclose(ours_mean.data, theirs_mean.numpy(), rtol=1e-12)
-        np.testing.assert_allclose(ours_var.data, theirs_var.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours_mean.array, theirs_mean.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(ours_var.array, theirs_var.numpy(), rtol=1e-12)
         w2, b2 = rng.standard_normal(4), rng.standard_normal(4)
-        got = F.layer_norm(x, (4,), w2, b2, 1e-3).data
+        got = F.layer_norm(x, (4,), w2, b2, 1e-3).array
         want = functional.layer_norm(t(x), (4,), t(w2), t(b2), 1e-3).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12)
-        got = F.layer_norm(x, (4,), w2, b2, 1e-3, invertible=True).data
+        got = F.layer_norm(x, (4,), w2, b2, 1e-3, invertible=True).array
         np.testing.assert_allclose(got, want, rtol=1e-12)
-        got = F.rms_norm(x, (3, 4), None, 1e-3).data
+        got = F.rms_norm(x, (3, 4), None, 1e-3).array
         want = functional.rms_norm(t(x), (3, 4), None, 1e-3).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -44,8 +44,8 @@ def test_backward_calls_its_kernel_with_what_forward_saved(monkeypatch, case):
         out = case.call(leaf, weight, bias)
         saved = out.grad_fn.saved_arrays()
         assert sorted(saved) == sorted(saved_names)  # exactly what the kernel reads
-        assert saved.get("x", leaf.data) is leaf.data
-        assert saved.get("out", out.data) is out.data
+        assert saved.get("x", leaf.array) is leaf.array
+        assert saved.get("out", out.array) is out.array
         out.backward(dy)
     assert len(calls) == 1
     dy_arg, *args = calls[0]
@@ -63,7 +63,7 @@ def test_only_the_parameters_need_gradients(case, numba):
     params = [mt.Tensor(a, requires_grad=True) for a in (weight, bias) if a is not None]
     out = case.call(x, *params)
     got = mt.grad(out, params, grad_outputs=mt.Tensor(dy))
-    assert_all_close([g.data for g in got], [w for w in want[1:] if w is not None], rtol=1e-6)
+    assert_all_close([g.array for g in got], [w for w in want[1:] if w is not None], rtol=1e-6)
 
 
 @pytest.mark.parametrize("op_name", sorted(GRAD_KERNELS))
