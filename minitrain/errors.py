@@ -9,7 +9,7 @@ clip_grad_norm_ on a non-finite norm, as in PyTorch."""
 __all__ = [
     "MinitrainError", "ArgumentError", "ShapeError", "DimensionError", "IndexOutOfRangeError",
     "DTypeError", "DeviceError", "GraphError", "GradcheckError", "DistributedError",
-    "CheckpointError",
+    "CheckpointError", "PackingError",
 ]  # fmt: skip
 
 
@@ -59,3 +59,9 @@ class DistributedError(MinitrainError, RuntimeError):
 class CheckpointError(MinitrainError, ValueError):
     """A checkpoint that cannot be saved or loaded: an unsupported value, a damaged or foreign
     file, an unknown format version."""
+
+
+class PackingError(ArgumentError, RuntimeError):
+    """Sequences or lengths that nn.utils.rnn cannot pack or pad (lengths not sorted with
+    enforce_sorted=True, a length of 0, as many lengths as sequences not given): an
+    ArgumentError, and the RuntimeError PyTorch raises."""

@@ -284,13 +284,22 @@ def _index(key):
     return key
 
 
+def _binary(ufunc, left, right):
+    """left <op> right through the ufunc; NotImplemented where right opts out of ufuncs
+    (`__array_ufunc__ = None`, as the engine's deferred gradient sums do), so that Python calls
+    right's reflected operator, as numpy's and CuPy's operators do."""
+    if getattr(type(right), "__array_ufunc__", ufunc) is None:
+        return NotImplemented
+    return ufunc(left, right)
+
+
 for _name, _ufunc in {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
     "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "lshift": np.left_shift, "rshift": np.right_shift,
 }.items():  # fmt: skip
-    setattr(StrictArray, f"__{_name}__", lambda self, other, _u=_ufunc: _u(self, other))
+    setattr(StrictArray, f"__{_name}__", lambda self, other, _u=_ufunc: _binary(_u, self, other))
     setattr(StrictArray, f"__r{_name}__", lambda self, other, _u=_ufunc: _u(other, self))
     setattr(StrictArray, f"__i{_name}__", lambda self, other, _u=_ufunc: _u(self, other, out=self))
 for _name, _ufunc in {

@@ -38,7 +38,6 @@ from .modules.pooling import (
     MaxPool2d,
     MaxPool3d,
 )
-from .modules.recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .modules.resampling import (
     Fold,
     MaxUnpool1d,
@@ -51,6 +50,7 @@ from .modules.resampling import (
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
 )
+from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .modules.similarity import (
     CosineEmbeddingLoss,
     CosineSimilarity,

@@ -15,7 +15,7 @@ import numpy as np
 from .. import backend
 from ..autograd.grad_mode import enable_grad
 from ..errors import ArgumentError, DeviceError, DTypeError, ShapeError
-from ..nn.utils import zero_grads
+from ..nn.utils.zero_grad import zero_grads
 from ..tensor import Tensor
 
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]

@@ -48,6 +48,18 @@ OPTIMIZERS = {
     "RMSprop-momentum-maximize": (
         optim.RMSprop, {"lr": 0.005, "momentum": 0.5, "maximize": True, "eps": 1e-4}
     ),
+    "Adadelta-weight_decay": (optim.Adadelta, {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1}),
+    "Adagrad-lr_decay-maximize": (
+        optim.Adagrad, {"lr": 0.05, "lr_decay": 0.1, "initial_accumulator_value": 0.1,
+                        "maximize": True}
+    ),
+    "Adamax-weight_decay": (optim.Adamax, {"lr": 0.01, "weight_decay": 0.1}),
+    "NAdam-decoupled_weight_decay": (
+        optim.NAdam, {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}
+    ),
+    "RAdam-maximize": (optim.RAdam, {"lr": 0.01, "betas": (0.9, 0.5), "maximize": True}),
+    "ASGD-averaging": (optim.ASGD, {"lr": 0.05, "lambd": 0.1, "t0": 2, "weight_decay": 0.1}),
+    "Rprop": (optim.Rprop, {"lr": 0.05, "etas": (0.4, 1.5), "step_sizes": (1e-3, 0.2)}),
 }  # fmt: skip
 
 # (scheduler class, options): every scheduler of optim.lr_scheduler
@@ -58,6 +70,15 @@ SCHEDULERS = {
     "ExponentialLR": (lr_scheduler.ExponentialLR, {"gamma": 0.8}),
     "LinearLR": (lr_scheduler.LinearLR, {"start_factor": 0.25, "total_iters": 3}),
     "CosineAnnealingLR": (lr_scheduler.CosineAnnealingLR, {"T_max": 3, "eta_min": 0.01}),
+    "MultiplicativeLR": (lr_scheduler.MultiplicativeLR, {"lr_lambda": lambda epoch: 0.9}),
+    "ConstantLR": (lr_scheduler.ConstantLR, {"factor": 0.5, "total_iters": 3}),
+    "PolynomialLR": (lr_scheduler.PolynomialLR, {"total_iters": 4, "power": 2.0}),
+    "CosineAnnealingWarmRestarts": (
+        lr_scheduler.CosineAnnealingWarmRestarts,
+        {"T_0": 2, "T_mult": 2, "eta_min": 0.01},
+    ),
+    "CyclicLR": (lr_scheduler.CyclicLR, {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 2}),
+    "OneCycleLR": (lr_scheduler.OneCycleLR, {"max_lr": 0.1, "total_steps": 6}),
 }
 
 # Public classes with no entry in the tables, and why.
@@ -66,6 +87,10 @@ EXCLUDED = {
     "through its step, state_dict and load_state_dict",
     "LRScheduler": "the base class: it has no schedule (get_lr); every scheduler above steps "
     "through its step",
+    "LBFGS": "its step needs a closure: test_lbfgs_steps_on_the_device_as_on_the_cpu",
+    "ReduceLROnPlateau": "its step needs a metric: test_reduce_lr_on_plateau_takes_a_device_metric",
+    "SequentialLR": "it only steps the schedulers it holds, each covered above",
+    "ChainedScheduler": "it only steps the schedulers it holds, each covered above",
 }
 
 
@@ -251,6 +276,49 @@ def test_a_scheduler_steps_an_optimizer_on_the_device(cuda_device, name):
         lrs.append(device_schedule.get_last_lr()[0])
     assert len(set(lrs)) > 1, "the schedule should change the lr"
     _assert_state(device_optimizer, cpu_optimizer, on_device=True)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_steps_on_the_device_as_on_the_cpu(cuda_device, line_search_fn):
+    cpu_model, device_model = _twins()
+    inputs = np.random.default_rng(3).standard_normal((5, 4))
+
+    def run(model, device):
+        optimizer = optim.LBFGS(
+            model.parameters(), lr=0.5, max_iter=4, history_size=3, line_search_fn=line_search_fn
+        )
+        x = mt.tensor(inputs, device=device)
+
+        def closure():
+            optimizer.zero_grad()
+            loss = (model(x) ** 2).sum()
+            loss.backward()
+            return loss
+
+        losses = [float(optimizer.step(closure)) for _ in range(3)]
+        return optimizer, losses
+
+    cpu_optimizer, cpu_losses = run(cpu_model, "cpu")
+    device_optimizer, device_losses = run(device_model, "cuda")
+    np.testing.assert_allclose(device_losses, cpu_losses, rtol=1e-10)
+    assert device_losses[-1] < device_losses[0]
+    _assert_same_parameters(device_model, cpu_model)
+    state = next(iter(device_optimizer.state.values()))
+    assert _is_device_array(state["d"]) and _is_device_array(state["old_dirs"][0])
+    # its state dict moves to the CPU with the model
+    onto_cpu = copy.deepcopy(device_model).cpu()
+    reloaded = optim.LBFGS(onto_cpu.parameters(), max_iter=4, history_size=3)
+    reloaded.load_state_dict(device_optimizer.state_dict())
+    assert type(next(iter(reloaded.state.values()))["d"]) is np.ndarray
+
+
+def test_reduce_lr_on_plateau_takes_a_device_metric(cuda_device):
+    _, device_model = _twins()
+    optimizer = optim.SGD(device_model.parameters(), lr=0.1)
+    scheduler = lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.5)
+    for metric in (1.0, 2.0):
+        scheduler.step(mt.tensor(metric, device="cuda"))
+    assert scheduler.get_last_lr() == [0.05]
 
 
 def _gradient_twins(scale: float = 1.0):

@@ -487,12 +487,6 @@ def test_cell_errors_name_the_cell_and_shapes():
         nn.RNNCell(FEATURES, HIDDEN)(mt.tensor(np.zeros((BATCH, 5), np.float32)))
 
 
-def test_packed_sequences_are_refused(torch):
-    packed = torch.nn.utils.rnn.pack_sequence([torch.ones(3, FEATURES), torch.ones(2, FEATURES)])
-    with pytest.raises(DTypeError, match=r"^LSTM: packed sequences \(PackedSequence\) are not"):
-        nn.LSTM(FEATURES, HIDDEN)(packed)
-
-
 def test_constructor_arguments_are_checked_as_torch_does():
     with pytest.raises(ArgumentError, match=r"^LSTM: proj_size=3 is not supported"):
         nn.LSTM(FEATURES, HIDDEN, proj_size=3)

@@ -15,7 +15,7 @@ from ...autograd import RemovableHandle
 from ...autograd.grad_mode import no_grad, recording
 from ...errors import DTypeError, MinitrainError
 from ...tensor import Tensor
-from ..utils import zero_grads
+from ..utils.zero_grad import zero_grads
 
 
 class Parameter(Tensor):

@@ -1,5 +1,5 @@
-"""Learning-rate schedulers: each step sets every parameter group's 'lr' by a schedule, producing
-exactly PyTorch's sequence of learning rates."""
+"""The schedules of fixed form: each epoch's lr a function of the epoch (by a lambda, steps,
+milestones, an exponential, a line, a polynomial or a cosine)."""
 
 from __future__ import annotations
 
@@ -7,125 +7,23 @@ import copy
 import math
 import numbers
 import types
-import warnings
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..errors import ArgumentError, DTypeError
-from .optimizer import Optimizer, check_range
+from ...errors import ArgumentError, DTypeError
+from ..optimizer import Optimizer, check_range
+from .base import LRScheduler, positive_int
 
 __all__ = [
-    "LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "LinearLR",
-    "CosineAnnealingLR",
+    "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
+    "ExponentialLR", "PolynomialLR", "CosineAnnealingLR",
 ]  # fmt: skip
 
 
-def _positive_int(caller: str, name: str, value) -> int:
-    """`value` as a Python int, numpy's included (counts are often computed with numpy)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-        raise ArgumentError(f"{caller}: {name} must be a positive int, got {value!r}")
-    return int(value)
-
-
-class LRScheduler:
-    """Base class of the schedulers, as PyTorch's.
-
-    Creating a scheduler records each group's starting lr as `group['initial_lr']` (kept in
-    `base_lrs`) and takes the first step, which sets the lr of epoch 0. Each `step()` after
-    `optimizer.step()` advances `last_epoch` by one and writes the new lrs into the groups.
-
-    A subclass writes `get_lr()`, the lrs of epoch `last_epoch` computed, like PyTorch's, in the
-    chainable form: from the groups' current lrs, so schedulers can be stacked on one optimizer.
-    `step()` calls it; read the current lrs with `get_last_lr()`.
-
-    To resume from a checkpoint, create the optimizer and the scheduler, then load the
-    optimizer's state dict and then the scheduler's: creating a scheduler writes the groups'
-    lrs, so it must come before they are loaded. (PyTorch's other way also works: pass
-    `last_epoch`, the last epoch done, once the groups hold 'initial_lr'.)
-    """
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        name = type(self).__name__
-        if not isinstance(optimizer, Optimizer):
-            raise DTypeError(f"{name}: expected an Optimizer, got {type(optimizer).__name__}")
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-        else:
-            for index, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(
-                        f"{name}: resuming at last_epoch={last_epoch}, but parameter group "
-                        f"{index} has no 'initial_lr': load the optimizer's state dict first"
-                    )
-        self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self._step_count = 0
-        self._is_initial = True  # the first step, from the constructor, sets epoch 0's lr
-        try:
-            self.step()
-        finally:
-            self._is_initial = False
-
-    def get_lr(self) -> list[float]:
-        """The lrs for epoch `last_epoch`, one per group (called by `step`)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement get_lr")
-
-    def get_last_lr(self) -> list[float]:
-        """The lrs the last step set, one per parameter group."""
-        return list(self._last_lr)
-
-    def _group_lrs(self) -> list[float]:
-        return [group["lr"] for group in self.optimizer.param_groups]
-
-    def _optimizer_never_stepped(self) -> bool:
-        # Only Optimizer.step counts its calls; an optimizer that replaces it is not judged.
-        return type(self.optimizer).step is Optimizer.step and self.optimizer._step_count == 0
-
-    def step(self) -> None:
-        """Advance one epoch and write its lr into every parameter group. Call it after
-        `optimizer.step()`."""
-        self._step_count += 1
-        if self._step_count == 2 and self._optimizer_never_stepped():
-            warnings.warn(
-                f"{type(self).__name__}.step() was called before optimizer.step(): the first "
-                f"lr of the schedule is skipped. Call optimizer.step() first, then "
-                f"scheduler.step().",
-                UserWarning,
-                stacklevel=2,
-            )
-        self.last_epoch += 1
-        lrs = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
-            group["lr"] = lr
-        self._last_lr = self._group_lrs()
-
-    def state_dict(self) -> dict[str, Any]:
-        """Everything the scheduler holds but its optimizer, copied."""
-        return {key: copy.deepcopy(v) for key, v in vars(self).items() if key != "optimizer"}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict()` returned. The groups' lrs are the optimizer's to restore."""
-        self._check_keys(state_dict)
-        self.__dict__.update(copy.deepcopy(state_dict))
-
-    def _check_keys(self, state_dict: dict[str, Any]) -> None:
-        expected = vars(self).keys() - {"optimizer"}
-        missing, unknown = expected - state_dict.keys(), state_dict.keys() - expected
-        if missing or unknown:
-            raise ArgumentError(
-                f"{type(self).__name__}.load_state_dict: the state dict does not fit this "
-                f"scheduler (missing: {sorted(missing)}, unknown: {sorted(unknown)}); is it "
-                f"another scheduler's?"
-            )
-
-
-class LambdaLR(LRScheduler):
-    """lr = initial_lr * lr_lambda(epoch), one function for all groups or a list of one per
-    group. E.g. linear warm-up over 100 steps: `LambdaLR(opt, lambda e: min(1, (e + 1) / 100))`.
-    """
+class _LambdaScheduler(LRScheduler):
+    """A scheduler driven by a function of the epoch, one for all groups or one per group."""
 
     def __init__(
         self,
@@ -133,23 +31,19 @@ class LambdaLR(LRScheduler):
         lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
         last_epoch: int = -1,
     ) -> None:
-        groups = len(optimizer.param_groups)
+        name, groups = type(self).__name__, len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != groups:
                 raise ArgumentError(
-                    f"LambdaLR: got {len(lr_lambda)} lr_lambdas for {groups} parameter groups"
+                    f"{name}: got {len(lr_lambda)} lr_lambdas for {groups} parameter groups"
                 )
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * groups
         for fn in self.lr_lambdas:
             if not callable(fn):
-                raise DTypeError(f"LambdaLR: lr_lambda must be callable, got {type(fn).__name__}")
+                raise DTypeError(f"{name}: lr_lambda must be callable, got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float]:
-        epoch = self.last_epoch
-        return [base * fn(epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
     def state_dict(self) -> dict[str, Any]:
         """As the base class, but functions are not saved; callable objects save their
@@ -171,13 +65,34 @@ class LambdaLR(LRScheduler):
         saved_lambdas = state.pop("lr_lambdas")
         if len(saved_lambdas) != len(self.lr_lambdas):
             raise ArgumentError(
-                f"LambdaLR.load_state_dict: the state dict has {len(saved_lambdas)} "
+                f"{type(self).__name__}.load_state_dict: the state dict has {len(saved_lambdas)} "
                 f"lr_lambdas, this scheduler has {len(self.lr_lambdas)}"
             )
         self.__dict__.update(state)
         for fn, attributes in zip(self.lr_lambdas, saved_lambdas, strict=True):
             if attributes is not None:
                 fn.__dict__.update(attributes)
+
+
+class LambdaLR(_LambdaScheduler):
+    """lr = initial_lr * lr_lambda(epoch), one function for all groups or a list of one per
+    group. E.g. linear warm-up over 100 steps: `LambdaLR(opt, lambda e: min(1, (e + 1) / 100))`.
+    """
+
+    def get_lr(self) -> list[float]:
+        epoch = self.last_epoch
+        return [base * fn(epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
+
+
+class MultiplicativeLR(_LambdaScheduler):
+    """Multiply the lr by lr_lambda(epoch) at every epoch after the first: lr = lr_prev *
+    lr_lambda(epoch). One function for all groups or a list of one per group."""
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial:
+            return self._group_lrs()
+        epoch = self.last_epoch
+        return [lr * fn(epoch) for fn, lr in zip(self.lr_lambdas, self._group_lrs(), strict=True)]
 
 
 class StepLR(LRScheduler):
@@ -187,7 +102,7 @@ class StepLR(LRScheduler):
     def __init__(
         self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1
     ) -> None:
-        self.step_size = _positive_int("StepLR", "step_size", step_size)
+        self.step_size = positive_int("StepLR", "step_size", step_size)
         check_range("StepLR", "gamma", gamma, 0.0)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -196,6 +111,9 @@ class StepLR(LRScheduler):
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
 
 
 class MultiStepLR(LRScheduler):
@@ -229,6 +147,10 @@ class MultiStepLR(LRScheduler):
         factor = self.gamma ** self.milestones[self.last_epoch]
         return [lr * factor for lr in self._group_lrs()]
 
+    def _get_closed_form_lr(self) -> list[float]:
+        passed = bisect_right(sorted(self.milestones.elements()), self.last_epoch)
+        return [base * self.gamma**passed for base in self.base_lrs]
+
 
 class ExponentialLR(LRScheduler):
     """Multiply the lr by gamma every epoch: lr = initial_lr * gamma**epoch."""
@@ -242,6 +164,9 @@ class ExponentialLR(LRScheduler):
         if self._is_initial:
             return self._group_lrs()
         return [lr * self.gamma for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        return [base * self.gamma**self.last_epoch for base in self.base_lrs]
 
 
 class LinearLR(LRScheduler):
@@ -268,7 +193,7 @@ class LinearLR(LRScheduler):
             raise ArgumentError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
         self.start_factor = start_factor
         self.end_factor = end_factor
-        self.total_iters = _positive_int("LinearLR", "total_iters", total_iters)
+        self.total_iters = positive_int("LinearLR", "total_iters", total_iters)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -282,6 +207,11 @@ class LinearLR(LRScheduler):
             self.total_iters * self.start_factor + (self.last_epoch - 1) * change
         )
         return [lr * ratio for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        progress = min(self.total_iters, self.last_epoch) / self.total_iters
+        factor = self.start_factor + (self.end_factor - self.start_factor) * progress
+        return [base * factor for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -301,7 +231,7 @@ class CosineAnnealingLR(LRScheduler):
         eta_min: float = 0.0,
         last_epoch: int = -1,
     ) -> None:
-        self.T_max = _positive_int("CosineAnnealingLR", "T_max", T_max)
+        self.T_max = positive_int("CosineAnnealingLR", "T_max", T_max)
         check_range("CosineAnnealingLR", "eta_min", eta_min, 0.0)
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -320,3 +250,70 @@ class CosineAnnealingLR(LRScheduler):
             1 + math.cos(math.pi * (epoch - 1) / period)
         )
         return [ratio * (lr - eta_min) + eta_min for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        cosine = 1 + math.cos(math.pi * self.last_epoch / self.T_max)
+        return [self.eta_min + (base - self.eta_min) * cosine / 2 for base in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the lr by a constant factor until epoch total_iters, then restore it: lr =
+    initial_lr * factor for epoch < total_iters, initial_lr after."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        factor: float = 1.0 / 3,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        check_range("ConstantLR", "factor", factor, 0.0)
+        if factor > 1:
+            raise ArgumentError(f"ConstantLR: factor must be in [0, 1], got {factor}")
+        if isinstance(total_iters, bool) or not isinstance(total_iters, numbers.Integral):
+            raise ArgumentError(f"ConstantLR: total_iters must be an int, got {total_iters!r}")
+        self.factor = factor
+        self.total_iters = int(total_iters)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._group_lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._group_lrs()
+        return [lr * (1.0 / self.factor) for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        factor = self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
+        return [base * factor for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the lr to 0 over total_iters epochs along a polynomial, then keep it there:
+
+        lr = initial_lr * (1 - min(epoch, total_iters) / total_iters) ** power
+
+    computed, as PyTorch does, in the chainable form (each lr from the previous one)."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        total_iters: int = 5,
+        power: float = 1.0,
+        last_epoch: int = -1,
+    ) -> None:
+        self.total_iters = positive_int("PolynomialLR", "total_iters", total_iters)
+        check_range("PolynomialLR", "power", power, -math.inf)
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._group_lrs()
+        epoch, total = self.last_epoch, self.total_iters
+        decay = ((1.0 - epoch / total) / (1.0 - (epoch - 1) / total)) ** self.power
+        return [lr * decay for lr in self._group_lrs()]
+
+    def _get_closed_form_lr(self) -> list[float]:
+        progress = min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * (1.0 - progress) ** self.power for base in self.base_lrs]

@@ -5,7 +5,8 @@ Per layer and direction, one linear computes the input's part of the gates for e
 then every time step is one cell op (ops.lstm_cell, ops.gru_cell, or for RNN a linear and its
 nonlinearity) reading its slice of those, so backprop through time reads in the graph as a chain
 of cell nodes; an LSTM's state runs through it as one (2, batch, hidden_size) tensor, h over c.
-Packed sequences (PackedSequence) are not supported: pad the batch instead.
+A PackedSequence input runs a loop of its own beside that one (_packed_direction), each step on
+the sequences still running.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ...ops.core.op import as_tensor
 from ...tensor import Tensor
 from .. import init
 from ..torch_args import check_default, check_positive_int
+from ..utils.rnn import PackedSequence
 from .linear import layer_dtype
 from .module import Module, Parameter
 
@@ -51,14 +53,6 @@ def _check_dtype(caller: str, name: str, value: Tensor, dtype) -> None:
         raise DTypeError(
             f"{caller}: {name} is {value.dtype} but the layer's parameters are {dtype} (cast "
             f"one, e.g. with .to(dtype))"
-        )
-
-
-def _refuse_packed(caller: str, input) -> None:  # noqa: A002
-    if type(input).__name__ == "PackedSequence":
-        raise DTypeError(
-            f"{caller}: packed sequences (PackedSequence) are not supported; pass a padded "
-            f"tensor and read each sequence's output at its own last step"
         )
 
 
@@ -142,12 +136,15 @@ class _RNNBase(Module):
     def forward(self, input, hx=None):  # noqa: A002
         """output (seq_len, batch, directions * hidden_size), (batch, seq_len, ...) with
         batch_first, or (seq_len, directions * hidden_size) for an unbatched input; and the last
-        hidden state (num_layers * directions, batch, hidden_size), (h_n, c_n) for an LSTM."""
-        name = type(self).__name__
-        _refuse_packed(name, input)
+        hidden state (num_layers * directions, batch, hidden_size), (h_n, c_n) for an LSTM.
+        A PackedSequence input gives a PackedSequence output (batch_first aside), and each
+        sequence's last state at its own length."""
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x = as_tensor(input)
         batched = self._check_input(x)
-        states = self._initial_states(hx, x, batched)
+        batch = (x.shape[0] if self.batch_first else x.shape[1]) if batched else 1
+        states = self._initial_states(hx, x, batch, batched)
         x = x.unsqueeze(1) if not batched else x.transpose(0, 1) if self.batch_first else x
         outputs, finals = self._layers(x, states)
         if self.batch_first and batched:
@@ -180,14 +177,13 @@ class _RNNBase(Module):
         _check_dtype(name, "input", x, self.weight_hh_l0.dtype)
         return x.ndim == 3
 
-    def _initial_states(self, hx, x: Tensor, batched: bool) -> list:
-        """The initial state of each layer and direction, in order, for the input x as given:
-        h (batch, hidden_size), or for an LSTM h over c (2, batch, hidden_size); zeros where hx
-        is None."""
+    def _initial_states(self, hx, x: Tensor, batch: int, batched: bool) -> list:
+        """The initial state of each layer and direction, in order, for the input x as given
+        (of `batch` sequences): h (batch, hidden_size), or for an LSTM h over c (2, batch,
+        hidden_size); zeros where hx is None."""
         name = type(self).__name__
         directions = 2 if self.bidirectional else 1
         count = self.num_layers * directions
-        batch = (x.shape[0] if self.batch_first else x.shape[1]) if batched else 1
         lstm = self.mode == "LSTM"
         if hx is None:
             zeros = creation.zeros(
@@ -247,6 +243,74 @@ class _RNNBase(Module):
             state = self._step(input_gates[t], state, w_hh, b_hh)
             run[t] = state
         return run
+
+    def _forward_packed(self, packed: PackedSequence, hx) -> tuple:
+        """forward of a PackedSequence: (PackedSequence output, h_n or (h_n, c_n)), the states
+        of the batch in its order before packing, as PyTorch's (hx is read in that order too)."""
+        name = type(self).__name__
+        data = as_tensor(packed.data)
+        batch_sizes = [int(size) for size in packed.batch_sizes.cpu().array]
+        if data.shape != (sum(batch_sizes), self.input_size):
+            raise ShapeError(
+                f"{name}: a packed input's data must be (sum of batch_sizes={sum(batch_sizes)}, "
+                f"input_size={self.input_size}), got shape {data.shape}"
+            )
+        _check_dtype(name, "input", data, self.weight_hh_l0.dtype)
+        states = self._initial_states(hx, data, batch_sizes[0], True)
+        if hx is not None and packed.sorted_indices is not None:  # hx in the sorted order
+            states = [ops.index_select(s, s.ndim - 2, packed.sorted_indices) for s in states]
+        directions = 2 if self.bidirectional else 1
+        weights = self.all_weights
+        sequence, finals = data, []
+        for layer in range(self.num_layers):
+            runs = []
+            for direction in range(directions):
+                k = layer * directions + direction
+                reverse = bool(direction)
+                run = self._packed_direction(sequence, batch_sizes, states[k], weights[k], reverse)
+                runs.append(run[0])
+                finals.append(run[1])
+            sequence = runs[0] if directions == 1 else ops.concat(runs, axis=1)
+            if layer + 1 < self.num_layers and self.training and self.dropout > 0:
+                sequence = ops.dropout(sequence, self.dropout, True)
+        final = ops.stack(finals)
+        if packed.unsorted_indices is not None:
+            final = ops.index_select(final, final.ndim - 2, packed.unsorted_indices)
+        output = PackedSequence(sequence, *packed[1:])
+        return (output, (final[:, 0], final[:, 1])) if self.mode == "LSTM" else (output, final)
+
+    def _packed_direction(self, data, batch_sizes: list, state, weights, reverse: bool) -> tuple:
+        """One layer's direction over packed data (sum of lengths, features): its h for every
+        row of data, in data's order, and each sequence's last state (batch, ...).
+
+        Step t runs the first batch_sizes[t] sequences, those still running (the batch is
+        sorted longest first). Forwards, the sequences that end leave the state's last rows,
+        which are kept as their final states; in reverse, each sequence joins at its own last
+        step, from its initial state, and the state after step 0 is every sequence's last."""
+        w_hh = weights[1]
+        b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
+        input_gates = ops.linear(data, weights[0], b_ih)  # (rows, gates * hidden_size)
+        starts = np.concatenate([[0], np.cumsum(batch_sizes)]).tolist()
+        lstm = self.mode == "LSTM"
+
+        def rows(value, first, last):  # a state's batch rows first..last-1
+            return value[:, first:last] if lstm else value[first:last]
+
+        initial, hidden, ended = state, [None] * len(batch_sizes), []
+        order = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
+        state, running = (None, 0) if reverse else (state, batch_sizes[0])
+        for t in order:
+            size = batch_sizes[t]
+            if size > running:  # in reverse: the sequences whose last step is t join
+                joining = rows(initial, running, size)
+                state = joining if state is None else ops.concat([state, joining], axis=int(lstm))
+            elif size < running:  # forwards: those that ended at t - 1 keep their state
+                ended.append(rows(state, size, running))
+                state = rows(state, 0, size)
+            state = self._step(input_gates[starts[t] : starts[t + 1]], state, w_hh, b_hh)
+            hidden[t], running = self._hidden(state), size
+        final = ops.concat([state, *reversed(ended)], axis=int(lstm)) if ended else state
+        return ops.concat(hidden), final
 
     def _step(self, input_gates, state, w_hh, b_hh) -> Tensor:
         if self.mode == "LSTM":
