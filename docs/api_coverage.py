@@ -38,6 +38,7 @@ PUBLIC_MODULES = [
     "minitrain.utils.tensorboard",
     "minitrain.train",
     "minitrain.io",
+    "minitrain.io.safetensors",
     "minitrain.viz",
     "minitrain.distributed",
     "minitrain.cuda",

@@ -333,6 +333,13 @@ def manual_seed(seed: int) -> None:
         seed_cuda(_device_seed)
 
 
+def seed_cpu(seed: int) -> None:
+    """Seed the CPU's generator alone: manual_seed for a process forked from one that uses CUDA
+    (a DataLoader worker), where CUDA cannot be touched."""
+    global _generator
+    _generator = seeded_generator(seed, "manual_seed")
+
+
 def seed_cuda(seed: int, index: int | None = None) -> None:
     """Seed CuPy's generator (cupy.random.seed) on GPU `index`, or on every GPU for None."""
     indices = range(cupy.cuda.runtime.getDeviceCount()) if index is None else (index,)

@@ -9,7 +9,7 @@ clip_grad_norm_ on a non-finite norm, as in PyTorch."""
 __all__ = [
     "MinitrainError", "ArgumentError", "ShapeError", "DimensionError", "IndexOutOfRangeError",
     "DTypeError", "DeviceError", "GraphError", "GradcheckError", "DistributedError",
-    "CheckpointError", "PackingError",
+    "CheckpointError", "PackingError", "WorkerError",
 ]  # fmt: skip
 
 
@@ -65,3 +65,8 @@ class PackingError(ArgumentError, RuntimeError):
     """Sequences or lengths that nn.utils.rnn cannot pack or pad (lengths not sorted with
     enforce_sorted=True, a length of 0, as many lengths as sequences not given): an
     ArgumentError, and the RuntimeError PyTorch raises."""
+
+
+class WorkerError(MinitrainError, RuntimeError):
+    """A DataLoader worker process that exited unexpectedly (killed, or out of memory), or a
+    DataLoader that timed out waiting for its workers: RuntimeErrors, as in PyTorch."""

@@ -21,6 +21,17 @@ from .inplace import InPlaceMethods, in_place_twin
 _new_object = object.__new__
 
 
+def _rebuilt_tensor(cls, array, requires_grad: bool, grad):
+    """A tensor of class `cls` from what `Tensor.__reduce_ex__` pickled."""
+    tensor = _new_object(cls)
+    tensor.array = array
+    tensor._grad = grad
+    tensor._requires_grad = requires_grad
+    tensor.node = None
+    tensor._hooks = None
+    return tensor
+
+
 def _check_grad_dtype(array, caller: str) -> None:
     if array.dtype.kind != "f":
         raise DTypeError(
@@ -68,6 +79,12 @@ class Tensor(InPlaceMethods):
         tensor.node = None
         tensor._hooks = None
         return tensor
+
+    def __reduce_ex__(self, protocol):
+        # A pickle or deep copy holds the array, requires_grad and the gradient, not the graph
+        # (its Node, hooks, views): a tensor computed by an op comes back a leaf, as in PyTorch
+        state = getattr(self, "__dict__", None) or None  # a subclass's own attributes
+        return _rebuilt_tensor, (type(self), self.array, self._requires_grad, self._grad), state
 
     # `array` (a slot) is the numpy or CuPy array holding the values: what ops read and write.
 

@@ -323,7 +323,14 @@ def _restore(value, param: Tensor, index, key: str, caller: str):
     """A saved state value ready for `param`: arrays copied onto its device and cast to its
     dtype, as PyTorch does, but for the step count, kept where and as it is (a copy). Every
     array but the step count is one value per element of the parameter, so must have its shape:
-    the update (Adam's numba loop above all) indexes them together."""
+    the update (Adam's numba loop above all) indexes them together. A Tensor (PyTorch's
+    optimizers keep Tensors, and a PyTorch checkpoint loads them so) counts as its array, but
+    for PyTorch's step count, a float32 Tensor, which becomes minitrain's int: a float32 count
+    would round the bias corrections computed from it."""
+    if isinstance(value, Tensor):
+        if key == "step" and value.array.size == 1 and float(value.array) == int(value.array):
+            return int(value.array)
+        value = value.array
     if not backend.is_array(value):
         return copy.deepcopy(value)
     if key == "step":

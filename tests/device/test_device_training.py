@@ -225,13 +225,14 @@ def test_a_device_checkpoint_holds_host_arrays_and_loads_with_map_location(cuda_
     plain = mt.load(path)
     for location in (None, "cpu", mt.device("cpu")):
         state = mt.load(path, map_location=location)
-        for name, array in state["model"].items():
-            assert type(array) is np.ndarray, name
-            np.testing.assert_array_equal(array, plain["model"][name])
+        for name, tensor in state["model"].items():
+            assert type(tensor) is mt.Tensor and type(tensor.array) is np.ndarray, name
+            np.testing.assert_array_equal(tensor.array, plain["model"][name].array)
     on_device = mt.load(path, map_location="cuda")
-    assert all(_is_device_array(a) for a in on_device["model"].values())
+    assert all(_is_device_array(t.array) for t in on_device["model"].values())
     assert all(_is_device_array(s["exp_avg"]) for s in on_device["optimizer"]["state"].values())
-    assert on_device["w"] is on_device["model"]["0.weight"]  # saved once, loaded once
+    assert type(on_device["w"]) is mt.nn.Parameter and on_device["w"].requires_grad
+    assert on_device["w"].array is on_device["model"]["0.weight"].array  # saved once, loaded once
 
     x = mt.tensor(inputs[:4], device="cuda")
     expected = _host(model(x).array)

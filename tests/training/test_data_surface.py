@@ -49,7 +49,8 @@ def torch_values(loader):
     [
         ("minitrain.utils.data", ["DataLoader", "Dataset", "TensorDataset", "random_split",
                                   "Subset", "Sampler", "BatchSampler", "IterableDataset"]),
-        ("minitrain.utils.data.dataloader", ["DataLoader", "default_collate"]),
+        ("minitrain.utils.data.dataloader", ["DataLoader", "default_collate",
+                                             "get_worker_info"]),
         ("minitrain.utils.data.dataset", ["Dataset", "IterableDataset", "TensorDataset",
                                           "ConcatDataset", "Subset", "random_split"]),
         ("minitrain.utils.data.sampler", ["Sampler", "SequentialSampler", "RandomSampler",
@@ -293,9 +294,11 @@ def test_concat_dataset_matches_pytorch(torch):
         ConcatDataset([])
 
 
-def test_num_workers_is_refused_saying_workers_are_not_implemented():
-    with pytest.raises(ArgumentError, match="worker processes are not implemented yet"):
-        DataLoader(TensorDataset(np.arange(4.0)), 2, num_workers=2)
+def test_worker_only_options_are_refused_without_workers_as_pytorch():
+    with pytest.raises(ArgumentError, match="persistent_workers=True needs num_workers > 0"):
+        DataLoader(TensorDataset(np.arange(4.0)), 2, persistent_workers=True)
+    with pytest.raises(ArgumentError, match="prefetch_factor is only used by worker processes"):
+        DataLoader(TensorDataset(np.arange(4.0)), 2, prefetch_factor=2)
 
 
 def test_random_split_takes_a_generator():

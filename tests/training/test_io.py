@@ -2,6 +2,7 @@
 
 import builtins
 import enum
+import inspect
 import io as pyio
 import json
 import os
@@ -19,12 +20,14 @@ import pytest
 import minitrain
 from minitrain import backend, io, optim
 from minitrain.errors import CheckpointError, DTypeError, MinitrainError
+from minitrain.io.checkpoint import STRUCTURE_MEMBER
 
 
 def assert_same(loaded, saved):
     """Equal values of equal types all the way down (arrays: dtype, shape and values)."""
     if isinstance(saved, minitrain.Tensor):
-        saved = saved.array
+        assert type(loaded) is type(saved) and loaded.requires_grad == saved.requires_grad
+        loaded, saved = loaded.array, saved.array
     if isinstance(saved, np.ndarray):
         assert type(loaded) is np.ndarray
         assert loaded.dtype == saved.dtype and loaded.shape == saved.shape
@@ -160,12 +163,17 @@ def test_numpy_scalars_stay_numpy_scalars(scalar, tmp_path):
     assert type(loaded) is type(scalar) and loaded == scalar
 
 
-def test_tensors_load_as_their_arrays(tmp_path):
+def test_tensors_load_as_tensors_and_parameters_as_parameters(tmp_path):
     weight = minitrain.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     steps = minitrain.tensor(np.array(4, dtype=np.int64))
     half = minitrain.tensor(np.ones(3, dtype=np.float16))
-    loaded = round_trip({"weight": weight, "steps": steps, "half": half}, tmp_path)
-    assert_same(loaded, {"weight": weight.array, "steps": steps.array, "half": half.array})
+    frozen = minitrain.nn.Parameter(np.ones(2, dtype=np.float32), requires_grad=False)
+    bias = minitrain.nn.Parameter(np.zeros(2, dtype=np.float32))
+    state = {"weight": weight, "steps": steps, "half": half, "frozen": frozen, "bias": bias}
+    loaded = round_trip(state, tmp_path)
+    assert_same(loaded, state)
+    assert loaded["weight"].is_leaf and loaded["weight"].grad is None
+    assert loaded["weight"].numpy().shape == (2, 3) and loaded["steps"].item() == 4
 
 
 def test_an_array_held_twice_is_stored_once_and_loads_as_one(tmp_path):
@@ -174,7 +182,8 @@ def test_an_array_held_twice_is_stored_once_and_loads_as_one(tmp_path):
     path = tmp_path / "tied.npz"
     io.save({"encoder": shared, "decoder": shared, "tied": tensor, "copy": shared.copy()}, path)
     loaded = io.load(path)
-    assert loaded["encoder"] is loaded["decoder"] is loaded["tied"]
+    assert loaded["encoder"] is loaded["decoder"] is loaded["tied"].array
+    assert type(loaded["tied"]) is minitrain.Tensor
     assert loaded["copy"] is not loaded["encoder"]
     np.testing.assert_array_equal(loaded["copy"], shared)
     with zipfile.ZipFile(path) as archive:
@@ -282,14 +291,76 @@ def test_pathlike_paths_are_accepted(tmp_path):
     assert io.load(pathlib.Path(tmp_path, "custom")) == [1]
 
 
-def test_bytes_paths_are_accepted_and_file_objects_refused(tmp_path):
+def test_bytes_paths_are_accepted(tmp_path):
     path = os.fsencode(tmp_path / "bytes.npz")
     io.save([1], path)
     assert listing(tmp_path) == ["bytes.npz"]
     assert io.load(path) == [1]
+
+
+def test_file_objects_are_written_in_place_and_read_from_their_position(tmp_path):
+    state = {"w": minitrain.tensor([1.0, 2.0], requires_grad=True), "n": np.arange(3)}
+    buffer = pyio.BytesIO()
+    buffer.write(b"header")  # written after what is already there, as torch.save does
+    io.save(state, buffer)
+    buffer.seek(len(b"header"))
+    assert_same(io.load(buffer), state)
+    with open(tmp_path / "opened.pt", "wb") as file:
+        io.save(state, file)
+    assert listing(tmp_path) == ["opened.pt"]  # no temporary: written in place
+    with open(tmp_path / "opened.pt", "rb") as file:
+        assert_same(io.load(file), state)
+
+
+def test_a_file_object_that_cannot_seek_is_read(tmp_path):
+    class Pipe(pyio.RawIOBase):
+        def __init__(self, data):
+            self.stream = pyio.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            data = self.stream.read(len(buffer))
+            buffer[: len(data)] = data
+            return len(data)
+
+    buffer = pyio.BytesIO()
+    io.save({"x": np.ones(2)}, buffer)
+    assert_same(io.load(Pipe(buffer.getvalue())), {"x": np.ones(2)})
+
+
+def test_neither_a_name_nor_a_file_object_is_refused():
     for where, call in (("save", lambda f: io.save([1], f)), ("load", io.load)):
-        with pytest.raises(DTypeError, match=f"{where}: path must be a file name.*BytesIO"):
-            call(pyio.BytesIO())
+        with pytest.raises(DTypeError, match=f"{where}: f must be a file name.*int"):
+            call(3)
+
+
+def test_an_unsupported_value_writes_nothing_to_a_file_object():
+    buffer = pyio.BytesIO()
+    with pytest.raises(CheckpointError, match=r"state\['f'\]"):
+        io.save({"w": np.ones(2), "f": print}, buffer)
+    assert buffer.getvalue() == b""
+
+
+def test_a_whole_module_is_refused_with_the_state_dict_advice(tmp_path):
+    with pytest.raises(CheckpointError, match=r"Linear.*state_dict\(\).*load_state_dict"):
+        io.save(minitrain.nn.Linear(2, 3), tmp_path / "model.pt")
+    assert listing(tmp_path) == []
+
+
+def test_torch_load_options_are_accepted_and_checked(tmp_path):
+    path = tmp_path / "x.pt"
+    io.save({"x": np.ones(2)}, path)
+    for options in ({"weights_only": True}, {"weights_only": False}, {"mmap": True}, {}):
+        assert_same(io.load(path, None, pickle, **options), {"x": np.ones(2)})
+    assert_same(io.load(path, encoding="latin1"), {"x": np.ones(2)})
+    with pytest.raises(DTypeError, match="weights_only must be True, False or None"):
+        io.load(path, weights_only="yes")
+    with pytest.raises(minitrain.errors.ArgumentError, match="pickle_module"):
+        io.load(path, pickle_module=json)
+    with pytest.raises(minitrain.errors.ArgumentError, match="unexpected keyword.*'strict'"):
+        io.load(path, strict=True)
 
 
 def test_a_long_non_ascii_file_name_can_be_saved(tmp_path):
@@ -304,8 +375,8 @@ def test_format_is_a_plain_npz_with_a_versioned_json_structure(tmp_path):
     weight = np.arange(3, dtype=np.float32)
     io.save({"w": weight, "n": (1, float("nan"))}, path)
     with np.load(path, allow_pickle=False) as archive:
-        document = json.loads(archive[io.STRUCTURE_MEMBER].tobytes())
-        assert document["format"] == "minitrain.checkpoint" and document["version"] == 1
+        document = json.loads(archive[STRUCTURE_MEMBER].tobytes())
+        assert document["format"] == "minitrain.checkpoint" and document["version"] == 2
         state = document["state"]
         assert state == {"dict": [["w", {"array": "a0"}], ["n", {"tuple": [1, {"float": "nan"}]}]]}
         np.testing.assert_array_equal(archive["a0"], weight)
@@ -374,7 +445,7 @@ def test_a_failure_after_writing_leaves_the_old_file_and_no_temporary(stage, tmp
     def fail(*args):
         raise OSError(5, f"{stage} failed")
 
-    monkeypatch.setattr(io.os, stage, fail)
+    monkeypatch.setattr(os, stage, fail)
     with pytest.raises(OSError, match=f"{stage} failed"):
         io.save({"w": np.zeros(5), "epoch": 2}, path)
     monkeypatch.undo()
@@ -385,7 +456,7 @@ def test_a_failure_after_writing_leaves_the_old_file_and_no_temporary(stage, tmp
 def test_an_unsupported_value_late_in_the_state_touches_no_file(tmp_path, monkeypatch):
     path, old = _old_checkpoint(tmp_path)
     opened = []
-    monkeypatch.setattr(io.os, "open", lambda *args: opened.append(args))
+    monkeypatch.setattr(os, "open", lambda *args: opened.append(args))
     state = {"w": np.zeros(5), "epoch": 2, "last": [1, 2, {"hook": print}]}
     with pytest.raises(CheckpointError, match=r"state\['last'\]\[2\]\['hook'\]"):
         io.save(state, path)
@@ -399,7 +470,7 @@ def test_a_read_only_file_is_left_as_it_is(tmp_path, monkeypatch):
     path, old = _old_checkpoint(tmp_path)
     os.chmod(path, 0o444)
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write it: act as a user who may not
-        monkeypatch.setattr(io.os, "access", lambda *args, **kwargs: False)
+        monkeypatch.setattr(os, "access", lambda *args, **kwargs: False)
     with pytest.raises(PermissionError, match="read-only") as info:
         io.save({"w": np.zeros(5), "epoch": 2}, path)
     assert str(path) in str(info.value)
@@ -488,13 +559,51 @@ def _write_archive(path, document=None, **arrays):
     members = dict(arrays)
     if document is not None:
         raw = document if isinstance(document, bytes) else json.dumps(document).encode()
-        members[io.STRUCTURE_MEMBER] = np.frombuffer(raw, dtype=np.uint8)
+        members[STRUCTURE_MEMBER] = np.frombuffer(raw, dtype=np.uint8)
     with open(path, "wb") as file:
         np.savez(file, **members)
 
 
 def _document(state, version=1, name="minitrain.checkpoint"):
     return {"format": name, "version": version, "state": state}
+
+
+def test_a_version_1_file_still_loads_its_arrays(tmp_path):
+    # what version 1 wrote for {"w": tensor, "n": (1, nan), "s": np.float32}: Tensors as arrays
+    path = tmp_path / "old.npz"
+    state = {
+        "dict": [
+            ["w", {"array": "a0"}],
+            ["n", {"tuple": [1, {"float": "nan"}]}],
+            ["s", {"scalar": "a1"}],
+        ]
+    }
+    _write_archive(path, _document(state), a0=np.arange(3.0), a1=np.asarray(np.float32(2)))
+    assert_same(io.load(path), {"w": np.arange(3.0), "n": (1, float("nan")), "s": np.float32(2)})
+
+
+@pytest.mark.parametrize(
+    "entry, version",
+    [
+        ({"tensor": ["a0", False]}, 1),  # version 1 had no Tensor tags
+        ({"tensor": ["a0"]}, 2),
+        ({"tensor": ["a0", 1]}, 2),
+        ({"parameter": "a0"}, 2),
+    ],
+)
+def test_a_damaged_tensor_entry_is_reported(entry, version, tmp_path):
+    path = tmp_path / "damaged.npz"
+    _write_archive(path, _document({"dict": [["w", entry]]}, version=version), a0=np.ones(3))
+    with pytest.raises(CheckpointError, match=r"state\['w'\] is an entry minitrain does not"):
+        io.load(path)
+
+
+def test_an_integer_tensor_marked_as_requiring_grad_is_reported(tmp_path):
+    path = tmp_path / "damaged.npz"
+    document = _document({"tensor": ["a0", True]}, version=2)
+    _write_archive(path, document, a0=np.ones(3, dtype=np.int64))
+    with pytest.raises(CheckpointError, match="int64 that requires grad"):
+        io.load(path)
 
 
 def test_a_missing_file_raises_file_not_found_with_the_path(tmp_path):
@@ -561,7 +670,7 @@ def _checkpoint_with_member(path, name: str, content: bytes) -> None:
     """A checkpoint whose state is the one array 'a0', stored as the member `name`."""
     structure = np.frombuffer(json.dumps(_document({"array": "a0"})).encode(), np.uint8)
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr(f"{io.STRUCTURE_MEMBER}.npy", _npy_bytes(structure))
+        archive.writestr(f"{STRUCTURE_MEMBER}.npy", _npy_bytes(structure))
         archive.writestr(name, content)
 
 
@@ -624,8 +733,8 @@ def test_another_format_name_is_not_a_checkpoint(tmp_path):
 
 def test_a_newer_format_version_asks_for_an_upgrade(tmp_path):
     path = tmp_path / "future.npz"
-    _write_archive(path, _document([], version=2))
-    with pytest.raises(CheckpointError, match="version 2.*up to 1.*upgrade"):
+    _write_archive(path, _document([], version=3))
+    with pytest.raises(CheckpointError, match="version 3.*up to 2.*upgrade"):
         io.load(path)
 
 
@@ -645,7 +754,7 @@ def test_an_invalid_format_version_is_reported(version, tmp_path):
         (b'{"format": "minitrain.checkpoint", "version": 1, "state": NaN}', "not JSON"),
         (b"[1, 2]", "not a minitrain checkpoint"),
         (_document({"array": "a7"}), "'a7'.*does not hold"),
-        (_document({"array": io.STRUCTURE_MEMBER}), "does not hold"),
+        (_document({"array": STRUCTURE_MEMBER}), "does not hold"),
         (_document({"scalar": "a0"}), "does not know"),  # a0 is not 0-d
         (_document({"pickle": "a0"}), "does not know"),
         (_document({"float": "1e999"}), "does not know"),
@@ -665,7 +774,7 @@ def test_a_damaged_structure_is_reported(document, complaint, tmp_path):
 def test_a_structure_that_is_not_a_byte_array_is_reported(tmp_path):
     path = tmp_path / "strange.npz"
     with open(path, "wb") as file:
-        np.savez(file, **{io.STRUCTURE_MEMBER: np.ones(3)})
+        np.savez(file, **{STRUCTURE_MEMBER: np.ones(3)})
     with pytest.raises(CheckpointError, match="uint8"):
         io.load(path)
 
@@ -701,3 +810,14 @@ def test_a_pickle_file_is_never_unpickled(tmp_path):
     with pytest.raises(CheckpointError, match="not a zip"):
         io.load(path)
     assert not hasattr(builtins, "minitrain_pwned")
+
+
+def test_save_and_load_take_torchs_parameters():
+    torch = pytest.importorskip("torch")
+
+    def names(function):
+        return [(p.name, p.kind) for p in inspect.signature(function).parameters.values()]
+
+    assert names(io.load) == names(torch.load)
+    assert names(io.save) == names(torch.save)[:4]  # torch's last two are private
+    assert minitrain.save is io.save and minitrain.load is io.load

@@ -88,9 +88,9 @@ class _PauseMidEpoch(Callback):
 def _pause_second_write(marker: str) -> None:
     """Make fit's second checkpoint write stop halfway through its temporary file, touch
     `marker` and wait to be killed."""
-    from minitrain import io
+    from minitrain.io import serialization
 
-    original, writes = io.write_atomically, []
+    original, writes = serialization.write_atomically, []
 
     def half_then_wait(path, write, caller="save"):
         writes.append(path)
@@ -110,7 +110,7 @@ def _pause_second_write(marker: str) -> None:
 
         return original(path, write_half, caller)
 
-    io.write_atomically = half_then_wait
+    serialization.write_atomically = half_then_wait
 
 
 def _child(dtype: str, seeded: str, checkpoint: str, out: str, pause: str, marker: str) -> None:

@@ -1,7 +1,10 @@
-"""Batching, as torch.utils.data.dataloader: default_collate and DataLoader."""
+"""Batching, as torch.utils.data.dataloader: default_collate, DataLoader, and get_worker_info
+(from worker.py) for the code that imports it from here."""
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -11,10 +14,14 @@ import numpy as np
 from ... import backend
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
-from .dataset import Dataset, IterableDataset, Subset, TensorDataset
+from .dataset import Dataset, IterableDataset
+from .fetch import MapFetcher, StreamFetcher
 from .generators import numpy_generator
+from .multiprocess_iterator import MultiProcessIterator
+from .multiprocess_iterator import multiprocessing_context as worker_context
+from .worker import WorkerSpec, get_worker_info
 
-__all__ = ["default_collate", "DataLoader"]
+__all__ = ["default_collate", "DataLoader", "get_worker_info"]
 
 
 def default_collate(samples: Sequence[Any]) -> Any:
@@ -85,12 +92,32 @@ class DataLoader:
     A TensorDataset, or a Subset of one, is batched with one fancy-index per tensor, on the
     device its tensors are on (a TensorDataset of GPU tensors gives GPU batches). `fit` and
     `evaluate` move batches of host arrays to the model's device.
-    `num_workers` must be 0: batches are made in the calling process (worker processes are not
-    implemented yet); `pin_memory`, `timeout`, `worker_init_fn`, `multiprocessing_context`,
-    `prefetch_factor`, `persistent_workers` and `pin_memory_device` are taken for PyTorch code's
-    sake and change nothing without workers. Batches are copied to a GPU synchronously, from
-    ordinary host memory (page-locked memory pays only for asynchronous copies, which minitrain
-    does not make), as PyTorch's pin_memory does nothing without CUDA.
+
+    With `num_workers=0` batches are made in the calling process. With `num_workers > 0`, as in
+    PyTorch, that many worker processes (started from `multiprocessing_context`: the platform's
+    default for None, or 'fork', 'spawn', 'forkserver', or a context object; spawn and
+    forkserver pickle the data set and collate_fn to each worker) each get the data set, the
+    collate_fn and their worker id; the sampler stays in the calling process, which sends index
+    batches round-robin, `prefetch_factor` (default 2) outstanding per worker, and yields the
+    batches in sampler order whatever order the workers finish in: a seeded shuffle gives the
+    batches num_workers=0 gives. Each iterator draws a base seed (from `generator`, else the
+    global generator; after the epoch's order, so the first epoch's order is num_workers=0's but
+    later ones differ, where PyTorch draws it in both cases); worker i seeds Python's `random`
+    and minitrain's global generator with base seed + i (numpy's legacy global one from both),
+    then calls `worker_init_fn(i)`; `get_worker_info()` tells the worker's id, num_workers, seed
+    and data set. An IterableDataset is iterated whole by every worker (duplicates, unless its
+    `__iter__` splits the samples by `get_worker_info()`), batches taken from the workers in turn
+    and each worker's last batch partial (or dropped with drop_last). A worker's exception is
+    raised in the calling process with its class, naming the worker and holding its traceback;
+    a worker that dies raises a `WorkerError` (a RuntimeError), and so does waiting longer than
+    `timeout` seconds (0: no limit) for a batch. Workers are stopped when the epoch ends, the
+    iterator is dropped or raises, or Python exits; `persistent_workers=True` keeps them from
+    epoch to epoch, until the loader is dropped. Batches are pickled through queues (no shared
+    memory), so Tensors cross as their arrays.
+
+    `pin_memory` and `pin_memory_device` are taken and change nothing: batches are copied to a
+    GPU synchronously, from ordinary host memory (page-locked memory pays only for asynchronous
+    copies, which minitrain does not make), as PyTorch's pin_memory does nothing without CUDA.
     """
 
     def __init__(
@@ -116,12 +143,16 @@ class DataLoader:
     ) -> None:
         if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral):
             raise DTypeError(f"DataLoader: num_workers must be an int, got {num_workers!r}")
-        if num_workers != 0:
-            # PyTorch code often passes these; minitrain loads in the calling process
+        if num_workers < 0:
             raise ArgumentError(
-                f"DataLoader: num_workers must be 0 (minitrain loads batches in the calling "
-                f"process; worker processes are not implemented yet), got {num_workers!r}"
+                f"DataLoader: num_workers must be non-negative (0 loads in the calling process), "
+                f"got {num_workers}"
             )
+        prefetch_factor = _check_worker_options(
+            num_workers, prefetch_factor, persistent_workers, multiprocessing_context
+        )
+        if worker_init_fn is not None and not callable(worker_init_fn):
+            raise DTypeError(f"DataLoader: worker_init_fn must be callable, got {worker_init_fn!r}")
         if timeout < 0:
             raise ArgumentError(f"DataLoader: timeout must be non-negative, got {timeout!r}")
         if collate_fn is not None and not callable(collate_fn):
@@ -173,17 +204,20 @@ class DataLoader:
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self.drop_last = bool(drop_last)
-        self.num_workers = 0
+        self.num_workers = int(num_workers)
         self.seed = seed
         self.collate_fn = collate_fn
         self.pin_memory = bool(pin_memory)
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
+        self.multiprocessing_context = (
+            None if num_workers == 0 else worker_context(multiprocessing_context)
+        )
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = bool(persistent_workers)
         self.pin_memory_device = pin_memory_device
         self._generator = numpy_generator(seed if generator is None else generator, "DataLoader")
+        self._iterator = None  # the persistent workers' iterator
 
     @property
     def generator(self) -> np.random.Generator | None:
@@ -215,10 +249,40 @@ class DataLoader:
 
     def __iter__(self) -> Iterator[Any]:
         # The order is drawn here, not at the first next(): each iter() is one epoch, in call order.
+        # The workers' base seed is read from the generator's state before the order is drawn,
+        # without drawing from it: the loader's random stream, and so every epoch's order, is
+        # the same whatever num_workers is (PyTorch draws it, with or without workers).
+        reuse = self.persistent_workers and self._iterator is not None
+        reuse = reuse and not self._iterator.shut_down
+        base_seed = None if reuse or self.num_workers == 0 else self._base_seed()
+        tasks = self._tasks()
+        if self.num_workers == 0:
+            fetcher = self._spec().fetcher()
+            return _fetched(fetcher, tasks)
+        if reuse:
+            self._iterator.reset(tasks)
+            return self._iterator
+        iterator = MultiProcessIterator(
+            self._spec(),
+            tasks,
+            self._length_or_none(),
+            base_seed,
+            self.multiprocessing_context,
+            self.prefetch_factor,
+            self.timeout,
+            self.persistent_workers,
+        )
+        if self.persistent_workers:
+            self._iterator = iterator
+        return iterator
+
+    def _tasks(self) -> Iterator[Any]:
+        """What each batch is made from, in order: index batches (single indices without
+        batching); for an IterableDataset, the number of samples each batch takes."""
         if isinstance(self.dataset, IterableDataset):
-            return self._streamed(iter(self.dataset))
+            return itertools.repeat(self.batch_size)
         if self.batch_sampler is not None:
-            return self._batches(list(self.batch_sampler))
+            return iter(list(self.batch_sampler))
         if self.sampler is not None:  # the data set's own length is not needed
             order = np.fromiter(self.sampler, dtype=np.int64)
         elif self.shuffle:
@@ -226,66 +290,79 @@ class DataLoader:
             order = generator.permutation(len(self.dataset))
         else:
             order = np.arange(len(self.dataset))
-        count = len(order)
         if self.batch_size is None:
-            return self._unbatched(order)
+            return iter(order.tolist())
         if self.drop_last:
-            order = order[: count - count % self.batch_size]
+            order = order[: len(order) - len(order) % self.batch_size]
         size = self.batch_size
-        return self._batches([order[start : start + size] for start in range(0, len(order), size)])
+        return iter([order[start : start + size] for start in range(0, len(order), size)])
 
-    def _unbatched(self, order: np.ndarray) -> Iterator[Any]:
-        for position in order.tolist():
-            sample = self.dataset[position]
-            yield sample if self.collate_fn is None else self.collate_fn(sample)
+    def _spec(self) -> WorkerSpec:
+        batched = self.batch_size is not None or self.batch_sampler is not None
+        collate = self.collate_fn
+        if collate is None and batched:
+            collate = default_collate
+        return WorkerSpec(
+            dataset=self.dataset,
+            iterable=isinstance(self.dataset, IterableDataset),
+            collate_fn=collate,
+            batched=batched,
+            direct=self.collate_fn is None or self.collate_fn is default_collate,
+            drop_last=self.drop_last,
+            worker_init_fn=self.worker_init_fn,
+            num_workers=self.num_workers,
+        )
 
-    def _streamed(self, samples: Iterator[Any]) -> Iterator[Any]:
-        if self.batch_size is None:
-            for sample in samples:
-                yield sample if self.collate_fn is None else self.collate_fn(sample)
+    def _base_seed(self) -> int:
+        """The workers' base seed, once per iterator: a non-negative int64 as PyTorch's, here a
+        digest of the loader's generator's state (the global one without a seed), which the
+        draw of each epoch's order moves on, so each epoch's seed is new and reproducible."""
+        generator = self._generator if self._generator is not None else backend.generator()
+        state = repr(generator.bit_generator.state).encode()
+        return int.from_bytes(hashlib.sha256(state).digest()[:8], "little") >> 1
+
+    def _length_or_none(self) -> int | None:
+        try:
+            return len(self)
+        except TypeError:
+            return None
+
+
+def _check_worker_options(
+    num_workers: int, prefetch_factor: Any, persistent_workers: bool, context: Any
+) -> int | None:
+    """PyTorch's rules for the options that only worker processes use; the prefetch factor
+    to load with (2 by default with workers)."""
+    if num_workers == 0:
+        for name, value in (
+            ("prefetch_factor", prefetch_factor),
+            ("multiprocessing_context", context),
+        ):
+            if value is not None:
+                raise ArgumentError(
+                    f"DataLoader: {name} is only used by worker processes; pass num_workers > 0, "
+                    f"or leave {name} None (got {value!r} with num_workers=0)"
+                )
+        if persistent_workers:
+            raise ArgumentError("DataLoader: persistent_workers=True needs num_workers > 0")
+        return None
+    if prefetch_factor is None:
+        return 2
+    if isinstance(prefetch_factor, bool) or not isinstance(prefetch_factor, numbers.Integral):
+        raise DTypeError(f"DataLoader: prefetch_factor must be an int, got {prefetch_factor!r}")
+    if prefetch_factor < 1:
+        raise ArgumentError(
+            f"DataLoader: prefetch_factor must be at least 1 (batches loaded ahead per worker), "
+            f"got {prefetch_factor}"
+        )
+    return int(prefetch_factor)
+
+
+def _fetched(fetcher: MapFetcher | StreamFetcher, tasks: Iterator[Any]) -> Iterator[Any]:
+    """The batches of one epoch made in the calling process, one task after another."""
+    for task in tasks:
+        try:
+            batch = fetcher.fetch(task)
+        except StopIteration:  # an iterable data set spent
             return
-        collate = self.collate_fn or default_collate
-        batch = []
-        for sample in samples:
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield collate(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield collate(batch)
-
-    def _batches(self, batches: list[Any]) -> Iterator[Any]:
-        direct = None
-        if self.collate_fn is None or self.collate_fn is default_collate:
-            direct = _tensor_rows(self.dataset)
-        collate = self.collate_fn or default_collate
-        for positions in batches:
-            if direct is not None:
-                tensors, rows = direct
-                positions = np.asarray(positions, dtype=np.int64)
-                batch_rows = positions if rows is None else rows[positions]
-                yield tuple(Tensor(_take(tensor.array, batch_rows)) for tensor in tensors)
-            else:
-                yield collate([self.dataset[int(position)] for position in positions])
-
-
-def _tensor_rows(dataset: Dataset) -> tuple[tuple[Tensor, ...], np.ndarray | None] | None:
-    """The tensors of the TensorDataset under `dataset` and the rows its samples are (None: all,
-    in order), when no subclass changes what indexing returns; None otherwise."""
-    rows = None
-    while _indexes_as(dataset, Subset):
-        rows = dataset.indices if rows is None else dataset.indices[rows]
-        dataset = dataset.dataset
-    if _indexes_as(dataset, TensorDataset):
-        return dataset.tensors, rows
-    return None
-
-
-def _indexes_as(dataset: Any, cls: type) -> bool:
-    """Whether `dataset` is a `cls` whose indexing no subclass has changed."""
-    return isinstance(dataset, cls) and type(dataset).__getitem__ is cls.__getitem__
-
-
-def _take(array: Any, rows: np.ndarray) -> Any:
-    xp = backend.array_module(array)
-    return array[rows if xp is np else xp.asarray(rows)]
+        yield batch

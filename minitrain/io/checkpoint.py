@@ -1,138 +1,59 @@
-"""Checkpoints: save and load nested state of arrays and plain values, safely and atomically."""
+"""minitrain's checkpoint format: nested state of arrays, Tensors and plain values in an .npz
+archive with a JSON document, written and read without pickle."""
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import math
-import os
-import secrets
-import stat
 import zipfile
-import zlib
-from collections.abc import Callable
 from typing import IO, Any
 
 import numpy as np
 
-from . import backend
-from .errors import ArgumentError, CheckpointError, DTypeError
-from .tensor import Tensor
+from .. import backend
+from ..errors import ArgumentError, CheckpointError
+from ..nn.modules.module import Module, Parameter
+from ..tensor import Tensor
 
-__all__ = ["save", "load", "write_atomically"]
+__all__ = [
+    "FORMAT_NAME", "FORMAT_VERSION", "STRUCTURE_MEMBER", "encode_checkpoint", "write_checkpoint",
+    "read_checkpoint",
+]  # fmt: skip
 
 
 FORMAT_NAME = "minitrain.checkpoint"
-FORMAT_VERSION = 1
+# 2: Tensors are tagged ("tensor", "parameter") and load as Tensors; version 1 had no such tags
+# (Tensors were saved as their arrays), so a version-1 reader cannot read a version-2 file
+FORMAT_VERSION = 2
 STRUCTURE_MEMBER = "__minitrain__"  # the archive member holding the JSON document
 
 # numeric, bool, complex, byte and unicode strings, datetimes: numpy reads all of them back
 # without pickle. Object arrays (and structured ones) would need pickle, which can run code.
 _ARRAY_KINDS = frozenset("biufcSUMm")
 _NON_FINITE = ("nan", "inf", "-inf")
-_ZIP_MAGIC = b"PK\x03\x04"
 
 
-def save(state: Any, path: str | os.PathLike) -> None:
-    """Write `state` to the file `path` (exactly that name: no suffix is added), atomically.
-
-    `state` is any nesting of dicts (str or int keys), lists and tuples over arrays, Tensors (their
-    data is saved; CuPy arrays are copied to the host), numpy scalars, None, bool, int, float
-    (inf and nan included) and str: a model's `state_dict()`, an optimizer's, or a dict of both.
-    Dict subclasses (OrderedDict) load as plain dicts. An unsupported value raises CheckpointError
-    naming its key path, before any file is touched.
-
-    The file is first written in full to a temporary file in the same directory, flushed to disk,
-    then renamed onto `path`: a crash or an error mid-write leaves any previous file intact.
-
-    Format, version 1: an uncompressed .npz (zip) archive, readable with
-    `np.load(path, allow_pickle=False)`. Member `__minitrain__` is a UTF-8 JSON document stored as
-    a 1-D uint8 array: `{"format": "minitrain.checkpoint", "version": 1, "state": ...}`. In
-    "state", null, booleans, integers, finite floats, strings and arrays stand for themselves;
-    every JSON object is a one-key tag: `{"float": "nan" | "inf" | "-inf"}`, `{"tuple": [...]}`,
-    `{"dict": [[key, value], ...]}` (in order), `{"array": "a0"}` (the member `a0.npy`) and
-    `{"scalar": "a1"}` (a numpy scalar, stored as a 0-d array). An array held in several places
-    is stored once. Nothing is pickled, so loading never runs code from the file.
-    """
-    name = _file_name(path, "save")
+def encode_checkpoint(state: Any) -> dict[str, np.ndarray]:
+    """The members of the archive holding `state` in minitrain's format (see
+    `minitrain.io.save`), every value checked: CheckpointError naming the first that cannot be
+    saved, before a file is touched."""
     document, arrays = _Encoder().encode_state(state)
     text = json.dumps(document, allow_nan=False, separators=(",", ":"))
-    members = {STRUCTURE_MEMBER: np.frombuffer(text.encode("ascii"), dtype=np.uint8), **arrays}
-    write_atomically(name, lambda file: np.savez(file, **members))
+    return {STRUCTURE_MEMBER: np.frombuffer(text.encode("ascii"), dtype=np.uint8), **arrays}
 
 
-def load(path: str | os.PathLike, map_location: str | backend.Device | None = None) -> Any:
-    """Read a checkpoint written by `save`: the same structure, with arrays where arrays or
-    Tensors were saved and every other value exactly as saved (tuples stay tuples, int keys stay
-    int, dtypes and shapes are kept). Nothing in the file is executed.
-
-    The file holds host arrays, whatever device they were saved from, so they load as numpy
-    arrays; `map_location` ('cpu', 'cuda', 'cuda:1' or a Device) puts every array on that device
-    instead (numpy scalars stay numpy scalars). Unlike torch.load, no array goes back to a GPU
-    unless asked: a checkpoint saved on a GPU loads on a machine without one.
-
-    Raises FileNotFoundError when there is no file, and CheckpointError (a ValueError) when the
-    file is truncated or damaged, is not a minitrain checkpoint, or has a newer format version.
-    Every array is checked against its header and its checksum: a damaged file never loads as
-    shorter or altered arrays.
-    """
-    name = _file_name(path, "load")
-    target = _map_location(map_location)
-    try:
-        file = open(name, "rb")
-    except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, "load: no checkpoint file at", name) from None
-    with file:
-        if file.read(len(_ZIP_MAGIC)) != _ZIP_MAGIC:
-            raise CheckpointError(
-                f"load: {name!r} is not a minitrain checkpoint: it is not a zip (.npz) archive"
-            )
-        file.seek(0)
-        try:
-            with zipfile.ZipFile(file) as archive:
-                arrays = _Arrays(archive, name)
-                document = _read_document(arrays, name)
-                return _Decoder(arrays, name, target).decode(document["state"], "state")
-        except CheckpointError:
-            raise
-        except (
-            zipfile.BadZipFile,
-            zlib.error,
-            EOFError,
-            OSError,
-            ValueError,
-            NotImplementedError,  # zipfile: a compression method it does not know
-        ) as exc:
-            raise CheckpointError(
-                f"load: {name!r} is truncated or damaged ({type(exc).__name__}: {exc})"
-            ) from exc
+def write_checkpoint(members: dict[str, np.ndarray], file: IO[bytes]) -> None:
+    """Write encode_checkpoint's members to the open binary `file`: an uncompressed .npz."""
+    np.savez(file, **members)
 
 
-def _map_location(map_location) -> backend.Device | None:
-    """load's `map_location` as a Device that can hold arrays (checked before the file is read),
-    or None: leave the arrays on the host."""
-    if map_location is None:
-        return None
-    if not isinstance(map_location, (str, backend.Device)):
-        raise DTypeError(
-            f"load: map_location must be a device ('cpu', 'cuda', 'cuda:1' or a Device), got "
-            f"{type(map_location).__name__}"
-        )
-    target = backend.device(map_location)
-    backend.device_context(target)  # a DeviceError now, where the GPU is missing
-    return target
-
-
-def _file_name(path: str | bytes | os.PathLike, caller: str) -> str:
-    """The file name `path` gives, as a str; anything else (a file object) is refused."""
-    try:
-        return os.fsdecode(path)
-    except TypeError:
-        raise DTypeError(
-            f"{caller}: path must be a file name (str, bytes or os.PathLike), got "
-            f"{type(path).__name__}"
-        ) from None
+def read_checkpoint(archive: zipfile.ZipFile, name: str, target: backend.Device | None) -> Any:
+    """The state a minitrain checkpoint's open `archive` holds (`name` is the file's, for
+    errors), its arrays on `target` (None: numpy arrays on the host)."""
+    arrays = _Arrays(archive, name)
+    document = _read_document(arrays, name)
+    decoder = _Decoder(arrays, name, target, document["version"])
+    return decoder.decode(document["state"], "state")
 
 
 # Saving
@@ -160,15 +81,22 @@ class _Encoder:
         if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
             return {"scalar": self._add_array(np.asarray(value), value, path)}
         if isinstance(value, Tensor):
-            return {"array": self._add_array(value.array, value.array, path)}
+            tag = "parameter" if isinstance(value, Parameter) else "tensor"
+            return {tag: [self._add_array(value.array, value.array, path), value.requires_grad]}
         if backend.is_array(value):
             return {"array": self._add_array(value, value, path)}
         if kind in (list, tuple) or isinstance(value, dict):
             return self._encode_container(value, path)
+        advice = ""
+        if isinstance(value, Module):
+            advice = (
+                "; save the module's state_dict() and load it into a new module with "
+                "load_state_dict(), as PyTorch recommends (minitrain never pickles a Module)"
+            )
         raise CheckpointError(
             f"save: {path} is a {kind.__qualname__}, which a checkpoint cannot hold; it holds "
             f"arrays, Tensors, numpy scalars, None, bool, int, float, str, and lists, tuples and "
-            f"dicts (str or int keys) of them"
+            f"dicts (str or int keys) of them{advice}"
         )
 
     def _encode_container(self, value: list | tuple | dict, path: str) -> Any:
@@ -205,63 +133,6 @@ class _Encoder:
         self._name_of[id(original)] = name
         self._keep_alive.append(original)
         return name
-
-
-def write_atomically(path: str, write: Callable[[IO[bytes]], None], caller: str = "save") -> None:
-    """Write a file through a temporary one in the same directory, then rename it onto `path`."""
-    if not path or path.endswith(("/", os.sep)) or os.path.isdir(path):
-        raise IsADirectoryError(
-            errno.EISDIR, f"{caller}: the path names a directory, not a file", path
-        )
-    target = os.path.realpath(path)  # through a symbolic link: replace the file it points to
-    directory = os.path.dirname(target)
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, f"{caller}: the directory does not exist", directory)
-    if os.path.exists(target) and not os.access(target, os.W_OK):
-        # a rename would replace a file that writing it in place may not: leave it as it is
-        raise PermissionError(errno.EACCES, f"{caller}: the file is read-only", path)
-    temp_path, descriptor = _create_temporary(directory, os.path.basename(target))
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            write(file)
-            file.flush()
-            os.fsync(file.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            # keep the permissions of the file being replaced, as writing it in place would
-            os.chmod(temp_path, stat.S_IMODE(os.stat(target).st_mode))
-        os.replace(temp_path, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_path)
-        raise
-    _fsync_directory(directory)
-
-
-def _create_temporary(directory: str, name: str) -> tuple[str, int]:
-    # os.open with mode 0o666 gives the permissions of an ordinary new file (the umask applies);
-    # tempfile.mkstemp would make it private (0o600).
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while len(os.fsencode(name)) > 200:  # file names are limited to 255 bytes, not characters
-        name = name[:-1]
-    while True:
-        temp_path = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return temp_path, os.open(temp_path, flags, 0o666)
-        except FileExistsError:
-            continue
-
-
-def _fsync_directory(directory: str) -> None:
-    """Make the rename itself durable. Windows cannot open a directory, and some file systems
-    refuse to fsync one: the rename has happened either way."""
-    if os.name != "posix":
-        return
-    with contextlib.suppress(OSError):
-        descriptor = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
 
 # Loading
@@ -356,8 +227,11 @@ def _read_document(arrays: _Arrays, name: str) -> dict[str, Any]:
 class _Decoder:
     """Rebuilds the saved state from the JSON document and the archive's arrays."""
 
-    def __init__(self, arrays: _Arrays, name: str, target: backend.Device | None) -> None:
+    def __init__(
+        self, arrays: _Arrays, name: str, target: backend.Device | None, version: int
+    ) -> None:
         self.arrays = arrays
+        self.version = version  # the file's format version: version 1 has no Tensor tags
         self.name = name
         self.target = target  # the device arrays go to (None: they stay numpy arrays)
         self._loaded: dict[str, np.ndarray] = {}  # an array saved once comes back as one object
@@ -383,12 +257,9 @@ class _Decoder:
             if tag == "dict" and type(body) is list:
                 return dict(self._decode_item(entry, path) for entry in body)
             if tag == "array" and type(body) is str:
-                array = self._array(body, path)
-                if self.target is None:
-                    return array
-                if body not in self._moved:
-                    self._moved[body] = backend.to_device(array, self.target)
-                return self._moved[body]
+                return self._array_on_target(body, path)
+            if tag in ("tensor", "parameter") and self.version >= 2 and _is_tensor_entry(body):
+                return self._tensor(tag, *body, path)
             if tag == "scalar" and type(body) is str:
                 array = self._array(body, path)
                 if array.ndim == 0:
@@ -407,6 +278,29 @@ class _Decoder:
         key, value = entry
         return key, self._decode(value, f"{path}[{key!r}]")
 
+    def _array_on_target(self, member: str, path: str) -> Any:
+        array = self._array(member, path)
+        if self.target is None:
+            return array
+        if member not in self._moved:
+            self._moved[member] = backend.to_device(array, self.target)
+        return self._moved[member]
+
+    def _tensor(self, tag: str, member: str, requires_grad: bool, path: str) -> Tensor:
+        """A Tensor (or Parameter) around the member's array, shared with every other entry
+        that refers to it, as a tensor's storage is in PyTorch's checkpoints."""
+        array = self._array_on_target(member, path)
+        if requires_grad and array.dtype.kind != "f":
+            raise CheckpointError(
+                f"load: {self.name!r} is damaged: {path} is a tensor of dtype {array.dtype} "
+                f"that requires grad; only floating-point tensors can"
+            )
+        if tag == "parameter":
+            return Parameter(array, requires_grad=requires_grad)
+        tensor = Tensor.wrap(array)
+        tensor.requires_grad = requires_grad
+        return tensor
+
     def _array(self, member: str, path: str) -> np.ndarray:
         if member not in self._loaded:
             if member == STRUCTURE_MEMBER or member not in self.arrays.files:
@@ -416,3 +310,8 @@ class _Decoder:
                 )
             self._loaded[member] = self.arrays.read(member, path)
         return self._loaded[member]
+
+
+def _is_tensor_entry(body: Any) -> bool:
+    """Whether a "tensor" or "parameter" tag's body is [member, requires_grad]."""
+    return type(body) is list and len(body) == 2 and type(body[0]) is str and type(body[1]) is bool
