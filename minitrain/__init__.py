@@ -47,6 +47,7 @@ from .runtime.defaults import (
 )
 from .runtime.generator import Generator
 from .tensor import Tensor
+from .tensor_types import *  # noqa: F403 (FloatTensor, LongTensor, ...: PyTorch's legacy types)
 from .utils import data  # PyTorch's torch.utils.data, under minitrain's older name too
 
 cat = concat
@@ -68,7 +69,7 @@ __all__ = [
     "ops", "nn", "optim", "data", "utils", "train", "viz", "cuda", "allocator", "distributed",
     "set_default_dtype", "get_default_dtype", "set_default_device", "get_default_device",
     "bfloat16", "Generator", "inference_mode", "compile", "backends", "amp", "accelerator",
-    "autocast",
+    "autocast", *tensor_types.__all__,  # noqa: F405
 ]  # fmt: skip
 
 # autograd.functional and autograd.function (Function) are built from ops: imported once they exist

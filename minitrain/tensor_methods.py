@@ -19,31 +19,25 @@ from .inplace import write_in_place
 from .ops.core.checks import normalize_axis
 from .ops.pointwise.arithmetic import Div, Mul, Neg
 from .tensor import Tensor
+from .tensor_types import TYPE_DTYPES, TYPE_NAMES, LegacyTensorType
 
 __all__ = ["TensorMethods"]
 
 # PyTorch's type strings (x.type()), by numpy dtype; on a GPU, 'torch.cuda.' in front of the name
-_TYPE_NAMES = {
-    np.dtype(np.float32): "FloatTensor", np.dtype(np.float64): "DoubleTensor",
-    np.dtype(np.float16): "HalfTensor", np.dtype(np.int64): "LongTensor",
-    np.dtype(np.int32): "IntTensor", np.dtype(np.int16): "ShortTensor",
-    np.dtype(np.int8): "CharTensor", np.dtype(np.uint8): "ByteTensor",
-    np.dtype(np.bool_): "BoolTensor", np.dtype(np.uint16): "UInt16Tensor",
-    np.dtype(np.uint32): "UInt32Tensor", np.dtype(np.uint64): "UInt64Tensor",
-    np.dtype(np.complex64): "ComplexFloatTensor", np.dtype(np.complex128): "ComplexDoubleTensor",
-}  # fmt: skip
-_TYPE_DTYPES = {name: dtype for dtype, name in _TYPE_NAMES.items()}
 
 
 def _type_target(dtype) -> tuple:
-    """`type`'s argument as (device or None, numpy dtype): a dtype, or PyTorch's type string,
-    which names the device too ('torch.DoubleTensor' the CPU, 'torch.cuda.FloatTensor' a GPU)."""
+    """`type`'s argument as (device or None, numpy dtype): a dtype, or PyTorch's type string or
+    legacy type, which name the device too ('torch.DoubleTensor' and minitrain.DoubleTensor the
+    CPU, 'torch.cuda.FloatTensor' a GPU)."""
+    if isinstance(dtype, LegacyTensorType):
+        return "cpu", dtype.dtype
     if isinstance(dtype, str) and dtype.startswith("torch."):
         name = dtype.removeprefix("torch.")
         device = "cuda" if name.startswith("cuda.") else "cpu"
-        if name.removeprefix("cuda.") not in _TYPE_DTYPES:
+        if name.removeprefix("cuda.") not in TYPE_DTYPES:
             raise DTypeError(f"type: invalid type {dtype!r}")
-        return device, _TYPE_DTYPES[name.removeprefix("cuda.")]
+        return device, TYPE_DTYPES[name.removeprefix("cuda.")]
     return None, as_dtype(dtype, "type")
 
 
@@ -179,7 +173,7 @@ class TensorMethods:
         it (a name moves it to the name's device too): itself where it has that dtype already,
         else `to(dtype)`. `non_blocking` is PyTorch's, and changes nothing here."""
         if dtype is None:
-            name = _TYPE_NAMES.get(self.dtype)
+            name = TYPE_NAMES.get(self.dtype)
             if name is None:
                 raise DTypeError(f"type: PyTorch has no tensor type of dtype {self.dtype}")
             return f"torch.{'cuda.' if self.is_cuda else ''}{name}"

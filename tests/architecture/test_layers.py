@@ -28,6 +28,7 @@ LAYERS = {
     "autograd": ("minitrain.autograd",),
     "tensor": (
         "minitrain.tensor",
+        "minitrain.tensor_types",
         "minitrain.inplace",
         "minitrain.arguments",
         "minitrain.creation",

@@ -522,9 +522,13 @@ def test_a_sampler_gives_the_order_and_the_length():
     assert len(loader) == 2
 
 
-def test_a_sampler_with_shuffle_or_without_a_length_is_refused():
+def test_a_sampler_with_shuffle_or_not_iterable_is_refused_one_without_a_length_has_no_len():
     dataset = data.TensorDataset(minitrain.tensor(np.arange(4.0)))
     with pytest.raises(ArgumentError, match="sampler and shuffle=True are mutually exclusive"):
         data.DataLoader(dataset, sampler=[0, 1], shuffle=True)
-    with pytest.raises(DTypeError, match="sampler must be an iterable of indices with a length"):
-        data.DataLoader(dataset, sampler=iter([0, 1]))
+    with pytest.raises(DTypeError, match="sampler must be an iterable of indices, got int"):
+        data.DataLoader(dataset, sampler=3)
+    unsized = data.DataLoader(dataset, batch_size=1, sampler=iter([2, 0]))  # PyTorch takes it
+    with pytest.raises(TypeError):
+        len(unsized)
+    assert [batch[0].tolist() for batch in unsized] == [[2.0], [0.0]]

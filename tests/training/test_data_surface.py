@@ -4,6 +4,7 @@ BatchSampler, DataLoader with sampler= and batch_sampler=, IterableDataset, Conc
 the module paths PyTorch programs import from."""
 
 import importlib
+import itertools
 
 import numpy as np
 import pytest
@@ -138,6 +139,38 @@ def test_random_sampler_num_samples_and_replacement(torch):
     assert np.allclose(counts, 0.2, atol=0.03)
     with pytest.raises(ArgumentError, match="num_samples must be a positive int"):
         RandomSampler(range(4), num_samples=0)
+
+
+def test_a_sampler_far_longer_than_memory_is_read_as_batches_are_made():
+    # minGPT's trainer: RandomSampler(replacement=True, num_samples=int(1e10)); an epoch is read
+    # a batch at a time, never drawn whole
+    data_set = TensorDataset(minitrain.arange(10))
+    sampler = RandomSampler(data_set, replacement=True, num_samples=10**12, generator=0)
+    assert len(sampler) == 10**12
+    loader = DataLoader(data_set, batch_size=4, sampler=sampler)
+    batches = iter(loader)
+    first = [next(batches)[0].tolist() for _ in range(3)]
+    assert all(len(batch) == 4 and set(batch) <= set(range(10)) for batch in first)
+    blocks = list(itertools.islice(iter(sampler), 3 * 2**16 + 5))  # across several draw blocks
+    assert len(blocks) == 3 * 2**16 + 5 and set(blocks) == set(range(10))
+    without = RandomSampler(range(3), num_samples=10**12, generator=1)
+    head = list(itertools.islice(iter(without), 9))
+    assert sorted(head[:3]) == sorted(head[3:6]) == sorted(head[6:]) == [0, 1, 2]
+
+
+def test_a_custom_sampler_is_read_lazily_with_drop_last():
+    def endless():
+        yield from itertools.count()
+
+    class Endless(Sampler):
+        def __iter__(self):
+            return endless()
+
+    loader = DataLoader(TensorDataset(minitrain.arange(100)), batch_size=3, sampler=Endless())
+    batches = iter(loader)
+    assert [next(batches)[0].tolist() for _ in range(2)] == [[0, 1, 2], [3, 4, 5]]
+    short = DataLoader(TensorDataset(minitrain.arange(7)), 3, sampler=range(7), drop_last=True)
+    assert [batch[0].tolist() for batch in short] == [[0, 1, 2], [3, 4, 5]]
 
 
 def test_subset_random_sampler_permutes_its_indices():

@@ -170,12 +170,9 @@ class DataLoader:
                 "DataLoader: sampler and shuffle=True are mutually exclusive (the sampler "
                 "chooses the order; a DistributedSampler shuffles itself)"
             )
-        if sampler is not None and not (
-            hasattr(sampler, "__iter__") and hasattr(sampler, "__len__")
-        ):
+        if sampler is not None and not hasattr(sampler, "__iter__"):
             raise DTypeError(
-                f"DataLoader: sampler must be an iterable of indices with a length, got "
-                f"{type(sampler).__name__}"
+                f"DataLoader: sampler must be an iterable of indices, got {type(sampler).__name__}"
             )
         if batch_sampler is not None and not hasattr(batch_sampler, "__iter__"):
             raise DTypeError(
@@ -282,10 +279,13 @@ class DataLoader:
         if isinstance(self.dataset, IterableDataset):
             return itertools.repeat(self.batch_size)
         if self.batch_sampler is not None:
-            return iter(list(self.batch_sampler))
-        if self.sampler is not None:  # the data set's own length is not needed
-            order = np.fromiter(self.sampler, dtype=np.int64)
-        elif self.shuffle:
+            return iter(self.batch_sampler)
+        if self.sampler is not None:  # read as batches are made: a sampler may be very long
+            indices = iter(self.sampler)
+            if self.batch_size is None:
+                return indices
+            return _batched(indices, self.batch_size, self.drop_last)
+        if self.shuffle:
             generator = self._generator if self._generator is not None else backend.generator()
             order = generator.permutation(len(self.dataset))
         else:
@@ -356,6 +356,15 @@ def _check_worker_options(
             f"got {prefetch_factor}"
         )
     return int(prefetch_factor)
+
+
+def _batched(indices: Iterator[int], size: int, drop_last: bool) -> Iterator[np.ndarray]:
+    """The index batches of a sampler's stream, `size` at a time (the last one shorter, or
+    dropped with `drop_last`)."""
+    while batch := list(itertools.islice(indices, size)):
+        if len(batch) < size and drop_last:
+            return
+        yield np.asarray(batch, dtype=np.int64)
 
 
 def _fetched(fetcher: MapFetcher | StreamFetcher, tasks: Iterator[Any]) -> Iterator[Any]:

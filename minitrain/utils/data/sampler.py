@@ -10,8 +10,9 @@ permutation, draws with or without replacement) is PyTorch's."""
 
 from __future__ import annotations
 
+import itertools
 import numbers
-from collections.abc import Iterable, Iterator, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any
 
 import numpy as np
@@ -89,17 +90,37 @@ class RandomSampler(Sampler):
         return int(self._num_samples)
 
     def __iter__(self) -> Iterator[int]:
+        # The first block is drawn now, when the epoch starts; later ones as they are read, so
+        # that num_samples may be far larger than memory (minGPT's sampler asks for 1e10).
         size, count = len(self.data_source), self.num_samples
         rng = self._rng or backend.generator()
         if self.replacement:
-            return iter(rng.integers(0, size, size=count).tolist())
-        parts = [rng.permutation(size) for _ in range(count // size)]
-        if count % size:
-            parts.append(rng.permutation(size)[: count % size])
-        return iter(np.concatenate(parts).tolist() if parts else [])
+
+            def draw(n: int) -> np.ndarray:
+                return rng.integers(0, size, size=n)
+
+            blocks = (min(count - start, _DRAW_BLOCK) for start in range(0, count, _DRAW_BLOCK))
+        else:  # whole permutations one after another, then the head of one more
+
+            def draw(n: int) -> np.ndarray:
+                return rng.permutation(size)[:n]
+
+            blocks = itertools.chain(
+                itertools.repeat(size, count // size), [count % size] if count % size else []
+            )
+        first = next(blocks, 0)
+        return itertools.chain(draw(first).tolist(), _drawn_later(draw, blocks))
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+_DRAW_BLOCK = 1 << 16  # indices drawn at a time with replacement
+
+
+def _drawn_later(draw: Callable[[int], np.ndarray], blocks: Iterable[int]) -> Iterator[int]:
+    for block in blocks:
+        yield from draw(block).tolist()
 
 
 class SubsetRandomSampler(Sampler):
