@@ -6,17 +6,22 @@ from .modules.activation import *  # noqa: F403 (the layers ops declare, and the
 from .modules.attention import MultiheadAttention
 from .modules.container import ModuleDict, ModuleList, Sequential
 from .modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .modules.distance import CosineSimilarity, PairwiseDistance
 from .modules.dropout import Dropout
 from .modules.linear import Flatten, Identity, Linear
 from .modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
     HuberLoss,
+    KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
     NLLLoss,
     SmoothL1Loss,
+    TripletMarginLoss,
 )
 from .modules.module import Module, Parameter, StateDictError
 from .modules.normalization import (
@@ -51,15 +56,6 @@ from .modules.resampling import (
     UpsamplingNearest2d,
 )
 from .modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from .modules.similarity import (
-    CosineEmbeddingLoss,
-    CosineSimilarity,
-    KLDivLoss,
-    MarginRankingLoss,
-    PairwiseDistance,
-    Softmin,
-    TripletMarginLoss,
-)
 from .modules.sparse import Embedding
 from .modules.sync_batchnorm import SyncBatchNorm
 from .modules.transformer import (
@@ -84,7 +80,7 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "Unfold", "Fold", "PixelShuffle",
     "PixelUnshuffle", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-    "CosineSimilarity", "PairwiseDistance", "Softmin", "KLDivLoss", "CosineEmbeddingLoss",
+    "CosineSimilarity", "PairwiseDistance", "KLDivLoss", "CosineEmbeddingLoss",
     "MarginRankingLoss", "TripletMarginLoss",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
     "TransformerDecoderLayer", "TransformerDecoder",

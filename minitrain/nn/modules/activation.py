@@ -4,9 +4,9 @@ The ops declare their layers (ops/core/variants.py, `module=`): ReLU, LeakyReLU,
 GELU, SiLU, QuickGELU, ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid, LogSigmoid,
 Softsign, Tanhshrink and GLU are built from them here (nn/modules/declared.py), each keeping its
 op's arguments as attributes and applying the op in forward; `inplace=True` writes the result
-into the input, as PyTorch's does. Written here, with state or logic of their own: Softmax and
-LogSoftmax (PyTorch's implicit dim), Hardtanh (its deprecated names, its limits checked when
-built), ReLU6 (a Hardtanh, as PyTorch's) and PReLU (a learned weight)."""
+into the input, as PyTorch's does. Written here, with state or logic of their own: Softmax,
+LogSoftmax and Softmin (PyTorch's implicit dim), Hardtanh (its deprecated names, its limits
+checked when built), ReLU6 (a Hardtanh, as PyTorch's) and PReLU (a learned weight)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .declared import layer_of
 from .linear import layer_dtype
 from .module import Module, Parameter
 
-__all__ = ["Hardtanh", "LogSoftmax", "PReLU", "ReLU6", "Softmax"]
+__all__ = ["Hardtanh", "LogSoftmax", "PReLU", "ReLU6", "Softmax", "Softmin"]
 
 
 class Softmax(Module):
@@ -151,3 +151,19 @@ def _bind_declared() -> None:
 
 
 _bind_declared()
+
+
+class Softmin(Module):
+    """softmax(-x) along `dim`; None is PyTorch's deprecated implicit dim, with its warning."""
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input of any shape -> the same shape, each slice along dim summing to 1."""
+        # the warning points at the caller of the layer, as PyTorch's
+        return F.softmin(x, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

@@ -1,5 +1,6 @@
 """Loss layers: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
-BCEWithLogitsLoss. Each holds its options (and class weights as a buffer) and calls the
+BCEWithLogitsLoss, and the losses of pairs KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss and
+TripletMarginLoss. Each holds its options (and class weights as a buffer) and calls the
 functional form. size_average and reduce, deprecated in PyTorch, are taken as None only."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from ... import ops
 from ...ops.core.op import as_tensor
 from ...ops.losses.loss_reduction import check_reduction
 from ...tensor import Tensor
+from .. import functional as F  # noqa: N812 (PyTorch's idiom)
 from ..torch_args import check_legacy_reduction
 from .module import Module
 
@@ -154,4 +156,79 @@ class BCEWithLogitsLoss(_WeightedLoss):
         reduction='none'."""
         return ops.binary_cross_entropy_with_logits(
             input, target, self.weight, reduction=self.reduction, pos_weight=self.pos_weight
+        )
+
+
+class KLDivLoss(_Loss):
+    """KL divergence of target from input's distribution (input as log-probabilities; target
+    too with log_target), F.kl_div; reduction 'batchmean' divides the sum by the batch size."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target=False):
+        super().__init__(size_average, reduce, "mean" if reduction == "batchmean" else reduction)
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        """input log-probabilities and target (probabilities, or log-probabilities with log_target),
+        broadcast against each other -> a 0-d loss, or their broadcast shape with reduction='none'.
+        """
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """1 - cos(x1, x2) for target 1, max(0, cos - margin) for -1 (F.cosine_embedding_loss)."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target) -> Tensor:
+        """input1 and input2 (N, D) with target (N,) of 1 or -1, or (D,) with a 0-d target -> a 0-d
+        loss, or (N,) with reduction='none'."""
+        return F.cosine_embedding_loss(
+            input1, input2, target, self.margin, reduction=self.reduction
+        )
+
+
+class MarginRankingLoss(_Loss):
+    """max(0, -target * (x1 - x2) + margin) (F.margin_ranking_loss)."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target) -> Tensor:
+        """input1, input2 and target (1 or -1), with one number of dims, broadcast against each
+        other -> a 0-d loss, or their broadcast shape with reduction='none'."""
+        return F.margin_ranking_loss(input1, input2, target, self.margin, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(0, d(anchor, positive) - d(anchor, negative) + margin), d the p-norm distance
+    (F.triplet_margin_loss)."""
+
+    def __init__(
+        self,
+        margin: float = 1.0,
+        p: float = 2.0,
+        eps: float = 1e-6,
+        swap: bool = False,
+        size_average=None,
+        reduce=None,
+        reduction: str = "mean",
+    ):
+        super().__init__(size_average, reduce, reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """anchor, positive and negative (N, D) or (D,), distances taken along the last dim -> a 0-d
+        loss, or (N,) with reduction='none'."""
+        return F.triplet_margin_loss(
+            anchor,
+            positive,
+            negative,
+            self.margin,
+            self.p,
+            self.eps,
+            self.swap,
+            reduction=self.reduction,
         )
