@@ -39,6 +39,7 @@ PUBLIC_MODULES = [
     "minitrain.train",
     "minitrain.io",
     "minitrain.io.safetensors",
+    "minitrain.onnx",
     "minitrain.viz",
     "minitrain.distributed",
     "minitrain.cuda",

@@ -37,6 +37,7 @@ from .creation import (
 from .functions import *  # noqa: F403 (PyTorch's names: minitrain.sum, .max, .float, ...)
 from .io import load, save
 from .ops import concat, maximum, minimum, stack, where
+from .ops.random.sampling import normal  # its mean or std may be a number: no Tensor first
 from .runtime import allocator
 from .runtime.defaults import (
     bfloat16,
@@ -63,7 +64,7 @@ __all__ = [
     "float16", "float32", "float64", "int32", "int64",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",
     "gradcheck", "gradgradcheck", "Device", "device", "manual_seed",
-    "concat", "cat", "stack", "where", "maximum", "minimum",
+    "concat", "cat", "stack", "where", "maximum", "minimum", "normal",
     "save", "load",
     *functions.__all__,  # noqa: F405 (PyTorch's top-level functions and dtype names)
     "ops", "nn", "optim", "data", "utils", "train", "viz", "cuda", "allocator", "distributed",
@@ -75,5 +76,17 @@ __all__ = [
 # autograd.functional and autograd.function (Function) are built from ops: imported once they exist
 from .autograd import function, functional  # noqa: E402, F401
 
-# `import minitrain.data` and `from minitrain.data import DataLoader` reach the same module
+# `import minitrain.data` and `from minitrain.data import DataLoader` reach the same module; the
+# set-up names programs import as modules (`import torch.backends.cudnn as cudnn`) are importable
 sys.modules[f"{__name__}.data"] = data
+for _path, _module in {
+    "backends": backends,
+    "backends.cudnn": backends.cudnn,
+    "backends.cuda": backends.cuda,
+    "backends.mps": backends.mps,
+    "amp": amp,
+    "cuda.amp": amp,
+    "accelerator": accelerator,
+}.items():
+    sys.modules[f"{__name__}.{_path}"] = _module
+del _path, _module

@@ -49,55 +49,78 @@ def _float_or(dtype):
     return get_default_dtype() if dtype is None else dtype
 
 
-def _filled(fill, shape, dtype, requires_grad, device) -> Tensor:
-    shape, dtype = shape_args(shape), np.dtype(_float_or(dtype))
+def _filled(caller: str, fill, shape, dtype, requires_grad, device) -> Tensor:
+    shape, dtype = _size(caller, shape_args(shape)), np.dtype(_float_or(dtype))
     return _made(device, lambda xp: xp.full(shape, fill, dtype=dtype), requires_grad)
 
 
-def zeros(*shape, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """A tensor of `shape` (sizes spread out or as one sequence) filled with 0; the default dtype
-    (float32 unless `set_default_dtype` changed it) unless `dtype` is given."""
-    return _filled(0, shape, dtype, requires_grad, device)
+def zeros(*shape, size=None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (sizes spread out or as one sequence, or PyTorch's `size=`) filled
+    with 0; the default dtype (float32 unless `set_default_dtype` changed it) unless `dtype` is
+    given."""
+    return _filled("zeros", 0, _sized("zeros", shape, size), dtype, requires_grad, device)
 
 
-def empty(*shape, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """A tensor of `shape` whose values are whatever its new memory held (PyTorch's empty):
-    for memory that is about to be written whole."""
-    shape, dtype = shape_args(shape), np.dtype(_float_or(dtype))
+def empty(*shape, size=None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (or `size=`) whose values are whatever its new memory held
+    (PyTorch's empty): for memory that is about to be written whole."""
+    shape = _size("empty", shape_args(_sized("empty", shape, size)))
+    dtype = np.dtype(_float_or(dtype))
     return _made(device, lambda xp: xp.empty(shape, dtype=dtype), requires_grad)
 
 
-def ones(*shape, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
-    """A tensor of `shape` (sizes spread out or as one sequence) filled with 1; the default dtype
-    (float32 unless `set_default_dtype` changed it) unless `dtype` is given."""
-    return _filled(1, shape, dtype, requires_grad, device)
+def ones(*shape, size=None, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
+    """A tensor of `shape` (sizes spread out or as one sequence, or PyTorch's `size=`) filled
+    with 1; the default dtype (float32 unless `set_default_dtype` changed it) unless `dtype` is
+    given."""
+    return _filled("ones", 1, _sized("ones", shape, size), dtype, requires_grad, device)
 
 
 def full(shape, fill_value, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """A tensor of `shape` (an int or a sequence) filled with `fill_value`. `dtype` is the
     default dtype (float32 unless set) unless given, whatever `fill_value` is: PyTorch infers
     bool or int64 from a bool or int."""
-    return _filled(fill_value, (shape,), dtype, requires_grad, device)
+    return _filled("full", fill_value, (shape,), dtype, requires_grad, device)
 
 
-def randn(*shape, dtype=None, requires_grad: bool = False, device=None, generator=None) -> Tensor:
-    """Standard normal samples from the generator seeded by `manual_seed` (the CPU's, or on a
-    GPU cupy.random's), or from `generator` (a minitrain.Generator, on the CPU)."""
+def randn(
+    *shape, size=None, dtype=None, requires_grad: bool = False, device=None, generator=None
+) -> Tensor:
+    """Standard normal samples of `shape` (or `size=`) from the generator seeded by
+    `manual_seed` (the CPU's, or on a GPU cupy.random's), or from `generator` (a
+    minitrain.Generator, on the CPU)."""
+    shape = _sized("randn", shape, size)
     return _drawn("normal", shape, dtype, requires_grad, device, generator)
 
 
-def rand(*shape, dtype=None, requires_grad: bool = False, device=None, generator=None) -> Tensor:
-    """Uniform samples in [0, 1) from the generator seeded by `manual_seed` (the CPU's, or on a
-    GPU cupy.random's), or from `generator` (a minitrain.Generator, on the CPU)."""
+def rand(
+    *shape, size=None, dtype=None, requires_grad: bool = False, device=None, generator=None
+) -> Tensor:
+    """Uniform samples in [0, 1) of `shape` (or `size=`) from the generator seeded by
+    `manual_seed` (the CPU's, or on a GPU cupy.random's), or from `generator` (a
+    minitrain.Generator, on the CPU)."""
+    shape = _sized("rand", shape, size)
     return _drawn("uniform", shape, dtype, requires_grad, device, generator)
+
+
+def _sized(caller: str, shape: tuple, size) -> tuple:
+    """The shape arguments: spread out or one sequence, or PyTorch's `size=` keyword."""
+    if size is None:
+        return shape
+    if shape:
+        raise ArgumentError(f"{caller}: give the shape positionally or as size=, not both")
+    return (size,)
 
 
 def _drawn(kind: str, shape, dtype, requires_grad: bool, device, generator) -> Tensor:
     """A tensor of backend.draw's values (which draws on the device, in its context), from
     `generator`'s stream when one is given."""
     where = default_device_or(device)
-    source = numpy_source(generator, "randn" if kind == "normal" else "rand")
-    values = backend.draw(where, kind, shape_args(shape), np.dtype(_float_or(dtype)), source=source)
+    caller = "randn" if kind == "normal" else "rand"
+    source = numpy_source(generator, caller)
+    values = backend.draw(
+        where, kind, _size(caller, shape_args(shape)), np.dtype(_float_or(dtype)), source=source
+    )
     return Tensor(values, requires_grad=requires_grad)
 
 
@@ -179,7 +202,8 @@ def randperm(n: int, *, dtype=int64, device=None, generator=None) -> Tensor:
 
 
 def _size(caller: str, size) -> tuple:
-    """A shape: an int or a sequence of non-negative ints."""
+    """A shape: an int or a sequence of non-negative ints (PyTorch's RuntimeError for a negative
+    size is ArgumentError's, its TypeError for a float DTypeError's)."""
     dims = (size,) if isinstance(size, (int, np.integer)) else size
     if not isinstance(dims, (tuple, list)) or not all(
         isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in dims

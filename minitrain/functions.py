@@ -71,12 +71,15 @@ def is_tensor(obj) -> bool:
 
 def from_numpy(ndarray) -> Tensor:
     """A tensor sharing `ndarray`'s memory, as torch.from_numpy: a write to either shows in
-    both."""
-    if type(ndarray) is not np.ndarray:
+    both. A subclass of ndarray (np.memmap, np.matrix, a masked array) is taken as the plain
+    array of its memory, as PyTorch takes it: a memmap's writes reach its file, a masked
+    array's mask is dropped."""
+    if not isinstance(ndarray, np.ndarray):
         raise DTypeError(
             f"minitrain.from_numpy: expected a numpy array, got {type(ndarray).__name__}"
         )
-    return Tensor(ndarray)
+    plain = ndarray if type(ndarray) is np.ndarray else ndarray.view(np.ndarray)
+    return Tensor(plain)
 
 
 # input may be a number where PyTorch's takes one: torch.remainder(7, x), torch.bitwise_and(1, x)
@@ -148,16 +151,26 @@ def meshgrid(*tensors, indexing: str = "ij") -> tuple:
 
 
 # statistics
-def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    """(std, mean) over dim (all elements by default); correction or unbiased as Tensor.std."""
+def std_mean(  # noqa: A002
+    input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+):
+    """(std, mean) over dim (all elements by default; numpy's axis and keepdims spellings
+    too); correction or unbiased as Tensor.std."""
     _check_tensor(input, "std_mean")
-    return ops.std_mean(input, dim, unbiased, keepdim, correction=correction)
+    return ops.std_mean(
+        input, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims
+    )
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    """(var, mean) over dim (all elements by default); correction or unbiased as Tensor.var."""
+def var_mean(  # noqa: A002
+    input, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None, keepdims=None
+):
+    """(var, mean) over dim (all elements by default; numpy's axis and keepdims spellings
+    too); correction or unbiased as Tensor.var."""
     _check_tensor(input, "var_mean")
-    return ops.var_mean(input, dim, unbiased, keepdim, correction=correction)
+    return ops.var_mean(
+        input, dim, unbiased, keepdim, correction=correction, axis=axis, keepdims=keepdims
+    )
 
 
 # shapes: PyTorch's functions take the shape or dims as one sequence, where the Tensor methods

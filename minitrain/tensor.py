@@ -17,6 +17,7 @@ from .autograd import backward as autograd_backward
 from .autograd.boundary import TensorClass
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 from .inplace import InPlaceMethods, in_place_twin
+from .runtime.defaults import get_default_dtype
 
 _new_object = object.__new__
 
@@ -32,11 +33,41 @@ def _rebuilt_tensor(cls, array, requires_grad: bool, grad):
     return tensor
 
 
+def _default_float_array(make, values, dtype) -> np.ndarray:
+    """`make(values, dtype)` in `dtype`, or the default floating dtype (torch.Tensor's)."""
+    return make(values, dtype=np.dtype(get_default_dtype() if dtype is None else dtype))
+
+
 def _check_grad_dtype(array, caller: str) -> None:
     if array.dtype.kind != "f":
         raise DTypeError(
             f"{caller}: only floating-point tensors can require grad, got dtype {array.dtype}"
         )
+
+
+def _float_formatter(data: np.ndarray) -> dict | None:
+    """numpy's formatter for a floating array printed as PyTorch prints it: whole numbers as
+    `3.`; else 4 decimals, `3.5000`; scientific `1.0000e-05` where the finite nonzero magnitudes
+    span more than 1000x, pass 1e8 or (not all whole) go below 1e-4; each padded to the widest.
+    Past 1000 elements, only the 3 first and last along each dim count (those shown)."""
+    if data.dtype.kind != "f" or data.size == 0:
+        return None
+    if data.size > 1000:
+        for axis, size in enumerate(data.shape):
+            data = np.take(data, [*range(3), *range(size - 3, size)], axis) if size > 6 else data
+    shown = data[np.isfinite(data) & (data != 0)].astype(np.float64)
+    finite = np.abs(shown)
+    whole = bool(np.all(np.ceil(finite) == finite))
+    wide = finite.size and (finite.max() / finite.min() > 1000 or finite.max() > 1e8)
+    scientific = wide or (not whole and finite.size and finite.min() < 1e-4)
+    spec = ".4e" if scientific else ".0f" if whole else ".4f"
+
+    def text(value) -> str:
+        written = format(float(value), spec)
+        return written + "." if spec == ".0f" and np.isfinite(value) else written
+
+    width = max((len(text(value)) for value in shown), default=0)
+    return {"float_kind": lambda value: text(value).rjust(width)}
 
 
 class Tensor(InPlaceMethods):
@@ -59,7 +90,18 @@ class Tensor(InPlaceMethods):
     )
     __array_ufunc__ = None  # `ndarray + Tensor` calls Tensor.__radd__ instead of looping in numpy
 
-    def __init__(self, data, requires_grad: bool = False, dtype=None, device=None):
+    def __init__(self, data=(), *sizes: int, requires_grad: bool = False, dtype=None, device=None):
+        # PyTorch's torch.Tensor: sizes give an uninitialised tensor of that shape, Python data
+        # (a list, a tuple) a copy in the default dtype; an array or Tensor is wrapped as it is
+        if type(data) is int and all(type(size) is int for size in sizes):
+            data = _default_float_array(np.empty, (data, *sizes), dtype)
+        elif sizes:
+            raise DTypeError(
+                f"Tensor: expected sizes (ints) or one sequence of values, got "
+                f"{', '.join(type(a).__name__ for a in (data, *sizes))}"
+            )
+        elif isinstance(data, (list, tuple)) and dtype is None:
+            data = _default_float_array(np.asarray, data, None)
         self.array = as_array(data.array if isinstance(data, Tensor) else data, dtype, device)
         self._grad: Tensor | None = None
         self._requires_grad = False
@@ -353,8 +395,8 @@ class Tensor(InPlaceMethods):
     def __repr__(self) -> str:
         data = self.array if isinstance(self.array, np.ndarray) else self.cpu().array
         body = np.array2string(
-            data, separator=", ", prefix="tensor(", precision=4, suppress_small=True
-        )
+            data, separator=", ", prefix="tensor(", formatter=_float_formatter(data)
+        ).replace(", ...,", ",  ...,")  # PyTorch writes a row's summary as " ..."
         extras = []
         if self.dtype not in (np.float32, np.int64, np.bool_) or data.size == 0:
             extras.append(f"dtype={self.dtype}")

@@ -5,6 +5,8 @@ out, selection and scatter by index. tensor.py binds them on Tensor once ops exi
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 from . import backend, creation, ops
@@ -24,6 +26,50 @@ from .tensor_types import TYPE_DTYPES, TYPE_NAMES, LegacyTensorType
 __all__ = ["TensorMethods"]
 
 # PyTorch's type strings (x.type()), by numpy dtype; on a GPU, 'torch.cuda.' in front of the name
+
+
+def _names_dtype(target) -> bool:
+    """Whether view's one argument is a dtype (np.int32, np.dtype('f4')) rather than a size: a
+    numeric dtype, or a type naming one (strings are refused, as PyTorch refuses them)."""
+    if not isinstance(target, (np.dtype, type)) or isinstance(target, bool):
+        return False
+    try:
+        return np.dtype(target).kind in "biufc"
+    except TypeError:
+        return False
+
+
+def _view_as_dtype(x: Tensor, dtype: np.dtype) -> Tensor:
+    """x's memory read as `dtype`, as PyTorch's view(dtype): the same shape where the element
+    sizes agree; else the last dim (which must have stride 1, in a tensor of at least one dim)
+    grows or shrinks by the ratio of the sizes, and for a larger element the last dim's size,
+    the other strides and the offset into the memory must divide by the ratio. As in PyTorch,
+    the result shares x's memory and is outside the graph (it never requires grad)."""
+    array, old = x.array, x.array.dtype
+    if dtype.itemsize == old.itemsize:
+        return Tensor.wrap(array.view(dtype))
+    reading = f"to view {old} as {dtype} (different element sizes)"
+    if array.ndim == 0:
+        raise ShapeError(f"view: the tensor must have at least one dim {reading}")
+    strides = [stride // old.itemsize for stride in array.strides]
+    if strides[-1] != 1:
+        raise ShapeError(f"view: the last dim's stride must be 1 {reading}, got {strides[-1]}")
+    if dtype.itemsize > old.itemsize:
+        ratio = dtype.itemsize // old.itemsize
+        base = versions.owner(array)
+        offset = (_address(array) - _address(base)) // old.itemsize
+        checks = [(f"the last dim's size {array.shape[-1]}", array.shape[-1])]
+        checks += [(f"dim {d}'s stride {stride}", stride) for d, stride in enumerate(strides[:-1])]
+        for what, value in [*checks, (f"the offset into its memory {offset}", offset)]:
+            if value % ratio:
+                raise ShapeError(f"view: {what} must divide by {ratio} {reading}")
+    return Tensor.wrap(array.view(dtype))  # numpy (>= 1.23) needs only the last dim contiguous
+
+
+def _address(array) -> int:
+    """Where an array's first element sits in memory (numpy's or CuPy's)."""
+    pointer = getattr(array.data, "ptr", None)  # CuPy's memory pointer
+    return array.__array_interface__["data"][0] if pointer is None else pointer
 
 
 def _type_target(dtype) -> tuple:
@@ -180,6 +226,39 @@ class TensorMethods:
         device, dtype = _type_target(dtype)
         return self.to(device=device, dtype=dtype)
 
+    # Memory that worker processes share (Hogwild training), and pinning (a no-op on the CPU).
+
+    def share_memory_(self):
+        """Move the values into memory that processes forked afterwards share (PyTorch's, for
+        torch.multiprocessing): an anonymous shared mapping, so a child's in-place update (an
+        optimizer step) is seen by the parent and its siblings. The tensor keeps its identity;
+        views taken before keep the old memory. Processes started by 'spawn' get a copy, as the
+        mapping is not passed by pickling. A tensor on a GPU, or already shared, is unchanged.
+        Returns self."""
+        if self.is_cuda or self.is_shared():
+            return self
+        memory = mmap.mmap(-1, max(self.array.nbytes, 1))  # MAP_SHARED | MAP_ANONYMOUS
+        shared = np.ndarray(self.shape, self.dtype, buffer=memory)
+        shared[...] = self.array
+        self.array = shared
+        return self
+
+    def is_shared(self) -> bool:
+        """Whether `share_memory_` put the values in shared memory."""
+        base = self.array
+        while isinstance(base, np.ndarray):
+            base = base.base
+        return isinstance(base, mmap.mmap)
+
+    def pin_memory(self, device=None):
+        """PyTorch's page-locked copy for faster transfers to a GPU: the tensor itself here
+        (minitrain copies to a GPU through CuPy, which pins as it needs)."""
+        return self
+
+    def is_pinned(self, device=None) -> bool:
+        """Whether the memory is page-locked: never, here (see `pin_memory`)."""
+        return False
+
     @property
     def is_cpu(self) -> bool:
         """Whether the tensor lives in host memory."""
@@ -221,10 +300,14 @@ class TensorMethods:
     def view(self, *shape):
         """reshape that never copies, as PyTorch's: a tensor whose memory the new shape does not
         fit (a transposed one, say) is refused, since writes into a copy would not reach it;
-        reshape copies there. view(dtype), reinterpreting the bytes, is not supported."""
+        reshape copies there. view(dtype) reads the same bytes as another dtype, as PyTorch's:
+        the same shape for a dtype of the same element size, else the last dim (of stride 1)
+        scaled by the ratio of the sizes; it shares the memory and never requires grad."""
+        if len(shape) == 1 and _names_dtype(shape[0]):
+            return _view_as_dtype(self, np.dtype(shape[0]))
         shape = shape_args(shape)
         if not all(isinstance(n, (int, np.integer)) for n in shape):
-            raise DTypeError(f"view: takes ints (view(dtype) is not supported), got {shape}")
+            raise DTypeError(f"view: takes ints or one dtype, got {shape}")
         out = ops.reshape(self, shape)
         if out.array.size and versions.owner(out.array) is not versions.owner(self.array):
             raise ShapeError(

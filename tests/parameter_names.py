@@ -28,7 +28,7 @@ def parameter_names(function, method: bool = False) -> str:
 
 # torch's parameters with no meaning here (tensor placement, memory and output options)
 TORCH_ONLY = {
-    "out", "memory_format", "layout", "pin_memory", "non_blocking", "copy", "generator",
+    "out", "memory_format", "layout", "pin_memory", "non_blocking", "copy",
     "sparse_grad",
 }  # fmt: skip
 

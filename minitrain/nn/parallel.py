@@ -1,5 +1,6 @@
 """DistributedDataParallel: one replica of a module per process, its gradients averaged across the
-processes in buckets while backward runs (PyTorch's torch.nn.parallel)."""
+processes in buckets while backward runs (PyTorch's torch.nn.parallel); DataParallel, PyTorch's
+single-process wrapper, on minitrain's one device."""
 
 from __future__ import annotations
 
@@ -16,12 +17,32 @@ from ..errors import ArgumentError, DeviceError, DistributedError, DTypeError
 from ..tensor import Tensor
 from .modules.module import Module
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]
 
 DEFAULT_BUCKET_CAP_MB = 25
 # PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES: a small first bucket (the last parameters, whose
 # gradients come first) starts communication early in backward
 FIRST_BUCKET_BYTES = 1 << 20
+
+
+class DataParallel(Module):
+    """PyTorch's single-process data parallelism, which splits each batch across the GPUs in
+    device_ids and gathers the outputs on output_device. minitrain computes on one device, so
+    forward is `module` itself on the whole batch (the same result, without the split). The
+    wrapped module is the child `module`, so state_dict keys read 'module.<name>' as PyTorch's
+    do; device_ids, output_device and dim are kept as given."""
+
+    def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise DTypeError(f"DataParallel: module must be a Module, got {type(module).__name__}")
+        self.module = module
+        self.device_ids = [] if device_ids is None else list(device_ids)
+        self.output_device, self.dim = output_device, dim
+
+    def forward(self, *inputs, **kwargs):
+        """module(*inputs, **kwargs): the whole batch on the one device."""
+        return self.module(*inputs, **kwargs)
 
 
 class _GradientBucket:

@@ -9,6 +9,8 @@ Errors name the PyTorch function (`caller`) and PyTorch's argument names.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError
@@ -37,18 +39,22 @@ def check_default(caller: str, name: str, value, default, reason: str) -> None:
     )
 
 
-def check_legacy_reduction(caller: str, size_average, reduce) -> None:
-    """PyTorch's deprecated size_average / reduce: refused, naming the `reduction` they mean."""
+def legacy_reduction(caller: str, size_average, reduce, reduction: str) -> str:
+    """The reduction to use: `reduction`, or, where PyTorch's deprecated size_average or reduce
+    is given, the one they mean (PyTorch's rule, with its warning): reduce=False is 'none',
+    else size_average=False is 'sum', else 'mean'. Either overrides `reduction`, as in PyTorch."""
     if size_average is None and reduce is None:
-        return
-    if reduce is not None and not reduce:
-        reduction = "none"
-    else:
-        reduction = "sum" if size_average is not None and not size_average else "mean"
-    raise ArgumentError(
-        f"{caller}: size_average={size_average!r} and reduce={reduce!r} are deprecated in "
-        f"PyTorch and not supported; pass reduction={reduction!r}"
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    meant = "none" if not reduce else ("mean" if size_average else "sum")
+    warnings.warn(
+        f"{caller}: size_average and reduce args will be deprecated, please use "
+        f"reduction='{meant}' instead.",
+        UserWarning,
+        stacklevel=3,
     )
+    return meant
 
 
 def check_embedding_options(caller: str, max_norm, scale_grad_by_freq, sparse) -> None:

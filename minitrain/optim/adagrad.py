@@ -10,10 +10,6 @@ from ..tensor import Tensor
 from .optimizer import Optimizer, ParamsT, check_range
 
 
-class _FlagError(ArgumentError, RuntimeError):
-    """Flags that cannot be combined: a RuntimeError, as PyTorch raises."""
-
-
 class Adagrad(Optimizer):
     """Adagrad (Duchi et al., 2011), with PyTorch's update rule. For each parameter p with
     gradient g, at step t = 1, 2, ... (the sum s starts at initial_accumulator_value):
@@ -50,9 +46,9 @@ class Adagrad(Optimizer):
         fused: bool | None = None,
     ) -> None:
         if fused and foreach:
-            raise _FlagError("Adagrad: fused=True and foreach=True cannot be used together")
+            raise ArgumentError("Adagrad: fused=True and foreach=True cannot be used together")
         if fused and differentiable:
-            raise _FlagError("Adagrad: fused=True does not support differentiable=True")
+            raise ArgumentError("Adagrad: fused=True does not support differentiable=True")
         defaults = {
             "lr": lr,
             "lr_decay": lr_decay,

@@ -23,6 +23,7 @@ LAYERS = {
         "minitrain.runtime",
         "minitrain.backend",
         "minitrain.cuda",
+        "minitrain.multiprocessing",
     ),
     # the engine works on Nodes and arrays: it imports no Tensor (autograd/boundary.py)
     "autograd": ("minitrain.autograd",),
@@ -54,7 +55,7 @@ LAYERS = {
         "minitrain.train",
         "minitrain.io",
     ),
-    "viz": ("minitrain.viz",),
+    "viz": ("minitrain.viz", "minitrain.onnx"),
 }
 RANK = {layer: rank for rank, layer in enumerate(LAYERS)}
 

@@ -531,9 +531,15 @@ def test_cosine_similarity_and_distance_dtypes_follow_torch(torch):
         (lambda x: F.triplet_margin_loss(x, x, x, margin=0.0), ArgumentError,
          "margin must be > 0"),
         (lambda x: nn.KLDivLoss(reduction="avg"), ArgumentError, "KLDivLoss: reduction must be"),
-        (lambda x: nn.MarginRankingLoss(size_average=False), ArgumentError, "reduction='sum'"),
     ],
 )  # fmt: skip
 def test_similarity_errors_name_the_argument(call, error, message):
     with pytest.raises(error, match=message):
         call(mt.ones(2, 3))
+
+
+def test_pair_losses_read_the_deprecated_size_average_as_pytorch():
+    with pytest.warns(UserWarning, match="MarginRankingLoss: size_average and reduce"):
+        assert nn.MarginRankingLoss(size_average=False).reduction == "sum"
+    with pytest.warns(UserWarning, match="reduction='none'"):
+        assert nn.KLDivLoss(reduce=False).reduction == "none"

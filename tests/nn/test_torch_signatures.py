@@ -56,7 +56,8 @@ def _from_docstring(function) -> list[inspect.Parameter]:
 
 
 def _torch_parameters(name: str) -> list[inspect.Parameter]:
-    if name.startswith("max_pool"):  # a dispatcher on return_indices; this form takes them all
+    # a dispatcher on return_indices; the _with_indices form takes them all
+    if name.startswith(("max_pool", "adaptive_max_pool")) and not name.endswith("_with_indices"):
         return list(inspect.signature(getattr(TF, f"{name}_with_indices")).parameters.values())
     function = getattr(TF, name)
     try:
@@ -141,10 +142,12 @@ def _inplace_call(library, name: str):
     """F.<name> or nn.<name> of `library` (minitrain or torch; built with its defaults, in eval
     mode: dropout's mask is the identity there) run with inplace set as asked."""
     functional, layers = (F, nn) if library is mt else (TF, torch.nn)
+    # the arguments without defaults (threshold's), then dropout made the identity
+    keywords = {"threshold": 0.1, "value": 20.0} if name.lower() == "threshold" else {}
     if name in FUNCTIONS:
-        keywords = {"training": False} if name == "dropout" else {}
+        keywords.update({"training": False} if "dropout" in name else {})
         return lambda x, v: getattr(functional, name)(x, inplace=v, **keywords)
-    return lambda x, v: getattr(layers, name)(inplace=v).eval()(x)
+    return lambda x, v: getattr(layers, name)(inplace=v, **keywords).eval()(x)
 
 
 # every function and layer that takes PyTorch's `inplace`, read from their signatures
@@ -155,7 +158,10 @@ IN_PLACE = [
 ]
 # where minitrain accepts inplace and computes out of place whatever it says (the flag only
 # saves memory in PyTorch; dropout's mask is drawn apart from its input)
-IGNORED = {"dropout", "Dropout"}
+IGNORED = {
+    "dropout", "Dropout", "dropout1d", "Dropout1d", "dropout2d", "Dropout2d", "dropout3d",
+    "Dropout3d", "alpha_dropout", "AlphaDropout", "feature_alpha_dropout", "FeatureAlphaDropout",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("where", sorted(set(IN_PLACE) - IGNORED))
@@ -217,13 +223,29 @@ LEGACY = [(None, False), (False, None), (True, True), (False, False), (True, Fal
         ("BCEWithLogitsLoss", lambda s, r: nn.BCEWithLogitsLoss(None, s, r)),
     ],
 )  # fmt: skip
-def test_deprecated_size_average_and_reduce_name_the_reduction_they_mean(
+def test_deprecated_size_average_and_reduce_mean_the_reduction_pytorch_reads(
     where, call, size_average, reduce
 ):
-    call(None, None)
     meant = torch.nn._reduction.legacy_get_string(size_average, reduce, emit_warning=False)
-    with pytest.raises(ArgumentError, match=rf"^{where}: .*pass reduction='{meant}'"):
-        call(size_average, reduce)
+    warning = rf"^{where}: size_average and reduce .* use reduction='{meant}' instead"
+    with pytest.warns(UserWarning, match=warning):
+        got = call(size_average, reduce)
+    if isinstance(got, nn.Module):
+        assert got.reduction == meant
+        return
+    with pytest.warns(UserWarning):
+        each = call(None, False).numpy()  # reduction='none': one loss per element or sample
+    expected = {"none": each, "sum": each.sum(), "mean": each.mean()}[meant]
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+
+
+def test_no_legacy_argument_keeps_reduction_and_warns_nothing():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert F.mse_loss(sample, sample * 2, reduction="sum").item() == pytest.approx(
+            float(((sample.numpy() - 2 * sample.numpy()) ** 2).sum())
+        )
+        assert nn.L1Loss(reduction="none").reduction == "none"
 
 
 # softmax: PyTorch's implicit dim and dtype.

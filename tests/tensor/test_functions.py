@@ -421,13 +421,14 @@ def test_a_non_tensor_input_names_the_function_and_argument(name, call):
 # torch's parameters are read from its docstrings (parameter_names.torch_parameter_names).
 # Where that first line does not tell: torch's overloads (sum(input, *, dtype) beside
 # sum(input, dim, keepdim, *, dtype): minitrain takes the second), torch's docstring lagging its
-# binding (softmax's dtype is positional there), no docstring at all (relu, clamp_min), and one
-# difference left (norm takes no dtype).
+# binding (softmax's dtype is positional there), no docstring at all (relu, clamp_min, selu,
+# celu), and one difference left (norm takes no dtype).
 OVERLOADED = {
     "all": "input, dim, keepdim",
     "any": "input, dim, keepdim",
     "argmax": "input, dim, keepdim",
     "broadcast_to": "input, size",
+    "celu": "input, alpha",
     "clamp_max": "input, max",
     "clamp_min": "input, min",
     "detach": "input",
@@ -442,6 +443,7 @@ OVERLOADED = {
     "prod": "input, dim, keepdim, *, dtype",
     "relu": "input",
     "scatter": "input, dim, index, src, *, value, reduce",
+    "selu": "input",
     "softmax": "input, dim, dtype",
     "std": "input, dim, unbiased, keepdim, *, correction",
     "std_mean": "input, dim, unbiased, keepdim, *, correction",

@@ -33,7 +33,38 @@ def leaf(values, dtype=np.float64):
 )
 def test_creation_dtype_rules(data, dtype):
     assert minitrain.tensor(data).dtype == dtype
-    assert minitrain.Tensor(data).dtype == dtype
+    if isinstance(data, (np.ndarray, np.generic)):  # an array is wrapped as it is
+        assert minitrain.Tensor(data).dtype == dtype
+
+
+def test_the_Tensor_class_reads_its_arguments_as_torch_Tensor():  # noqa: N802
+    # sizes give an uninitialised tensor of that shape, Python data a copy in the default dtype
+    made = minitrain.Tensor(16, 7)
+    assert made.shape == (16, 7) and made.dtype == np.float32
+    assert minitrain.Tensor(4).shape == (4,)
+    assert minitrain.Tensor().shape == (0,) and minitrain.Tensor().dtype == np.float32
+    values = minitrain.Tensor([1, 2, 3])
+    assert values.dtype == np.float32 and values.tolist() == [1.0, 2.0, 3.0]
+    assert minitrain.Tensor([[True], [False]]).dtype == np.float32
+    assert minitrain.Tensor([1, 2], dtype=np.int64).dtype == np.int64
+    minitrain.set_default_dtype(minitrain.float64)
+    try:
+        assert minitrain.Tensor(2, 2).dtype == minitrain.Tensor([1]).dtype == np.float64
+    finally:
+        minitrain.set_default_dtype(minitrain.float32)
+    with pytest.raises(DTypeError, match="Tensor: expected sizes"):
+        minitrain.Tensor([1.0], 2)
+    assert minitrain.nn.Parameter(minitrain.Tensor(3, 4)).shape == (3, 4)
+
+
+def test_the_Tensor_class_matches_torch():  # noqa: N802
+    torch = _torch()
+    for args in [(2, 3), ([1, 2, 3],), ([[1.5, 2], [3, 4]],), ((1, 0),)]:
+        ours, theirs = minitrain.Tensor(*args), torch.Tensor(*args)
+        assert ours.shape == tuple(theirs.shape)
+        assert str(ours.dtype) == str(theirs.dtype)[6:]
+        if not isinstance(args[0], int):
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
 def test_python_float_dtype_matches_torch_default():

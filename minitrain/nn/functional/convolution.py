@@ -5,13 +5,20 @@ input as PyTorch does, and lends the op its name for errors."""
 
 from __future__ import annotations
 
-from ...errors import ShapeError
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ... import backend, ops
+from ...errors import DTypeError, ShapeError
 from ...ops.convolution.adaptive_pooling import adaptive_avg_pool_as
 from ...ops.convolution.average_pooling import avg_pool_as
 from ...ops.convolution.max_pooling import max_pool_as
 from ...ops.convolution.standard import conv_as
 from ...ops.convolution.transposed import conv_transpose_as
-from ...ops.core.op import shape_of
+from ...ops.convolution.window import check_pool_input, spatial_ints
+from ...ops.core.op import array_of, shape_of
 from ...ops.shapes.shape import reshape
 from ...tensor import Tensor
 
@@ -31,6 +38,12 @@ __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
     "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices",
 ]
 
 
@@ -398,3 +411,86 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
         "adaptive_avg_pool3d",
         lambda x: adaptive_avg_pool_as("adaptive_avg_pool3d", x, output_size),
     )
+
+
+def _adaptive_argmax(array, out: tuple[int, ...]):
+    """For x (N, C, *spatial), the flat index into the spatial positions of each adaptive
+    window's max (N, C, prod(out)): window i of a dim of length L spans floor(i * L / out) to
+    ceil((i + 1) * L / out) - 1, as PyTorch's; the first max wins a tie, a NaN beats any
+    number (numpy's argmax, PyTorch's scan)."""
+    xp = backend.array_module(array)
+    spatial = array.shape[2:]
+    strides = [math.prod(spatial[d + 1 :]) for d in range(len(spatial))]
+    indices = xp.empty(array.shape[:2] + (math.prod(out),), np.int64)
+    for cell, position in enumerate(np.ndindex(*out)):
+        starts = [i * n // o for i, n, o in zip(position, spatial, out, strict=True)]
+        stops = [-(-(i + 1) * n // o) for i, n, o in zip(position, spatial, out, strict=True)]
+        window = array[(..., *(slice(a, b) for a, b in zip(starts, stops, strict=True)))]
+        local = xp.argmax(window.reshape(array.shape[:2] + (-1,)), axis=-1)
+        flat = 0
+        # the window's flat index, read back to coordinates, made the input's flat index
+        for d in reversed(range(len(spatial))):
+            size = stops[d] - starts[d]
+            flat = flat + (local % size + starts[d]) * strides[d]
+            local = local // size
+        indices[..., cell] = flat
+    return indices
+
+
+def _adaptive_max_pool(caller: str, dims: int, input, output_size) -> tuple:  # noqa: A002
+    """(values, indices) of adaptive max pooling with `dims` spatial dims: the windows' maxima
+    gathered from the input at their argmax, so the gradient goes to that element alone, as
+    PyTorch's."""
+
+    def pool(x):
+        shape = shape_of(x)
+        check_pool_input(caller, shape)
+        dtype = np.dtype(x.dtype)
+        if dtype.kind != "f":
+            raise DTypeError(f"{caller}: input must be a floating tensor, got dtype {dtype}")
+        sizes = output_size
+        if isinstance(sizes, Sequence) and len(sizes) == dims:
+            sizes = tuple(n if o is None else o for o, n in zip(sizes, shape[2:], strict=True))
+        out = spatial_ints(sizes, dims, "output_size", caller, 1)
+        flat_indices = _adaptive_argmax(array_of(x), out)
+        picked = ops.gather(ops.flatten(x, 2), 2, Tensor.wrap(flat_indices))
+        return reshape(picked, shape[:2] + out), Tensor.wrap(flat_indices.reshape(shape[:2] + out))
+
+    return batched(input, dims, caller, pool)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Max over adaptive windows: input (N, C, L) or unbatched (C, L) -> (N, C, output_size),
+    with return_indices also each max's position in L (int64), for max_unpool1d."""
+    values, indices = _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Max over adaptive windows: input (N, C, H, W) or unbatched (C, H, W) -> (N, C,
+    *output_size); output_size an int or (H_out, W_out), None keeping the input's size. With
+    return_indices also each max's flat position in H x W (int64), for max_unpool2d."""
+    values, indices = _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Max over adaptive windows: input (N, C, D, H, W) or unbatched (C, D, H, W) -> (N, C,
+    *output_size); with return_indices also each max's flat position in D x H x W."""
+    values, indices = _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size)
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """adaptive_max_pool1d's (values, indices), whatever return_indices says (PyTorch's)."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """adaptive_max_pool2d's (values, indices), whatever return_indices says (PyTorch's)."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """adaptive_max_pool3d's (values, indices), whatever return_indices says (PyTorch's)."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size)

@@ -1,14 +1,15 @@
-"""`F.normalize`, `F.cosine_similarity`, `F.pairwise_distance`."""
+"""`F.normalize`, `F.cosine_similarity`, `F.pairwise_distance`, `F.pdist`."""
 
 from __future__ import annotations
 
-from ... import ops
+from ... import backend, ops
+from ...errors import ShapeError
 from ...tensor import Tensor
 from ..torch_args import (
     check_default,
 )
 
-__all__ = ["normalize", "cosine_similarity", "pairwise_distance"]
+__all__ = ["normalize", "cosine_similarity", "pairwise_distance", "pdist"]
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):  # noqa: A002
@@ -32,3 +33,15 @@ def pairwise_distance(
 
 
 # The losses comparing pairs (see minitrain.ops.losses.pair_loss).
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """The p-norm distance between every pair of rows of input (N, M), i < j in row-major order:
+    (N * (N - 1) / 2,), the upper triangle of the (N, N) distance matrix. The gradient where
+    two rows are equal is 0, as PyTorch's."""
+    if input.ndim != 2:
+        raise ShapeError(f"pdist: expected a 2-D input (N, M), got shape {tuple(input.shape)}")
+    xp = backend.array_module(input.array)
+    first, second = xp.triu_indices(input.shape[0], 1)
+    differences = ops.getitem(input, first) - ops.getitem(input, second)
+    return ops.norm(differences, p, dim=1)

@@ -1,5 +1,5 @@
 """`F.pad`, `F.interpolate` (and the deprecated upsample forms), `F.unfold` / `F.fold`, pixel
-shuffle and max unpooling."""
+and channel shuffle and max unpooling."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ... import ops
-from ...errors import ArgumentError, ShapeError
+from ...errors import ArgumentError, ShapeError, UnknownModeError
 from ...ops.resampling.patches import fold_patches_as, unfold_patches_as
 from ...ops.resampling.unpooling import max_unpool_as
 from ...tensor import Tensor
@@ -25,12 +25,15 @@ __all__ = [
     "fold",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "channel_shuffle",
     "max_unpool1d",
     "max_unpool2d",
     "max_unpool3d",
 ]
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
+# what a reflect or replicate pad must leave of a dim: its 1-D form one element, else any
+_LEFT = {1: "leaving at least one element", 0: "cropping at most the whole dim"}
 
 
 def pad(
@@ -43,9 +46,10 @@ def pad(
     pad = (left, right), (left, right, top, bottom), ... 'constant' fills with value (0 by
     default); 'reflect' mirrors the input about its edge element, 'replicate' repeats the edge
     element, 'circular' wraps around (what is left after cropping, as PyTorch's). A negative
-    pad crops."""
+    pad crops. An unknown mode raises UnknownModeError, PyTorch's NotImplementedError."""
     if mode not in _PAD_MODES:
-        raise ArgumentError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
+        # PyTorch's "Unrecognised padding mode" is a NotImplementedError
+        raise UnknownModeError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if mode != "constant" and value is not None:
         raise ArgumentError(f"pad: mode {mode!r} takes no value, got value={value!r}")
     sides = _pad_sides(input.shape, pad, mode)
@@ -94,11 +98,13 @@ def _pad_sides(shape: tuple, pad, mode: str) -> list[tuple[int, int, int]]:
                 )
             continue
         most = {"reflect": size - 1, "replicate": math.inf if size else 0}[mode]
-        # negative pads crop, as in PyTorch
-        if min(before, after) < -size or max(before, after) > most or size + before + after < 1:
+        # negative pads crop, as in PyTorch, whose 2-D and 3-D pads may crop a dim away
+        # entirely where its 1-D pad must leave an element
+        least = 1 if len(sides) == 1 else 0
+        if min(before, after) < -size or max(before, after) > most or size + before + after < least:
             raise ShapeError(
                 f"pad: mode {mode!r} takes pads from {-size} to {most} for dim {dim} of size "
-                f"{size}, leaving at least one element; got ({before}, {after})"
+                f"{size}, {_LEFT[least]}; got ({before}, {after})"
             )
     return sides
 
@@ -188,6 +194,25 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A0
     """`(*, C, H * r, W * r)` -> `(*, C * r^2, H, W)`, r = downscale_factor: the inverse of
     pixel_shuffle."""
     return ops.pixel_unshuffle(input, downscale_factor)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
+    """(N, C, *) with its C channels, read as `groups` groups of C / groups, interleaved:
+    channel g * (C / groups) + i goes to i * groups + g (ShuffleNet's shuffle)."""
+    shape = tuple(input.shape)
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ArgumentError(f"channel_shuffle: groups must be a positive int, got {groups!r}")
+    if len(shape) < 3:
+        raise ShapeError(
+            f"channel_shuffle: expected input of at least 3 dims (N, C, *), got shape {shape}"
+        )
+    if shape[1] % groups:
+        raise ShapeError(
+            f"channel_shuffle: the number of channels must be divisible by groups, got "
+            f"{shape[1]} channels (shape {shape}) and {groups} groups"
+        )
+    grouped = ops.reshape(input, (shape[0], groups, shape[1] // groups) + shape[2:])
+    return ops.reshape(ops.transpose(grouped, 1, 2), shape)
 
 
 def _max_unpool(caller, dims, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002

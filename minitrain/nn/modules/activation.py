@@ -5,8 +5,9 @@ GELU, SiLU, QuickGELU, ELU, SELU, CELU, Softplus, Mish, Hardswish, Hardsigmoid, 
 Softsign, Tanhshrink and GLU are built from them here (nn/modules/declared.py), each keeping its
 op's arguments as attributes and applying the op in forward; `inplace=True` writes the result
 into the input, as PyTorch's does. Written here, with state or logic of their own: Softmax,
-LogSoftmax and Softmin (PyTorch's implicit dim), Hardtanh (its deprecated names, its limits
-checked when built), ReLU6 (a Hardtanh, as PyTorch's) and PReLU (a learned weight)."""
+LogSoftmax and Softmin (PyTorch's implicit dim), Softmax2d (over the channels), Hardtanh (its
+deprecated names, its limits checked when built), ReLU6 (a Hardtanh, as PyTorch's) and PReLU (a
+learned weight)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import warnings
 import numpy as np
 
 from ... import ops
-from ...errors import ArgumentError, DTypeError
+from ...errors import ArgumentError, DTypeError, ShapeError
 from ...ops.core.variants import declared
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 (PyTorch's idiom)
@@ -24,7 +25,10 @@ from .declared import layer_of
 from .linear import layer_dtype
 from .module import Module, Parameter
 
-__all__ = ["Hardtanh", "LogSoftmax", "PReLU", "ReLU6", "Softmax", "Softmin"]
+__all__ = [
+    "Hardtanh", "LogSoftmax", "PReLU", "ReLU6", "Softmax", "Softmax2d", "Threshold", "Hardshrink",
+    "Softshrink", "RReLU", "Softmin",
+]  # fmt: skip
 
 
 class Softmax(Module):
@@ -52,8 +56,78 @@ class LogSoftmax(Softmax):
         return F.log_softmax(x, self.dim, _stacklevel=5)
 
 
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W): at each position the C values
+    sum to 1."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(N, C, H, W) or (C, H, W) -> the same shape, softmax along dim -3."""
+        if x.ndim not in (3, 4):
+            raise ShapeError(
+                f"Softmax2d: expected input of 3 or 4 dims (C, H, W) or (N, C, H, W), got shape "
+                f"{tuple(x.shape)}"
+            )
+        return ops.softmax(x, -3)
+
+
 def _inplace_repr(inplace: bool) -> str:
     return "inplace=True" if inplace else ""
+
+
+class Threshold(Module):
+    """x where x > threshold, `value` elsewhere (F.threshold); inplace=True writes into x."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input (*) -> the same shape."""
+        return F.threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        limits = f"threshold={self.threshold}, value={self.value}"
+        return ", ".join(filter(None, (limits, _inplace_repr(self.inplace))))
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (F.rrelu): in training each negative element scaled by a slope
+    drawn from U(lower, upper), in eval by (lower + upper) / 2; inplace=True writes into x."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input (*) -> the same shape."""
+        return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        limits = f"lower={self.lower}, upper={self.upper}"
+        return ", ".join(filter(None, (limits, _inplace_repr(self.inplace))))
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, 0 elsewhere (F.hardshrink)."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input (*) -> the same shape."""
+        return F.hardshrink(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """x shrunk towards 0 by lambd, 0 where |x| <= lambd (F.softshrink)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input (*) -> the same shape."""
+        return F.softshrink(x, self.lambd)
 
 
 class Hardtanh(Module):

@@ -1,4 +1,4 @@
-"""Identity, Linear and Flatten."""
+"""Identity, Linear, Bilinear, Flatten and Unflatten."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import numpy as np
 
 from ... import ops
 from ...arguments import as_dtype
-from ...errors import DTypeError
+from ...errors import ArgumentError, DTypeError
 from ...tensor import Tensor
 from .. import init
+from ..functional.dense import bilinear
 from .module import Module, Parameter
 
 
@@ -83,6 +84,53 @@ class Linear(Module):
         )
 
 
+class Bilinear(Module):
+    """y_o = x1^T weight[o] x2 + bias_o, weight (out_features, in1_features, in2_features).
+    Initialised as PyTorch does: weight and bias from U(-1/sqrt(in1_features),
+    1/sqrt(in1_features))."""
+
+    def __init__(
+        self,
+        in1_features: int,
+        in2_features: int,
+        out_features: int,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        dtype = layer_dtype(dtype, "Bilinear")
+        for name, value in (
+            ("in1_features", in1_features),
+            ("in2_features", in2_features),
+            ("out_features", out_features),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ArgumentError(f"Bilinear: {name} must be a positive int, got {value!r}")
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(np.empty((out_features, in1_features, in2_features), dtype))
+        finish_parameters(self, bias, out_features, dtype, device)
+
+    def reset_parameters(self) -> None:
+        """Re-draw weight and bias from U(-1/sqrt(in1_features), 1/sqrt(in1_features)), in
+        place, as the constructor does."""
+        bound = 1.0 / math.sqrt(self.in1_features)
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """x1 `(*, in1_features)` and x2 `(*, in2_features)` -> `(*, out_features)`."""
+        return bilinear(x1, x2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )
+
+
 class Flatten(Module):
     """Flatten dims start_dim..end_dim into one (default: everything but the batch dim)."""
 
@@ -97,3 +145,34 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dim `dim` into `unflattened_size` (a tuple or list of ints, one may be -1): the
+    inverse of Flatten, `(N, C * H * W) -> (N, C, H, W)` with dim=1, unflattened_size=(C, H, W).
+    PyTorch's named-tensor form (a str dim and (name, size) pairs) is not taken."""
+
+    def __init__(self, dim: int, unflattened_size) -> None:
+        super().__init__()
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise DTypeError(f"Unflatten: dim must be an int, got {type(dim).__name__}")
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise DTypeError(
+                f"Unflatten: unflattened_size must be a tuple or list of ints, got "
+                f"{type(unflattened_size).__name__}"
+            )
+        for position, size in enumerate(unflattened_size):
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+                raise DTypeError(
+                    f"Unflatten: unflattened_size must be a tuple of ints, but found element of "
+                    f"type {type(size).__name__} at pos {position}"
+                )
+        self.dim, self.unflattened_size = int(dim), unflattened_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input with dim `dim` split into unflattened_size: (N, 12) -> (N, 3, 4) with dim=1,
+        unflattened_size=(3, 4)."""
+        return ops.unflatten(x, self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

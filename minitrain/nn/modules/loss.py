@@ -1,23 +1,29 @@
 """Loss layers: CrossEntropyLoss, NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, BCELoss,
-BCEWithLogitsLoss, and the losses of pairs KLDivLoss, CosineEmbeddingLoss, MarginRankingLoss and
-TripletMarginLoss. Each holds its options (and class weights as a buffer) and calls the
-functional form. size_average and reduce, deprecated in PyTorch, are taken as None only."""
+BCEWithLogitsLoss, SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss, PoissonNLLLoss,
+GaussianNLLLoss, MultiMarginLoss, and the losses of pairs and triplets KLDivLoss,
+CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss and TripletMarginWithDistanceLoss.
+Each holds its options (and class weights as a buffer) and calls the functional form.
+size_average and reduce, deprecated in PyTorch, override reduction as there (legacy_reduction,
+nn/torch_args.py)."""
 
 from __future__ import annotations
 
 from ... import ops
+from ...errors import ArgumentError
 from ...ops.core.op import as_tensor
 from ...ops.losses.loss_reduction import check_reduction
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 (PyTorch's idiom)
-from ..torch_args import check_legacy_reduction
+from ..functional import losses
+from ..torch_args import legacy_reduction
+from .distance import PairwiseDistance
 from .module import Module
 
 
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        check_legacy_reduction(type(self).__name__, size_average, reduce)
+        reduction = legacy_reduction(type(self).__name__, size_average, reduce, reduction)
         check_reduction(type(self).__name__, reduction)
         self.reduction = reduction
 
@@ -159,13 +165,115 @@ class BCEWithLogitsLoss(_WeightedLoss):
         )
 
 
+class SoftMarginLoss(_Loss):
+    """log(1 + exp(-target * input)), target +1 or -1 (F.soft_margin_loss)."""
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        """input and target of one shape -> a 0-d loss, or input's shape with
+        reduction='none'."""
+        return losses.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all logistic loss, the mean over the classes of each sample
+    (F.multilabel_soft_margin_loss); `weight` (C,) weighs each class."""
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        """input logits and 0/1 target (N, C) or (C,) -> a 0-d loss, or (N,) with
+        reduction='none'."""
+        return losses.multilabel_soft_margin_loss(
+            input, target, self.weight, reduction=self.reduction
+        )
+
+
+class HingeEmbeddingLoss(_Loss):
+    """input where target is 1, max(0, margin - input) where it is -1
+    (F.hinge_embedding_loss)."""
+
+    def __init__(
+        self, margin: float = 1.0, size_average=None, reduce=None, reduction: str = "mean"
+    ):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        """input distances and +1/-1 target -> a 0-d loss, or input's shape with
+        reduction='none'."""
+        return losses.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """Negative log-likelihood of a Poisson target (F.poisson_nll_loss): input the log rate
+    with log_input, else the rate; full adds Stirling's term."""
+
+    def __init__(
+        self,
+        log_input: bool = True,
+        full: bool = False,
+        size_average=None,
+        eps: float = 1e-8,
+        reduce=None,
+        reduction: str = "mean",
+    ):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input: Tensor, target) -> Tensor:
+        """input and target of one shape -> a 0-d loss, or input's shape with
+        reduction='none'."""
+        return losses.poisson_nll_loss(
+            log_input, target, self.log_input, self.full, eps=self.eps, reduction=self.reduction
+        )
+
+
+class GaussianNLLLoss(_Loss):
+    """Negative log-likelihood of target under N(input, var) (F.gaussian_nll_loss)."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(reduction=reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input: Tensor, target, var) -> Tensor:  # noqa: A002
+        """input (the mean), target and var (input's shape, or one per sample) -> a 0-d loss,
+        or input's shape with reduction='none'."""
+        return losses.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss (F.multi_margin_loss); `weight` (C,) weighs each target class."""
+
+    def __init__(
+        self,
+        p: int = 1,
+        margin: float = 1.0,
+        weight=None,
+        size_average=None,
+        reduce=None,
+        reduction: str = "mean",
+    ):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ArgumentError(f"MultiMarginLoss: p must be 1 or 2, got {p!r}")
+        self.p, self.margin = p, margin
+
+    def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
+        """input scores (N, C) or (C,) and class indices (N,) or 0-d -> a 0-d loss, or (N,)
+        with reduction='none'."""
+        return losses.multi_margin_loss(
+            input, target, self.p, self.margin, self.weight, reduction=self.reduction
+        )
+
+
 class KLDivLoss(_Loss):
     """KL divergence of target from input's distribution (input as log-probabilities; target
     too with log_target), F.kl_div; reduction 'batchmean' divides the sum by the batch size."""
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target=False):
-        super().__init__(size_average, reduce, "mean" if reduction == "batchmean" else reduction)
-        self.reduction, self.log_target = reduction, log_target
+        batchmean = reduction == "batchmean"  # beside _Loss's three; the legacy args override it
+        super().__init__(size_average, reduce, "mean" if batchmean else reduction)
+        if batchmean and size_average is None and reduce is None:
+            self.reduction = "batchmean"
+        self.log_target = log_target
 
     def forward(self, input: Tensor, target) -> Tensor:  # noqa: A002
         """input log-probabilities and target (probabilities, or log-probabilities with log_target),
@@ -230,5 +338,42 @@ class TripletMarginLoss(_Loss):
             self.p,
             self.eps,
             self.swap,
+            reduction=self.reduction,
+        )
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)) with a distance function of
+    your own (a PairwiseDistance by default, registered as a child as in PyTorch); see
+    F.triplet_margin_with_distance_loss."""
+
+    def __init__(
+        self,
+        *,
+        distance_function=None,
+        margin: float = 1.0,
+        swap: bool = False,
+        reduction: str = "mean",
+    ):
+        super().__init__(reduction=reduction)
+        if not margin > 0:
+            raise ArgumentError(
+                f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}"
+            )
+        self.distance_function = (
+            PairwiseDistance() if distance_function is None else distance_function
+        )
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """anchor, positive and negative with one number of dims -> a 0-d loss, or one per
+        triplet with reduction='none'."""
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
             reduction=self.reduction,
         )

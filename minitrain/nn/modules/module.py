@@ -374,6 +374,14 @@ class Module:
         """Cast the floating parameters and buffers to float16, in place; returns self."""
         return self.to(np.float16)
 
+    def share_memory(self) -> Module:
+        """Move every parameter and buffer into memory that processes forked afterwards share
+        (`Tensor.share_memory_`: Hogwild training with minitrain.multiprocessing); returns
+        self."""
+        for tensor in [*self.parameters(), *self.buffers()]:
+            tensor.share_memory_()
+        return self
+
     def cpu(self) -> Module:
         """Move every parameter and buffer to the CPU, in place; returns self."""
         return self.to("cpu")

@@ -1,4 +1,5 @@
-"""Normalization layers: BatchNorm1d/2d/3d, LayerNorm (also invertible), RMSNorm, GroupNorm."""
+"""Normalization layers: BatchNorm1d/2d/3d, LayerNorm (also invertible), RMSNorm, GroupNorm,
+LocalResponseNorm."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 from ... import ops
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
+from ..functional.normalization import local_response_norm
 from .linear import layer_dtype
 from .module import Module, Parameter
 
@@ -260,3 +262,20 @@ class GroupNorm(Module):
             f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
             f"bias={self.bias is not None}"
         )
+
+
+class LocalResponseNorm(Module):
+    """Local response normalization across channels (AlexNet's): each channel divided by
+    (k + alpha / size * the sum of squares of the `size` channels around it) ** beta. See
+    F.local_response_norm."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, *) of 3 or more dims -> the same shape."""
+        return local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

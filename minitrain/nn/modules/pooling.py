@@ -1,4 +1,5 @@
-"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d."""
+"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d,
+AdaptiveMaxPool1d/2d/3d, LPPool1d/2d/3d."""
 
 from __future__ import annotations
 
@@ -170,3 +171,75 @@ class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """Mean pooling to a fixed (D, H, W) output size."""
 
     function = staticmethod(F.adaptive_avg_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    function = staticmethod(F.adaptive_max_pool2d)
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, x: Tensor):
+        """Input (N, C, *spatial) or unbatched (C, *spatial) -> (N, C, *output_size), with
+        return_indices also each max's flat position in the spatial dims."""
+        return self.function(x, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """Max pooling to a fixed output length (1: global max pooling)."""
+
+    function = staticmethod(F.adaptive_max_pool1d)
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """Max pooling to a fixed (H, W) output size (1: global max pooling)."""
+
+    function = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max pooling to a fixed (D, H, W) output size."""
+
+    function = staticmethod(F.adaptive_max_pool3d)
+
+
+class _LPPoolNd(Module):
+    function = staticmethod(F.lp_pool2d)
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Input (N, C, *spatial) or unbatched (C, *spatial) -> (N, C, *pooled): (sum of
+        x^norm_type over each window)^(1/norm_type)."""
+        return self.function(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (
+            f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+            f"ceil_mode={self.ceil_mode}"
+        )
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling over windows of (N, C, L) (F.lp_pool1d)."""
+
+    function = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over windows of (N, C, H, W) (F.lp_pool2d)."""
+
+    function = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over windows of (N, C, D, H, W) (F.lp_pool3d)."""
+
+    function = staticmethod(F.lp_pool3d)

@@ -1,6 +1,6 @@
 """Resampling layers: Upsample (UpsamplingNearest2d, UpsamplingBilinear2d), Unfold, Fold,
-PixelShuffle, PixelUnshuffle and MaxUnpool1d/2d/3d, each holding PyTorch's options and calling
-the functional form."""
+PixelShuffle, PixelUnshuffle, ChannelShuffle and MaxUnpool1d/2d/3d, each holding PyTorch's options
+and calling the functional form."""
 
 from __future__ import annotations
 
@@ -119,6 +119,22 @@ class PixelShuffle(Module):
 
     def extra_repr(self) -> str:
         return f"upscale_factor={self.upscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """(N, C, *) with its channels, read as `groups` groups, interleaved (F.channel_shuffle)."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        """Input `(N, C, *)` -> the same shape, channel g * (C / groups) + i moved to
+        i * groups + g."""
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
 
 
 class PixelUnshuffle(Module):

@@ -1,13 +1,14 @@
-"""Embedding: a lookup table of vectors indexed by integers."""
+"""Embedding, a lookup table of vectors indexed by integers, and EmbeddingBag, the sums, means
+or maxima of bags of its rows."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ShapeError
+from ...errors import ArgumentError, ShapeError
 from ...tensor import Tensor
 from .. import init
-from ..functional import embedding
+from ..functional import embedding, embedding_bag
 from ..torch_args import check_embedding_options, padding_row
 from .linear import layer_dtype
 from .module import Module, Parameter
@@ -92,3 +93,70 @@ class Embedding(Module):
     def extra_repr(self) -> str:
         padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}{padding}"
+
+
+class EmbeddingBag(Module):
+    """The sum, mean or max of bags of rows of weight (num_embeddings, embedding_dim),
+    initialised from N(0, 1) with the padding_idx row at zero; see F.embedding_bag. max_norm,
+    scale_grad_by_freq and sparse take PyTorch's defaults only."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight=None,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        check_embedding_options("EmbeddingBag", max_norm, scale_grad_by_freq, sparse)
+        if mode not in ("sum", "mean", "max"):
+            raise ArgumentError(f"EmbeddingBag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx = padding_row(padding_idx, num_embeddings, "EmbeddingBag")
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        self.mode, self.include_last_offset = mode, include_last_offset
+        if _weight is None:
+            dtype = layer_dtype(dtype, "EmbeddingBag")
+            self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dtype))
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ShapeError(
+                    f"EmbeddingBag: _weight has shape {tuple(_weight.shape)}, not "
+                    f"(num_embeddings, embedding_dim) = ({num_embeddings}, {embedding_dim})"
+                )
+            self.weight = Parameter(_weight)
+        if device is not None:
+            self.to(device)
+
+    def reset_parameters(self) -> None:
+        """Re-draw weight from N(0, 1), in place, the padding_idx row set to zero."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.array[self.padding_idx] = 0
+            self.weight.bump_version()
+
+    def forward(self, input, offsets=None, per_sample_weights=None) -> Tensor:  # noqa: A002
+        """input (B, L) of B bags, or 1-D cut into bags at offsets -> (B, embedding_dim)."""
+        return embedding_bag(
+            input,
+            self.weight,
+            offsets,
+            mode=self.mode,
+            per_sample_weights=per_sample_weights,
+            include_last_offset=self.include_last_offset,
+            padding_idx=self.padding_idx,
+        )
+
+    def extra_repr(self) -> str:
+        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}{padding}"

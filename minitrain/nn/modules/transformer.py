@@ -1,5 +1,5 @@
 """The transformer layers, PyTorch's: TransformerEncoderLayer, TransformerEncoder,
-TransformerDecoderLayer, TransformerDecoder."""
+TransformerDecoderLayer, TransformerDecoder, and Transformer, the encoder-decoder built of them."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ... import backend
+from ... import backend, ops
+from ...creation import full
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...ops.core.checks import check_eps
 from ...ops.core.op import array_of, as_tensor, shape_of
 from ...ops.random.dropout import check_probability
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 (PyTorch's idiom)
+from .. import init
 from ..torch_args import check_positive_int
 from .attention import (
     MultiheadAttention,
@@ -341,3 +343,109 @@ class TransformerDecoder(Module):
                 memory_is_causal=memory_is_causal,
             )
         return out if self.norm is None else self.norm(out)
+
+
+def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
+    """The (sz, sz) causal mask: -inf above the diagonal (a position may not attend to later
+    ones), 0 on and below it; dtype the default float dtype unless given."""
+    sz = check_positive_int("generate_square_subsequent_mask", "sz", sz, least=0)
+    return ops.triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), 1)
+
+
+class Transformer(Module):
+    """The encoder-decoder transformer ("Attention Is All You Need"), PyTorch's: a
+    TransformerEncoder of num_encoder_layers layers and a TransformerDecoder of
+    num_decoder_layers layers, each stack ending in a LayerNorm, its matrices drawn by
+    xavier_uniform_; custom_encoder / custom_decoder replace a stack. Parameter names as
+    PyTorch's (encoder.layers.0.self_attn.in_proj_weight, ..., decoder.norm.bias), so a PyTorch
+    state_dict loads."""
+
+    def __init__(
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable = F.relu,
+        custom_encoder: Module | None = None,
+        custom_decoder: Module | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+        device=None,
+        dtype=None,
+    ) -> None:
+        super().__init__()
+        layer_arguments = (
+            d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+            norm_first, bias,
+        )  # fmt: skip
+        factory = {"device": device, "dtype": dtype}
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(*layer_arguments, **factory)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(*layer_arguments, **factory)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
+        for parameter in self.parameters():
+            if parameter.ndim > 1:
+                init.xavier_uniform_(parameter)
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    generate_square_subsequent_mask = staticmethod(generate_square_subsequent_mask)
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        """src (S, E) or (S, N, E) through the encoder, then tgt (T, E) or (T, N, E) through the
+        decoder attending to its output -> tgt's shape ((N, S, E) and (N, T, E) with
+        batch_first). Masks as the encoder's and decoder's: src_mask (S, S), tgt_mask (T, T),
+        memory_mask (T, S), the padding masks (N, S), (N, T), (N, S); a causal-mask hint of None
+        checks the mask."""
+        src_shape, tgt_shape = shape_of(src), shape_of(tgt)
+        batch_dim = 0 if self.batch_first else 1
+        if len(src_shape) == 3 and (
+            len(tgt_shape) != 3 or src_shape[batch_dim] != tgt_shape[batch_dim]
+        ):
+            raise ShapeError(
+                f"Transformer: the batch number of src and tgt must be equal, got src "
+                f"{src_shape} and tgt {tgt_shape} (batch_first={self.batch_first})"
+            )
+        if src_shape[-1] != self.d_model or tgt_shape[-1] != self.d_model:
+            raise ShapeError(
+                f"Transformer: the feature number of src and tgt must be equal to d_model "
+                f"({self.d_model}), got src {src_shape} and tgt {tgt_shape}"
+            )
+        memory = self.encoder(
+            src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal
+        )
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )

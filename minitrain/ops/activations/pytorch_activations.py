@@ -202,7 +202,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-@variants("functional", module="SELU", inplace_flag="shown")
+@variants("function", "functional", module="SELU", inplace_flag="shown")
 def selu(input) -> Tensor:
     """scale * elu(`input`, alpha) with SELU's constants alpha = 1.6732632..., scale =
     1.0507009... (one elu op); the gradient at 0 is scale * alpha."""
@@ -210,7 +210,7 @@ def selu(input) -> Tensor:
     return Elu.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
-@variants("functional", module="CELU", inplace_flag="shown")
+@variants("function", "functional", module="CELU", inplace_flag="shown")
 def celu(input, alpha: float = 1.0) -> Tensor:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), x the `input` (one elu op,
     input_scale = 1 / alpha); alpha must be nonzero. The gradient at 0 is 1."""
@@ -470,7 +470,7 @@ class Prelu(Op):
         return dx, dweight
 
 
-@variants("functional")  # its layer: nn.PReLU, which holds the weight
+@variants("function", "functional")  # its layer: nn.PReLU, which holds the weight
 def prelu(input, weight) -> Tensor:
     """x for x > 0, weight * x otherwise, x the `input`, as PyTorch's F.prelu. weight: 0-d or
     1-D, holding one slope or one per channel (axis 1 of x; an x of fewer than 2 dims has 1

@@ -1,8 +1,9 @@
-"""Ops that draw random numbers: dropout."""
+"""Ops that draw random numbers: dropout, multinomial."""
 
 from types import ModuleType as _ModuleType
 
 from .dropout import *  # noqa: F403
+from .sampling import *  # noqa: F403
 
 __all__ = [
     name

@@ -13,7 +13,7 @@ from collections import namedtuple
 import numpy as np
 
 from ... import backend
-from ...arguments import dim_and_correction
+from ...arguments import dim_and_correction, dim_arg, keepdim_arg
 from ...errors import ArgumentError, DeviceError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import normalize_axis, normalize_one_axis, require_kind
@@ -191,8 +191,11 @@ def quantile(input, q, dim: int | None = None, keepdim: bool = False, *, interpo
     return reshape(out, (len(levels),) + (kept if keepdim else reduced))
 
 
-def _spread_mean(spread, caller: str, input, dim, unbiased, keepdim, correction) -> tuple:  # noqa: A002
+def _spread_mean(  # noqa: A002
+    spread, caller: str, input, dim, unbiased, keepdim, correction, axis, keepdims
+) -> tuple:
     dim, correction = dim_and_correction(dim, unbiased, correction, caller)
+    dim, keepdim = dim_arg(dim, axis, caller), keepdim_arg(keepdim, keepdims)
     x = as_tensor(input)
     require_kind(caller, x, "f", "floating point", "float")  # as in PyTorch
     return (
@@ -201,15 +204,26 @@ def _spread_mean(spread, caller: str, input, dim, unbiased, keepdim, correction)
     )
 
 
-def std_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:  # noqa: A002
-    """(std, mean) over dim (all elements by default): std with `correction` (default 1) or the
-    older `unbiased`, as Tensor.std takes them."""
-    return _spread_mean(reduction.std, "std_mean", input, dim, unbiased, keepdim, correction)
+def std_mean(  # noqa: A002
+    input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, axis=None,
+    keepdims=None,
+) -> tuple:  # fmt: skip
+    """(std, mean) over dim (all elements by default; numpy's axis and keepdims spellings too,
+    as PyTorch takes them): std with `correction` (default 1) or the older `unbiased`, as
+    Tensor.std takes them."""
+    return _spread_mean(
+        reduction.std, "std_mean", input, dim, unbiased, keepdim, correction, axis, keepdims
+    )
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None) -> tuple:  # noqa: A002
+def var_mean(  # noqa: A002
+    input, dim=None, unbiased=None, keepdim: bool = False, *, correction=None, axis=None,
+    keepdims=None,
+) -> tuple:  # fmt: skip
     """(var, mean) over dim (all elements by default): see std_mean."""
-    return _spread_mean(reduction.var, "var_mean", input, dim, unbiased, keepdim, correction)
+    return _spread_mean(
+        reduction.var, "var_mean", input, dim, unbiased, keepdim, correction, axis, keepdims
+    )
 
 
 # what aminmax returns, as torch.return_types.aminmax

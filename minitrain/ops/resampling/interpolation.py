@@ -31,6 +31,7 @@ from ..convolution.window import check_rank, spatial_ints
 from ..core import numba_math
 from ..core.checks import check_floating
 from ..core.op import Op, array_of, shape_of
+from ..core.promotion import dtype_of
 from ..shapes.indexing import getitem_grad
 
 __all__ = ["interpolate"]
@@ -48,14 +49,16 @@ _MODES = {
     "bicubic": (2, "cubic"),
     "area": (None, "area"),
 }
+# the modes PyTorch resamples uint8 images in (any other integer dtype, or mode, it refuses)
+_UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
 _CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution constant
 
 
 def _compute_dtype(dtype) -> np.dtype:
-    """interpolate's dtype of computation: float16's is float32 (PyTorch's opmath), others' their
-    own."""
+    """interpolate's dtype of computation: float16's is float32 (PyTorch's opmath), uint8's
+    float64 (its weights, then made integers: see _uint8_along), others' their own."""
     dtype = np.dtype(dtype)
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
+    return {np.float16: np.dtype(np.float32), np.uint8: np.dtype(np.float64)}.get(dtype.type, dtype)
 
 
 @functools.lru_cache(maxsize=256)
@@ -252,9 +255,25 @@ def _numba_along_adjoint(grad, axis: int, length: int, index, weight):
     return dx
 
 
+def _uint8_along(x, axis: int, index, weight):
+    """uint8 x resampled along axis as PyTorch's uint8 kernels do: the weights as integers with
+    as many fraction bits as an int16 holds for the largest, the sums rounded, shifted back and
+    clamped to [0, 255] after each dim (so bicubic's overshoot is cut between the dims)."""
+    xp = backend.array_module(x)
+    largest = float(xp.abs(weight).max())
+    bits = next(b for b in range(23) if b == 22 or int(0.5 + largest * (2 << b)) >= 1 << 15)
+    scaled = weight * (1 << bits)
+    integer = xp.trunc(scaled + xp.where(scaled < 0, -0.5, 0.5)).astype(np.int64)  # C's (int)
+    total = _along(x.astype(np.int64), axis, index, integer) + (1 << (bits - 1))
+    return xp.clip(total >> bits, 0, 255).astype(np.uint8)
+
+
 def _interpolate_forward(ctx, x, along):
     """x through every changed dim's taps, the last dim first, computed in the compute dtype
-    and returned in x's (a copy where no dim changes)."""
+    and returned in x's (a copy where no dim changes); uint8 x by _uint8_along where the taps
+    mix inputs (linear, cubic)."""
+    if x.dtype == np.uint8 and ctx.kind in ("linear", "cubic"):
+        along = _uint8_along
     out = x
     for axis, _, index, weight in reversed(_plan(ctx, x.shape, x.dtype)):
         out = along(out, axis, index, weight)
@@ -333,7 +352,9 @@ def interpolate(
     pooling). align_corners (linear and cubic modes only; default False) maps the corner
     pixels' centres onto each other. With scale_factor, the ratio between input and output
     positions is 1 / scale_factor, unless recompute_scale_factor=True computes it from the
-    sizes (as `size` does)."""
+    sizes (as `size` does). A uint8 image (nearest, nearest-exact, bilinear, bicubic only, as
+    PyTorch) is resampled with PyTorch's integer weights and rounding, each dim clamped to
+    [0, 255] (bilinear agrees with PyTorch's exactly; bicubic may differ by 1 in a few values)."""
     caller = "interpolate"
     if mode not in _MODES:
         raise ArgumentError(f"{caller}: mode must be one of {tuple(_MODES)}, got {mode!r}")
@@ -353,7 +374,8 @@ def interpolate(
             )
     elif not isinstance(align_corners, (bool, np.bool_, type(None))):
         raise DTypeError(f"{caller}: align_corners must be a bool or None, got {align_corners!r}")
-    check_floating(caller, input=array_of(x))
+    if not (dtype_of(x) == np.uint8 and mode in _UINT8_MODES):
+        check_floating(caller, input=array_of(x))
     recompute = bool(recompute_scale_factor) or (kind == "area" and size is None)
     if recompute_scale_factor and size is not None:
         raise ArgumentError(

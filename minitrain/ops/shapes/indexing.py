@@ -9,7 +9,7 @@ from ... import backend
 from ...arguments import nested_array
 from ...autograd.deferred import SliceSum
 from ...autograd.grad_mode import is_grad_enabled
-from ...errors import DTypeError, ShapeError
+from ...errors import DTypeError, IndexOutOfRangeError, IndexTypeError, ShapeError
 from ...inplace import write_in_place
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
@@ -127,21 +127,49 @@ def getitem_grad(grad, shape, index):
 
 
 def _index_item(item, xp):
-    """One index entry as numpy takes it; tensors, lists and tuples (inside the index tuple,
-    x[(1, 0, -1), :], a tuple reads as a list, as in PyTorch) become arrays on x's device."""
+    """One index entry as numpy takes it; tensors, lists, tuples and ranges (inside the index
+    tuple, x[(1, 0, -1), :], a tuple reads as a list, as in PyTorch) become arrays on x's
+    device; an empty list or range indexes nothing, as PyTorch's int64 empty index."""
     if isinstance(item, Tensor):
         item = item.array
-    elif isinstance(item, (list, tuple)):
+    elif isinstance(item, (list, tuple, range)):
         item = np.asarray(item)
+        item = item.astype(np.int64) if item.size == 0 else item
     if backend.is_array(item):
         item = xp.array(item)  # a copy: the index tensor may change in place later
         if item.dtype != np.bool_ and item.dtype.kind not in "iu":
-            raise DTypeError(f"getitem: index arrays must be integer or boolean, got {item.dtype}")
+            raise IndexTypeError(
+                f"getitem: index arrays must be integer or boolean, got {item.dtype}"
+            )
         # a 0-d integer index (labels[0]) is an int to PyTorch: it selects before the arrays
         return int(item) if item.ndim == 0 and item.dtype != np.bool_ else item
     if item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)):
         return item
+    if isinstance(item, (float, np.floating)):
+        raise IndexTypeError(f"getitem: a float cannot index, got {item!r}")
     raise DTypeError(f"getitem: cannot index with {type(item).__name__} ({item!r})")
+
+
+def _index_tuple(index) -> tuple:
+    """The index as a tuple of entries. A list (not a tuple) of fewer than 32 entries holding a
+    sequence, a tensor, a slice, None or Ellipsis is read as a tuple, x[[range(2), range(2)]]
+    as x[range(2), range(2)]: PyTorch's legacy rule, which it still follows (with a warning);
+    any other list is one index array."""
+    if isinstance(index, tuple):
+        return index
+    if (
+        isinstance(index, list)
+        and len(index) < 32
+        and any(
+            entry is None
+            or entry is Ellipsis
+            or isinstance(entry, (list, tuple, range, slice, Tensor))
+            or backend.is_array(entry)
+            for entry in index
+        )
+    ):
+        return tuple(index)
+    return (index,)
 
 
 def _is_mask(item) -> bool:
@@ -193,7 +221,7 @@ def _index_steps(x, index) -> tuple:
     be picked twice (integer arrays)."""
     xp = backend.array_module(x.array if isinstance(x, Tensor) else x)
     shape = shape_of(x)
-    items = [_index_item(item, xp) for item in (index if isinstance(index, tuple) else (index,))]
+    items = [_index_item(item, xp) for item in _index_tuple(index)]
     # The dims of x each item indexes: a mask as many as it has, None none, Ellipsis the rest
     # (a Python bool is numpy's 0-d mask: it adds a dim and indexes none)
     spans = [
@@ -372,7 +400,7 @@ def gather(input, dim: int, index):  # noqa: A002
     if array.size:
         low, high = int(array.min()), int(array.max())
         if low < 0 or high >= shape[dim]:
-            raise IndexError(
+            raise IndexOutOfRangeError(
                 f"gather: index {low if low < 0 else high} is out of range for dim {dim} of "
                 f"size {shape[dim]} (input shape {shape})"
             )

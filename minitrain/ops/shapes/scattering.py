@@ -28,6 +28,7 @@ __all__ = [
     "masked_scatter",
     "masked_select",
     "nonzero",
+    "nonzero_static",
     "scatter",
     "scatter_add",
     "scatter_reduce",
@@ -92,6 +93,23 @@ def nonzero(input, *, as_tuple: bool = False):
         found = xp.nonzero(array.reshape(1) if array.ndim == 0 else array)
         return tuple(Tensor(i.astype(np.int64)) for i in found)
     return Tensor(xp.argwhere(array).astype(np.int64))
+
+
+@variants("function", "method")
+def nonzero_static(input, *, size: int, fill_value: int = -1):  # noqa: A002
+    """nonzero(`input`) as an int64 (size, ndim) tensor, a shape known before the values are:
+    the first `size` rows of indices, and rows of `fill_value` after them where there are fewer
+    (PyTorch's, for code that must not depend on the data's shape)."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise DTypeError(f"nonzero_static: size must be an int, got {size!r}")
+    if size < 0:
+        raise ArgumentError(f"nonzero_static: size must be non-negative, got {size}")
+    if isinstance(fill_value, bool) or not isinstance(fill_value, (int, np.integer)):
+        raise DTypeError(f"nonzero_static: fill_value must be an int, got {fill_value!r}")
+    found = nonzero(input).array[:size]
+    xp = backend.array_module(found)
+    filler = xp.full((size - found.shape[0], found.shape[1]), fill_value, dtype=np.int64)
+    return Tensor(xp.concatenate([found, filler]))
 
 
 @variants("function", "method")

@@ -14,11 +14,6 @@ from .base import EPOCH_DEPRECATION, LRScheduler
 __all__ = ["ReduceLROnPlateau"]
 
 
-class _GroupsChangedError(ArgumentError, RuntimeError):
-    """The optimizer's groups no longer match the scheduler's min_lrs: a RuntimeError, as
-    PyTorch raises."""
-
-
 def _non_negative_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise ArgumentError(f"ReduceLROnPlateau: {name} must be an int >= 0, got {value!r}")
@@ -149,7 +144,7 @@ class ReduceLROnPlateau(LRScheduler):
         groups = self.optimizer.param_groups
         if len(groups) != len(self.min_lrs):
             if self.default_min_lr is None:
-                raise _GroupsChangedError(
+                raise ArgumentError(
                     f"ReduceLROnPlateau: the optimizer has {len(groups)} parameter groups, but "
                     f"min_lr lists {len(self.min_lrs)} (a group was added since); set "
                     f"scheduler.min_lrs to one value per group"

@@ -144,7 +144,7 @@ class MultiProcessIterator(Iterator):
 
     def __len__(self) -> int:
         if self.length is None:
-            raise TypeError("DataLoader: this loader's IterableDataset has no __len__")
+            raise DTypeError("DataLoader: this loader's IterableDataset has no __len__")
         return self.length
 
     def __next__(self) -> Any:
