@@ -3,81 +3,29 @@ where one is at hand): built in float64 on the CPU, copied and moved with Module
 and backward on both in training and in eval mode, and compared: outputs, input gradients,
 every parameter's gradient and every buffer (batch norm's running statistics), each of them on
 the device. A layer of nn.__all__ missing from the table, and not excluded with a reason, fails
-the coverage test."""
+the coverage test. The table's machinery, and the cases of the layers beyond the common ones, are
+in tests/nn_layer_cases.py; the layers that draw in training, in test_device_nn_draws.py."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import inspect
-from collections.abc import Callable
 
 import numpy as np
 import pytest
+from nn_layer_cases import EXTRA_CASES, Case, Const
+from nn_layer_cases import causal as _causal
+from nn_layer_cases import classes as _classes
+from nn_layer_cases import decoder_layer as _decoder_layer
+from nn_layer_cases import encoder_layer as _encoder_layer
+from nn_layer_cases import log_probs as _log_probs
+from nn_layer_cases import normal as _normal
+from nn_layer_cases import pooled as _pooled
 
 import minitrain as mt
 from minitrain import backend, nn
 
 CPU = mt.device("cpu")
-
-
-@dataclasses.dataclass(frozen=True)
-class Const:
-    """A float input that takes no gradient (a loss's target, a mask of floats)."""
-
-    value: np.ndarray
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """A layer and its inputs. `make` builds the layer (seeded, then cast to float64); `args`
-    draws the positional inputs from a generator: float arrays become tensors that require
-    grad, integer and bool arrays and Consts tensors that do not; `kwargs` draws keyword inputs
-    (arrays become tensors on the device, anything else is passed as it is); `modes` are the
-    modes the layer runs in."""
-
-    make: Callable[[], nn.Module]
-    args: Callable[[np.random.Generator], tuple]
-    kwargs: Callable[[np.random.Generator], dict] = lambda rng: {}
-    modes: tuple[str, ...] = ("train", "eval")
-
-
-def _normal(*shape):
-    return lambda rng: (rng.standard_normal(shape),)
-
-
-def _log_probs(rng, shape):
-    logits = rng.standard_normal(shape)
-    return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-
-
-def _classes(rng, shape, count, ignore=None):
-    target = rng.integers(0, count, shape)
-    if ignore is not None:
-        target.reshape(-1)[0] = ignore
-    return target
-
-
-def _pooled(rng, pool, shape):
-    """(output, indices) of a max pool of random values: a max unpool's inputs."""
-    y, indices = pool(mt.tensor(rng.standard_normal(shape)))
-    return y.array, indices.array
-
-
-def _causal(size):
-    return np.triu(np.full((size, size), -np.inf), 1)
-
-
-def _encoder_layer(**options):
-    return nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.0, **options)
-
-
-def _decoder_layer(**options):
-    return nn.TransformerDecoderLayer(8, 2, dim_feedforward=12, dropout=0.0, **options)
-
-
-def _sequence(*shape):
-    return lambda rng: (rng.standard_normal(shape), rng.standard_normal(shape[:-1] + (5,)))
 
 
 CASES: dict[str, Case] = {
@@ -353,6 +301,7 @@ CASES: dict[str, Case] = {
     "GRUCell": Case(lambda: nn.GRUCell(4, 5),
                     lambda rng: (rng.standard_normal((3, 4)), rng.standard_normal((3, 5)))),
     "GRUCell-unbatched": Case(lambda: nn.GRUCell(4, 5), _normal(4)),
+    **EXTRA_CASES,  # the layers beyond the common ones (nn_layer_cases.py)
 }  # fmt: skip
 
 # Public Module classes with no entry in CASES, and why.
@@ -360,6 +309,8 @@ EXCLUDED = {
     "Module": "the base class: every entry above runs through its __call__, to and buffers",
     "ModuleList": "no forward: test_containers_without_a_forward_move_their_children",
     "ModuleDict": "no forward: test_containers_without_a_forward_move_their_children",
+    "ParameterList": "no forward: test_parameter_containers_move_their_parameters",
+    "ParameterDict": "no forward: test_parameter_containers_move_their_parameters",
 }
 
 
@@ -528,6 +479,32 @@ def test_dropout_in_training_mode_draws_its_mask_on_the_device(cuda_device):
     np.testing.assert_array_equal(_host(layer(x).array), inputs)
 
 
+def test_parameter_containers_move_their_parameters(cuda_device):
+    mt.manual_seed(0)
+    model = nn.Module()
+    model.scales = nn.ParameterList([nn.Parameter(mt.randn(3)), mt.randn(2, 2)])
+    model.table = nn.ParameterDict({"bias": nn.Parameter(mt.zeros(4)), "gain": mt.ones(1)})
+    before = {name: t.array.copy() for name, t in model.state_dict().items()}
+    assert len(before) == 4
+    model.to("cuda")
+    state = model.state_dict()
+    assert state.keys() == before.keys()
+    for name, tensor in state.items():
+        assert _is_device_array(tensor.array), name
+        np.testing.assert_array_equal(_host(tensor.array), before[name], err_msg=name)
+    # the entries read back are the moved parameters, and a step through them runs there
+    assert isinstance(model.scales[1], nn.Parameter) and model.scales[1].device == cuda_device
+    x = mt.tensor(np.ones((2, 4)), dtype=np.float32, device="cuda")
+    loss = (x * model.table["bias"] + model.table["gain"]).sum() * model.scales[0].sum()
+    loss = loss + model.scales[1].sum()
+    loss.backward()
+    for name, parameter in model.named_parameters():
+        assert _is_device_array(parameter.grad.array), name
+    np.testing.assert_allclose(
+        _host(model.table["bias"].grad.array), 2 * _host(model.scales[0].array).sum(), rtol=1e-6
+    )
+
+
 def test_containers_without_a_forward_move_their_children(cuda_device):
     mt.manual_seed(0)
     model = nn.ModuleDict(
@@ -573,6 +550,14 @@ BUILT_ON_DEVICE = {
     "RNNCell": lambda **kw: nn.RNNCell(3, 4, **kw),
     "LSTMCell": lambda **kw: nn.LSTMCell(3, 4, **kw),
     "GRUCell": lambda **kw: nn.GRUCell(3, 4, **kw),
+    "Transformer": lambda **kw: nn.Transformer(4, 2, 1, 1, 8, **kw),
+    "InstanceNorm1d": lambda **kw: nn.InstanceNorm1d(3, affine=True, **kw),
+    "InstanceNorm2d": lambda **kw: nn.InstanceNorm2d(3, track_running_stats=True, **kw),
+    "InstanceNorm3d": lambda **kw: nn.InstanceNorm3d(
+        3, affine=True, track_running_stats=True, **kw
+    ),
+    "EmbeddingBag": lambda **kw: nn.EmbeddingBag(5, 3, padding_idx=0, **kw),
+    "Bilinear": lambda **kw: nn.Bilinear(3, 2, 4, **kw),
 }
 
 
@@ -595,5 +580,5 @@ def test_a_layer_built_with_device_lives_there(cuda_device, name):
         assert tensor.device == cuda_device and _is_device_array(tensor.array), what
         if tensor.dtype.kind == "f":
             assert tensor.dtype == np.float64, what
-    if name == "Embedding":  # the padding row starts at zero there too
+    if name in ("Embedding", "EmbeddingBag"):  # the padding row starts at zero there too
         assert not _host(layer.weight.array)[0].any()
