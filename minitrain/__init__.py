@@ -3,7 +3,7 @@
 import sys
 
 # allocator first: it sets malloc's thresholds before minitrain makes any array
-from . import cuda, distributed, functions, nn, ops, optim, train, utils, viz
+from . import cuda, distributed, functions, io, nn, ops, optim, train, utils, viz
 from .autograd import Tape, grad
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.gradcheck import gradcheck, gradgradcheck
@@ -30,6 +30,7 @@ from .creation import (
     randn,
     randn_like,
     randperm,
+    sparse_coo_tensor,
     tensor,
     zeros,
     zeros_like,
@@ -52,6 +53,7 @@ from .tensor_types import *  # noqa: F403 (FloatTensor, LongTensor, ...: PyTorch
 from .utils import data  # PyTorch's torch.utils.data, under minitrain's older name too
 
 cat = concat
+serialization = io.serialization  # torch.serialization: save, load and the safe-globals list
 autocast = amp.autocast
 cuda.amp = amp  # torch.cuda.amp.GradScaler, torch.cuda.amp.autocast (the same classes)
 
@@ -59,7 +61,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "Tensor", "tensor", "zeros", "ones", "empty", "empty_like", "full", "randn", "rand", "arange",
-    "eye", "linspace", "randint", "randperm",
+    "eye", "linspace", "randint", "randperm", "sparse_coo_tensor",
     "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
     "float16", "float32", "float64", "int32", "int64",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",
@@ -87,6 +89,7 @@ for _path, _module in {
     "amp": amp,
     "cuda.amp": amp,
     "accelerator": accelerator,
+    "serialization": io.serialization,  # torch.serialization: save, load, safe_globals
 }.items():
     sys.modules[f"{__name__}.{_path}"] = _module
 del _path, _module

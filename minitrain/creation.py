@@ -8,7 +8,7 @@ import numpy as np
 
 from . import backend
 from .arguments import as_array, as_dtype, shape_args
-from .errors import ArgumentError, DTypeError
+from .errors import ArgumentError, DTypeError, ShapeError
 from .runtime.defaults import default_device_or, get_default_device, get_default_dtype
 from .runtime.generator import numpy_source
 from .tensor import Tensor
@@ -16,7 +16,7 @@ from .tensor import Tensor
 __all__ = [
     "tensor", "zeros", "empty", "ones", "full", "randn", "rand", "arange", "eye", "linspace",
     "randint", "randperm", "zeros_like", "empty_like", "ones_like", "full_like", "randn_like",
-    "rand_like",
+    "rand_like", "sparse_coo_tensor",
 ]  # fmt: skip
 
 
@@ -272,3 +272,37 @@ def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -
     unless `dtype` or `device` is given. An integer dtype truncates every sample to 0 (PyTorch
     refuses one)."""
     return rand(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+
+
+def sparse_coo_tensor(
+    indices, values, size=None, *, dtype=None, device=None, requires_grad: bool = False,
+    is_coalesced=None, check_invariants=None,
+) -> Tensor:  # fmt: skip
+    """PyTorch's sparse COO tensor, held dense: minitrain has no sparse storage, so this is the
+    dense tensor of `size` whose element at each column of `indices` (ndim, nnz) is its value
+    in `values` (nnz,), values at one index summed, as PyTorch's coalesce sums them, and 0
+    elsewhere. Its values and every op on it are PyTorch's; its memory is the dense shape's.
+    `size` defaults to one past the largest index in each dim; `is_coalesced` and
+    `check_invariants` are PyTorch's and change nothing here."""
+    index = np.asarray(indices.array if isinstance(indices, Tensor) else indices)
+    entries = values.array if isinstance(values, Tensor) else np.asarray(values)
+    if index.ndim != 2 or index.dtype.kind not in "iu":
+        raise DTypeError(
+            f"sparse_coo_tensor: indices must be an integer (ndim, nnz) tensor, got dtype "
+            f"{index.dtype} and shape {index.shape}"
+        )
+    if np.ndim(entries) != 1 or len(entries) != index.shape[1]:
+        raise ShapeError(
+            f"sparse_coo_tensor: values must be 1-d with one value per index column "
+            f"({index.shape[1]}), got shape {np.shape(entries)}"
+        )
+    size = tuple(index.max(axis=1) + 1) if size is None else tuple(size)
+    if len(size) != index.shape[0] or (index.size and ((index < 0).any() or (
+        index.max(axis=1) >= np.asarray(size)).any())):  # fmt: skip
+        raise ShapeError(
+            f"sparse_coo_tensor: indices of {index.shape[0]} dims must lie within size {size}"
+        )
+    dtype = np.dtype(entries.dtype if dtype is None else dtype)
+    dense = np.zeros(size, dtype=dtype)
+    np.add.at(dense, tuple(index), np.asarray(backend.to_device(entries, backend.device("cpu"))))
+    return Tensor(dense, requires_grad=requires_grad, device=device)

@@ -334,6 +334,26 @@ class TensorMethods:
         """All dims reversed, as numpy's `.T`."""
         return ops.permute(self, tuple(reversed(range(self.ndim))))
 
+    @property
+    def mT(self):  # noqa: N802
+        """The last two dims swapped (a batch of matrices transposed), PyTorch's `.mT`."""
+        if self.ndim < 2:
+            raise ShapeError(f"mT: takes a tensor of at least 2 dims, got shape {self.shape}")
+        return self.transpose(-2, -1)
+
+    def to_sparse(self, *args, **kwargs):
+        """PyTorch's sparse form: the tensor itself, as minitrain holds tensors dense (see
+        `minitrain.sparse_coo_tensor`); its values and every op on it are the same."""
+        return self
+
+    def to_dense(self, *args, **kwargs):
+        """The dense tensor: itself (minitrain's tensors are dense)."""
+        return self
+
+    def coalesce(self):
+        """PyTorch's sparse coalesce: itself (dense, nothing to merge)."""
+        return self
+
     def t(self):
         """A 2-D tensor transposed; a 0-D or 1-D one as it is (PyTorch's t)."""
         if self.ndim > 2:

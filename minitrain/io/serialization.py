@@ -1,5 +1,7 @@
 """save and load, as torch.save and torch.load: a path or a file object, and the format read
-told apart by the archive's members (minitrain's checkpoint, or PyTorch's zip file)."""
+told apart by the archive's members (minitrain's checkpoint, or PyTorch's zip file). Also
+`minitrain.serialization`, as torch.serialization: its safe-globals registry, kept for the
+programs that fill it."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from .atomic import write_atomically
 from .checkpoint import STRUCTURE_MEMBER, encode_checkpoint, read_checkpoint, write_checkpoint
 from .torch_format import is_legacy_torch_file, is_torch_archive, read_torch_checkpoint
 
-__all__ = ["save", "load"]
+__all__ = [
+    "save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+]  # fmt: skip
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _UNPICKLER_ARGUMENTS = ("encoding", "errors", "fix_imports")  # what pickle.Unpickler takes
@@ -229,3 +233,51 @@ def _file_name(path: Any, caller: str) -> str:
             f"{caller}: f must be a file name (str, bytes or os.PathLike) or a binary file "
             f"object, got {type(path).__name__}"
         ) from None
+
+
+# torch.serialization's registry of the classes weights_only loading may build. Programs fill
+# it before loading their own checkpoints; minitrain keeps the list, and loads what it always
+# loads: tensor state, never a class the file names (a module saved whole is refused at save).
+_safe_globals: list[Any] = []
+
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """PyTorch's: mark classes and functions as safe to load. Kept (get_safe_globals lists
+    them) and changes nothing here: minitrain's load builds tensors and plain containers only,
+    whatever is listed."""
+    if not isinstance(safe_globals, (list, tuple)):
+        raise DTypeError(
+            f"add_safe_globals: expected a list of classes or functions, got "
+            f"{type(safe_globals).__name__}"
+        )
+    _safe_globals.extend(safe_globals)
+
+
+def get_safe_globals() -> list[Any]:
+    """The classes and functions given to add_safe_globals (and the open safe_globals blocks)."""
+    return list(_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    """Forget every global add_safe_globals was given."""
+    _safe_globals.clear()
+
+
+class safe_globals:  # noqa: N801 (PyTorch's name: a context manager)
+    """`with safe_globals([...]):` PyTorch's block within which the listed globals count as
+    safe; here they are listed (get_safe_globals) for the block's length and change nothing."""
+
+    def __init__(self, safe_globals: list[Any]) -> None:
+        if not isinstance(safe_globals, (list, tuple)):
+            raise DTypeError(
+                f"safe_globals: expected a list of classes or functions, got "
+                f"{type(safe_globals).__name__}"
+            )
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self) -> None:
+        _safe_globals.extend(self.safe_globals)
+
+    def __exit__(self, *exc_info) -> None:
+        for item in self.safe_globals:
+            _safe_globals.remove(item)

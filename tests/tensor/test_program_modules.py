@@ -13,7 +13,7 @@ import pytest
 
 import minitrain
 import minitrain.multiprocessing as mp
-from minitrain.errors import ArgumentError, DTypeError
+from minitrain.errors import ArgumentError, DTypeError, ShapeError
 
 
 @pytest.mark.parametrize(
@@ -50,13 +50,16 @@ def test_onnx_export_says_it_is_not_built_and_writes_nothing(tmp_path):
 
 
 def test_normal_of_tensors_broadcasts_them_and_keeps_their_dtype():
-    mean = minitrain.zeros(2000, 1, dtype=np.float64) + 3.0
+    minitrain.manual_seed(0)
+    mean = minitrain.zeros(4000, 1, dtype=np.float64) + 3.0
     std = minitrain.tensor([0.5, 2.0], dtype=np.float64)
     drawn = minitrain.normal(mean, std)
-    assert drawn.shape == (2000, 2) and drawn.dtype == np.float64 and not drawn.requires_grad
+    assert drawn.shape == (4000, 2) and drawn.dtype == np.float64 and not drawn.requires_grad
     values = drawn.numpy()
-    np.testing.assert_allclose(values.mean(axis=0), [3.0, 3.0], atol=0.15)
-    np.testing.assert_allclose(values.std(axis=0), [0.5, 2.0], rtol=0.08)
+    # within 5 standard errors: a seeded draw that a wrong mean or std would fail by far
+    standard_error = np.array([0.5, 2.0]) / np.sqrt(4000)
+    assert (np.abs(values.mean(axis=0) - 3.0) < 5 * standard_error).all()
+    np.testing.assert_allclose(values.std(axis=0), [0.5, 2.0], rtol=0.06)
     number_std = minitrain.normal(2 * minitrain.ones(4, 2), 1)  # a tutorial's call
     assert number_std.shape == (4, 2) and number_std.dtype == np.float32
     assert minitrain.normal(0.0, minitrain.ones(3)).shape == (3,)
@@ -162,3 +165,79 @@ def test_multiprocessing_re_exports_pythons_names():
 def test_pinning_is_a_no_op_on_the_cpu():
     x = minitrain.ones(2)
     assert x.pin_memory() is x and x.is_pinned() is False
+
+
+# Sparse tensors held dense, mT, torch.serialization, torch.nn.modules paths
+
+
+def test_sparse_coo_tensor_is_the_dense_tensor_of_its_entries():
+    indices = minitrain.tensor([[0, 0, 1, 2], [1, 1, 0, 2]])
+    made = minitrain.sparse_coo_tensor(indices, minitrain.tensor([1.0, 2.0, 3.0, 4.0]), (3, 3))
+    expected = np.zeros((3, 3), np.float32)
+    expected[0, 1], expected[1, 0], expected[2, 2] = 3.0, 3.0, 4.0  # a repeated index sums
+    np.testing.assert_array_equal(made.numpy(), expected)
+    inferred = minitrain.sparse_coo_tensor(indices, minitrain.ones(4), dtype=np.int64)
+    assert inferred.shape == (3, 3) and inferred.dtype == np.int64
+    assert made.to_sparse() is made and made.to_dense() is made and made.coalesce() is made
+    np.testing.assert_array_equal(
+        minitrain.spmm(made, minitrain.ones(3, 2)).numpy(), expected @ np.ones((3, 2))
+    )
+    with pytest.raises(ShapeError, match="within size"):
+        minitrain.sparse_coo_tensor(indices, minitrain.ones(4), (2, 2))
+    with pytest.raises(ShapeError, match="one value per index column"):
+        minitrain.sparse_coo_tensor(indices, minitrain.ones(3), (3, 3))
+    with pytest.raises(DTypeError, match="indices must be an integer"):
+        minitrain.sparse_coo_tensor(minitrain.ones(2, 2), minitrain.ones(2), (3, 3))
+
+
+def test_sparse_coo_tensor_matches_torchs_dense_form(torch):
+    indices = [[0, 0, 1, 2], [1, 1, 0, 2]]
+    values = [1.0, 2.0, 3.0, 4.0]
+    ours = minitrain.sparse_coo_tensor(minitrain.tensor(indices), minitrain.tensor(values), (3, 4))
+    theirs = torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor(values), (3, 4))
+    np.testing.assert_array_equal(ours.numpy(), theirs.to_dense().numpy())
+    np.testing.assert_array_equal(
+        minitrain.spmm(ours.T, minitrain.ones(3, 2)).numpy(),
+        torch.spmm(theirs.t(), torch.ones(3, 2)).numpy(),
+    )
+
+
+def test_mT_swaps_the_last_two_dims_as_torch(torch):  # noqa: N802
+    values = np.arange(24.0).reshape(2, 3, 4)
+    x = minitrain.tensor(values, requires_grad=True)
+    assert x.mT.shape == (2, 4, 3)
+    np.testing.assert_array_equal(x.mT.numpy(), torch.tensor(values).mT.numpy())
+    (x.mT * minitrain.tensor(np.arange(24.0).reshape(2, 4, 3))).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(24.0).reshape(2, 4, 3).swapaxes(1, 2))
+    with pytest.raises(ShapeError, match="mT: takes a tensor of at least 2 dims"):
+        _ = minitrain.ones(3).mT
+
+
+def test_serialization_keeps_pytorchs_safe_globals_list(tmp_path):
+    from minitrain import serialization
+
+    assert serialization.load is minitrain.load and serialization.save is minitrain.save
+    serialization.clear_safe_globals()
+    with serialization.safe_globals([dict, minitrain.nn.Linear]):
+        assert serialization.get_safe_globals() == [dict, minitrain.nn.Linear]
+        minitrain.save({"w": minitrain.ones(2)}, tmp_path / "w.pt")
+        assert minitrain.load(tmp_path / "w.pt")["w"].tolist() == [1.0, 1.0]
+    assert serialization.get_safe_globals() == []
+    serialization.add_safe_globals([dict])
+    assert serialization.get_safe_globals() == [dict]
+    serialization.clear_safe_globals()
+    with pytest.raises(DTypeError, match="add_safe_globals: expected a list"):
+        serialization.add_safe_globals(dict)
+    with pytest.raises(minitrain.errors.CheckpointError, match="state_dict"):  # still refused
+        minitrain.save(minitrain.nn.Linear(2, 2), tmp_path / "model.pt")
+
+
+def test_classes_at_their_torch_nn_modules_paths():
+    from minitrain.nn.modules import activation, linear
+
+    assert activation.MultiheadAttention is minitrain.nn.MultiheadAttention
+    out_proj = linear.NonDynamicallyQuantizableLinear(4, 2)
+    assert isinstance(out_proj, minitrain.nn.Linear) and out_proj(minitrain.ones(3, 4)).shape == (
+        3,
+        2,
+    )

@@ -21,6 +21,7 @@ from ...ops.core.variants import declared
 from ...tensor import Tensor
 from .. import functional as F  # noqa: N812 (PyTorch's idiom)
 from .. import init
+from .attention import MultiheadAttention  # noqa: F401 (torch.nn.modules.activation's home of it)
 from .declared import layer_of
 from .linear import layer_dtype
 from .module import Module, Parameter

@@ -84,6 +84,11 @@ class Linear(Module):
         )
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under the name PyTorch gives MultiheadAttention's out_proj (so that programs
+    naming the class, in torch.serialization.safe_globals lists, find it); a Linear here."""
+
+
 class Bilinear(Module):
     """y_o = x1^T weight[o] x2 + bias_o, weight (out_features, in1_features, in2_features).
     Initialised as PyTorch does: weight and bias from U(-1/sqrt(in1_features),

@@ -166,7 +166,7 @@ def _sizes(shape: tuple) -> str:
     return "x".join(str(n) for n in shape)
 
 
-@variants("function", "method")
+@variants("function", "method", aliases=("spmm",))  # spmm: PyTorch's sparse product; dense here
 def mm(input, mat2):  # noqa: A002
     """The matrix product of two matrices, `input` (n, m) and `mat2` (m, p), as (n, p); both
     2-D and of one dtype (matmul takes vectors and batches)."""
