@@ -48,7 +48,7 @@ from .runtime.defaults import (
     set_default_dtype,
 )
 from .runtime.generator import Generator
-from .tensor import Tensor
+from .tensor import Size, Tensor
 from .tensor_types import *  # noqa: F403 (FloatTensor, LongTensor, ...: PyTorch's legacy types)
 from .utils import data  # PyTorch's torch.utils.data, under minitrain's older name too
 
@@ -60,8 +60,8 @@ cuda.amp = amp  # torch.cuda.amp.GradScaler, torch.cuda.amp.autocast (the same c
 __version__ = "0.2.0"
 
 __all__ = [
-    "Tensor", "tensor", "zeros", "ones", "empty", "empty_like", "full", "randn", "rand", "arange",
-    "eye", "linspace", "randint", "randperm", "sparse_coo_tensor",
+    "Tensor", "Size", "tensor", "zeros", "ones", "empty", "empty_like", "full", "randn", "rand",
+    "arange", "eye", "linspace", "randint", "randperm", "sparse_coo_tensor",
     "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
     "float16", "float32", "float64", "int32", "int64",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",

@@ -18,6 +18,7 @@ from .autograd.boundary import TensorClass
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 from .inplace import InPlaceMethods, in_place_twin
 from .runtime.defaults import get_default_dtype
+from .tensor_repr import tensor_repr
 
 _new_object = object.__new__
 
@@ -33,9 +34,21 @@ def _rebuilt_tensor(cls, array, requires_grad: bool, grad):
     return tensor
 
 
-def _default_float_array(make, values, dtype) -> np.ndarray:
-    """`make(values, dtype)` in `dtype`, or the default floating dtype (torch.Tensor's)."""
-    return make(values, dtype=np.dtype(get_default_dtype() if dtype is None else dtype))
+class Size(tuple):
+    """PyTorch's torch.Size: a shape, a tuple of ints, which `Tensor.size()` returns and which
+    `Tensor(size)` reads as sizes (where a plain tuple is values, as in PyTorch)."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        """The number of elements a tensor of this shape has: the product of the sizes."""
+        count = 1
+        for size in self:
+            count *= size
+        return count
+
+    def __repr__(self) -> str:
+        return f"minitrain.Size({list(self)})"
 
 
 def _check_grad_dtype(array, caller: str) -> None:
@@ -43,31 +56,6 @@ def _check_grad_dtype(array, caller: str) -> None:
         raise DTypeError(
             f"{caller}: only floating-point tensors can require grad, got dtype {array.dtype}"
         )
-
-
-def _float_formatter(data: np.ndarray) -> dict | None:
-    """numpy's formatter for a floating array printed as PyTorch prints it: whole numbers as
-    `3.`; else 4 decimals, `3.5000`; scientific `1.0000e-05` where the finite nonzero magnitudes
-    span more than 1000x, pass 1e8 or (not all whole) go below 1e-4; each padded to the widest.
-    Past 1000 elements, only the 3 first and last along each dim count (those shown)."""
-    if data.dtype.kind != "f" or data.size == 0:
-        return None
-    if data.size > 1000:
-        for axis, size in enumerate(data.shape):
-            data = np.take(data, [*range(3), *range(size - 3, size)], axis) if size > 6 else data
-    shown = data[np.isfinite(data) & (data != 0)].astype(np.float64)
-    finite = np.abs(shown)
-    whole = bool(np.all(np.ceil(finite) == finite))
-    wide = finite.size and (finite.max() / finite.min() > 1000 or finite.max() > 1e8)
-    scientific = wide or (not whole and finite.size and finite.min() < 1e-4)
-    spec = ".4e" if scientific else ".0f" if whole else ".4f"
-
-    def text(value) -> str:
-        written = format(float(value), spec)
-        return written + "." if spec == ".0f" and np.isfinite(value) else written
-
-    width = max((len(text(value)) for value in shown), default=0)
-    return {"float_kind": lambda value: text(value).rjust(width)}
 
 
 class Tensor(InPlaceMethods):
@@ -93,15 +81,20 @@ class Tensor(InPlaceMethods):
     def __init__(self, data=(), *sizes: int, requires_grad: bool = False, dtype=None, device=None):
         # PyTorch's torch.Tensor: sizes give an uninitialised tensor of that shape, Python data
         # (a list, a tuple) a copy in the default dtype; an array or Tensor is wrapped as it is
-        if type(data) is int and all(type(size) is int for size in sizes):
-            data = _default_float_array(np.empty, (data, *sizes), dtype)
+        shape = None
+        if isinstance(data, Size) and not sizes:
+            shape = tuple(data)
+        elif type(data) is int and all(type(size) is int for size in sizes):
+            shape = (data, *sizes)
         elif sizes:
             raise DTypeError(
                 f"Tensor: expected sizes (ints) or one sequence of values, got "
                 f"{', '.join(type(a).__name__ for a in (data, *sizes))}"
             )
+        if shape is not None:
+            data = np.empty(shape, dtype=np.dtype(get_default_dtype() if dtype is None else dtype))
         elif isinstance(data, (list, tuple)) and dtype is None:
-            data = _default_float_array(np.asarray, data, None)
+            dtype = get_default_dtype()  # torch.Tensor's Python data: the default dtype
         self.array = as_array(data.array if isinstance(data, Tensor) else data, dtype, device)
         self._grad: Tensor | None = None
         self._requires_grad = False
@@ -309,9 +302,9 @@ class Tensor(InPlaceMethods):
         return backend.array_module(self.array)
 
     def size(self, dim: int | None = None):
-        """The shape as a tuple of ints, or with `dim` the size of that one dim (negative
-        counts from the end)."""
-        return self.array.shape if dim is None else self.array.shape[dim]
+        """The shape as a `Size` (a tuple of ints, PyTorch's torch.Size), or with `dim` the
+        size of that one dim (negative counts from the end)."""
+        return Size(self.array.shape) if dim is None else self.array.shape[dim]
 
     def numel(self) -> int:
         """The number of elements, the product of the shape (`nelement` is the same
@@ -326,7 +319,7 @@ class Tensor(InPlaceMethods):
 
     def __len__(self) -> int:
         if self.array.ndim == 0:
-            raise ShapeError("len() of a 0-d tensor")
+            raise DTypeError("len() of a 0-d tensor")  # a TypeError, as PyTorch's and Python's
         return self.array.shape[0]
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -393,20 +386,7 @@ class Tensor(InPlaceMethods):
         return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
-        data = self.array if isinstance(self.array, np.ndarray) else self.cpu().array
-        body = np.array2string(
-            data, separator=", ", prefix="tensor(", formatter=_float_formatter(data)
-        ).replace(", ...,", ",  ...,")  # PyTorch writes a row's summary as " ..."
-        extras = []
-        if self.dtype not in (np.float32, np.int64, np.bool_) or data.size == 0:
-            extras.append(f"dtype={self.dtype}")
-        if self.device != backend.CPU:
-            extras.append(f"device='{self.device}'")
-        if self.node is not None:
-            extras.append(f"grad_fn=<{self.node.name}>")
-        elif self.requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + ", ".join([body, *extras]) + ")"
+        return tensor_repr(self)
 
     # Drawing hooks in from above: minitrain.viz sets it when imported (a function Tensor -> HTML);
     # without it, Jupyter shows the plain repr.
@@ -441,43 +421,6 @@ class Tensor(InPlaceMethods):
         if device is None or isinstance(device, (int, np.integer)):
             device = f"cuda:{0 if device is None else int(device)}"
         return self.to(device)
-
-    def float(self) -> Tensor:
-        """As float32 (`to(np.float32)`): recorded, and the tensor itself if it is float32
-        already."""
-        return self.to(np.dtype(np.float32))
-
-    def double(self) -> Tensor:
-        """As float64 (`to(np.float64)`): recorded, and the tensor itself if it is float64
-        already."""
-        return self.to(np.dtype(np.float64))
-
-    def half(self) -> Tensor:
-        """As float16 (`to(np.float16)`): recorded, and the tensor itself if it is float16
-        already."""
-        return self.to(np.dtype(np.float16))
-
-    def astype(self, dtype) -> Tensor:
-        """Cast to `dtype`, numpy's spelling: always a new tensor, a copy even where the
-        dtype does not change. Recorded to a floating dtype, outside the graph to an integer or bool
-        one (which has no gradient)."""
-        return ops.cast(self, dtype)
-
-    def long(self) -> Tensor:
-        """As int64, outside the graph (an integer has no gradient, as in PyTorch)."""
-        return ops.cast(self, np.int64)
-
-    def int(self) -> Tensor:
-        """As int32, outside the graph."""
-        return ops.cast(self, np.int32)
-
-    def bool(self) -> Tensor:
-        """As bool (nonzero is True), outside the graph."""
-        return ops.cast(self, np.bool_)
-
-    def type_as(self, other: Tensor) -> Tensor:
-        """Cast to other's dtype: recorded to a floating dtype, outside the graph otherwise."""
-        return ops.cast(self, other.dtype)
 
     # The arithmetic operators call their op class directly: the functional forms (ops.add,
     # ...) add nothing for them but a Python call, and these are the framework's hottest lines.

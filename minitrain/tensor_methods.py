@@ -226,6 +226,45 @@ class TensorMethods:
         device, dtype = _type_target(dtype)
         return self.to(device=device, dtype=dtype)
 
+    # The casts PyTorch names by dtype: recorded to a floating dtype, outside the graph else.
+
+    def float(self) -> Tensor:
+        """As float32 (`to(np.float32)`): recorded, and the tensor itself if it is float32
+        already."""
+        return self.to(np.dtype(np.float32))
+
+    def double(self) -> Tensor:
+        """As float64 (`to(np.float64)`): recorded, and the tensor itself if it is float64
+        already."""
+        return self.to(np.dtype(np.float64))
+
+    def half(self) -> Tensor:
+        """As float16 (`to(np.float16)`): recorded, and the tensor itself if it is float16
+        already."""
+        return self.to(np.dtype(np.float16))
+
+    def astype(self, dtype) -> Tensor:
+        """Cast to `dtype`, numpy's spelling: always a new tensor, a copy even where the
+        dtype does not change. Recorded to a floating dtype, outside the graph to an integer or bool
+        one (which has no gradient)."""
+        return ops.cast(self, dtype)
+
+    def long(self) -> Tensor:
+        """As int64, outside the graph (an integer has no gradient, as in PyTorch)."""
+        return ops.cast(self, np.int64)
+
+    def int(self) -> Tensor:
+        """As int32, outside the graph."""
+        return ops.cast(self, np.int32)
+
+    def bool(self) -> Tensor:
+        """As bool (nonzero is True), outside the graph."""
+        return ops.cast(self, np.bool_)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        """Cast to other's dtype: recorded to a floating dtype, outside the graph otherwise."""
+        return ops.cast(self, other.dtype)
+
     # Memory that worker processes share (Hogwild training), and pinning (a no-op on the CPU).
 
     def share_memory_(self):

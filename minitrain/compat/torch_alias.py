@@ -58,7 +58,9 @@ def installed() -> bool:
 
 def install() -> None:
     """From now on, `import torch` and `import torch.<path>` load minitrain and its module of
-    that path. Refused where the real torch is imported already (the two would mix)."""
+    that path, in this process and in the processes it starts by 'spawn' (DataLoader workers,
+    multiprocessing.spawn): their preparation carries the alias in before they import the
+    program. Refused where the real torch is imported already (the two would mix)."""
     if installed():
         return
     real = sys.modules.get("torch")
@@ -68,6 +70,35 @@ def install() -> None:
             "install the alias before anything imports torch"
         )
     sys.meta_path.insert(0, TorchAsMinitrain())
+    _carry_into_spawned_processes()
+
+
+class _InstallWhenUnpickled:
+    """Unpickled in a spawned child before it prepares (imports the parent's main module):
+    installs the alias there first."""
+
+    def __reduce__(self):
+        return install, ()
+
+
+def _carry_into_spawned_processes() -> None:
+    # A spawned child unpickles its preparation data, then imports the parent's __main__ from
+    # its path; an entry of that data that installs the alias as it is unpickled comes first.
+    # ('fork' children inherit the hook; 'forkserver' ones are not covered.)
+    from multiprocessing import spawn
+
+    prepared = spawn.get_preparation_data
+    if getattr(prepared, "carries_torch_alias", False):
+        return
+
+    def get_preparation_data(name):
+        data = prepared(name)
+        if installed():
+            data["minitrain_torch_alias"] = _InstallWhenUnpickled()
+        return data
+
+    get_preparation_data.carries_torch_alias = True
+    spawn.get_preparation_data = get_preparation_data
 
 
 def uninstall() -> None:

@@ -30,6 +30,7 @@ LAYERS = {
     "tensor": (
         "minitrain.tensor",
         "minitrain.tensor_types",
+        "minitrain.tensor_repr",
         "minitrain.inplace",
         "minitrain.arguments",
         "minitrain.creation",

@@ -241,3 +241,28 @@ def test_classes_at_their_torch_nn_modules_paths():
         3,
         2,
     )
+
+
+def test_a_refused_normal_leaves_the_generator_where_it_was():
+    minitrain.manual_seed(0)
+    with pytest.raises(ArgumentError, match="std >= 0.0"):
+        minitrain.normal(0.0, -1.0, size=(3,))
+    with pytest.raises(ShapeError, match=r"normal: mean of shape \(3,\) and std of shape \(2,\)"):
+        minitrain.normal(minitrain.zeros(3), minitrain.ones(2))
+    after_refusals = minitrain.randn(4).numpy()
+    minitrain.manual_seed(0)
+    np.testing.assert_array_equal(after_refusals, minitrain.randn(4).numpy())
+    assert minitrain.normal(minitrain.zeros(2), 1.0).dtype == np.float32  # a number takes theirs
+
+
+def test_size_is_torchs_size_and_the_Tensor_class_reads_it_as_sizes(torch):  # noqa: N802
+    x = minitrain.ones(2, 3)
+    assert isinstance(x.size(), minitrain.Size) and x.size() == (2, 3)
+    assert x.size().numel() == 6 and minitrain.Size([4, 5]).numel() == 20
+    made = minitrain.Tensor(x.size())  # the legacy idiom torch.Tensor(x.size()).normal_()
+    assert made.shape == (2, 3) and made.dtype == np.float32
+    assert minitrain.Tensor((2, 3)).tolist() == [2.0, 3.0]  # a plain tuple is values
+    assert tuple(torch.Tensor(torch.Size([2, 3])).shape) == made.shape
+    assert torch.Tensor((2, 3)).tolist() == [2.0, 3.0]
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
+        len(minitrain.tensor(1.0))

@@ -101,3 +101,44 @@ def test_install_refuses_where_pytorch_is_imported_already(tmp_path):
     script = "import torch\nfrom minitrain.compat import torch_alias\ntorch_alias.install()\n"
     done = _run("-c", script, cwd=tmp_path)
     assert done.returncode == 1 and "PyTorch is imported already" in done.stderr
+
+
+SPAWNING = """
+import torch
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader, Dataset
+
+
+class Values(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return torch.tensor(float(i))
+
+
+def child(queue):
+    import torch
+    queue.put(torch.__name__)
+
+
+if __name__ == "__main__":
+    context = mp.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=child, args=(queue,))
+    process.start()
+    print(queue.get(timeout=120))
+    process.join()
+    loader = DataLoader(Values(), batch_size=2, num_workers=1, multiprocessing_context="spawn")
+    print([batch.tolist() for batch in loader])
+"""
+
+
+def test_processes_started_by_spawn_import_minitrain_as_torch_too(tmp_path):
+    # a spawned child imports the program again before it runs anything: the alias must be
+    # there first, or it would load the real torch (or fail where there is none)
+    program = tmp_path / "spawning.py"
+    program.write_text(SPAWNING)
+    done = _run("-m", "minitrain", str(program), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["minitrain", "[[0.0, 1.0]]"]

@@ -554,7 +554,8 @@ def _operand(value, op, index):
 
 def as_tensor(value) -> Tensor:
     """value itself when a Tensor (its graph kept), else a new leaf Tensor holding it."""
-    return value if isinstance(value, Tensor) else Tensor(value)
+    # through as_array, not Tensor(value): an int there is PyTorch's torch.Tensor(size)
+    return value if isinstance(value, Tensor) else Tensor.wrap(as_array(value))
 
 
 def array_of(value):

@@ -114,6 +114,7 @@ def normal(
     `manual_seed` fixes."""
     source = numpy_source(generator, "normal")
     tensors = [value for value in (mean, std) if isinstance(value, Tensor)]
+    # every check before the draw, so that a refused call leaves the generator where it was
     if not tensors:
         if size is None:
             raise ArgumentError(
@@ -121,21 +122,25 @@ def normal(
             )
         dtype = np.dtype(get_default_dtype() if dtype is None else dtype)
         where = backend.device(default_device_or(device))
-        values = backend.draw(where, "normal", tuple(size), dtype, 0.0, 1.0, source)
+        shape = tuple(size)
         mean_array, std_array = float(mean), float(std)
     else:
         if size is not None:
             raise ArgumentError("normal: size is for a number mean and std; tensors set it")
-        arrays = [array_of(value) for value in (mean, std)]
-        float_dtypes = [a.dtype for a in arrays if hasattr(a, "dtype") and a.dtype.kind == "f"]
-        if not float_dtypes:
+        mean_array, std_array = (array_of(value) for value in (mean, std))
+        floating = [t.dtype for t in tensors if t.dtype.kind == "f"]  # a number takes theirs
+        if len(floating) < len(tensors):
             raise DTypeError("normal: mean and std must be floating point tensors")
-        dtype = np.result_type(*float_dtypes)
-        where = tensors[0].device
-        shape = np.broadcast_shapes(*(np.shape(a) for a in arrays))
-        values = backend.draw(where, "normal", shape, dtype, 0.0, 1.0, source)
-        mean_array, std_array = arrays
+        dtype, where = np.result_type(*floating), tensors[0].device
+        try:
+            shape = np.broadcast_shapes(np.shape(mean_array), np.shape(std_array))
+        except ValueError:
+            raise ShapeError(
+                f"normal: mean of shape {np.shape(mean_array)} and std of shape "
+                f"{np.shape(std_array)} do not broadcast"
+            ) from None
     if (np.asarray(backend.to_device(std_array, backend.device("cpu"))) < 0).any():
         raise ArgumentError(f"normal: expects std >= 0.0, got std={std!r}")
+    values = backend.draw(where, "normal", shape, dtype, 0.0, 1.0, source)
     drawn = (mean_array + std_array * values).astype(dtype, copy=False)
     return Tensor(drawn, requires_grad=requires_grad)
