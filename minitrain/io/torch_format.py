@@ -3,7 +3,9 @@ unpickled by a restricted unpickler that admits only the globals of tensor state
 
 from __future__ import annotations
 
+import math
 import pickle
+import reprlib
 import zipfile
 from collections import OrderedDict
 from typing import Any
@@ -42,6 +44,16 @@ TORCH_DTYPES = {
 }  # fmt: skip
 
 
+# A tensor can have more elements than its storage: an expanded view (stride 0) or one whose
+# rows overlap. torch.load keeps such a tensor a view of its storage; minitrain copies every
+# tensor into an array of its own, so it costs its full size although the file holds only the
+# storage: a 1.5 KB file can ask for 40 GB. Real checkpoints' expanded tensors are small (a
+# broadcast mask, expanded position ids), so the expanded tensors of one file may take this many
+# bytes in all (a quarter GiB: far above those, far below a machine's memory); past it the file
+# is refused, as a decompression bomb, before anything is allocated.
+EXPANDED_BYTES_LIMIT = 256 * 2**20
+
+
 def is_torch_archive(archive: zipfile.ZipFile) -> bool:
     """Whether a zip archive is torch.save's: it holds `<name>/data.pkl`."""
     return _record_prefix(archive) is not None
@@ -76,6 +88,18 @@ def read_torch_checkpoint(
     training checkpoint's dict of them load. Any other global (a Module, a function,
     `os.system`) raises CheckpointError naming it before anything is called, whatever
     `weights_only` is: `weights_only=False` only changes the advice in that error.
+
+    As torch's weights_only unpickler, the pickle may call only the admitted functions and
+    classes, add items only to the dicts, lists and sets it made, and set attributes only on
+    the OrderedDicts it made (a state_dict's `_metadata`): pickle's BUILD on anything else (an
+    admitted function, a tensor) raises CheckpointError before anything changes. `bytearray`
+    takes its bytes only (a count, which would allocate that many bytes, is refused).
+
+    Memory: a storage member is read only after its recorded size is checked against the
+    size the pickle gives it. A tensor with more elements than its storage (an expanded view)
+    is copied out in full, where torch keeps a view; the expanded tensors of a file may take
+    EXPANDED_BYTES_LIMIT bytes (256 MiB) in all, and past that the file is refused (a few bytes
+    of file could otherwise ask for any amount of memory).
 
     dtypes: float16/32/64, int8/16/32/64, uint8, bool and complex64/128 keep theirs; bfloat16
     tensors load as float32 (exact: minitrain computes in no bfloat16), a difference from torch.
@@ -143,10 +167,11 @@ class _StorageType:
 
 
 class _Storage:
-    """A storage's elements, a flat host array (bfloat16 already widened to float32)."""
+    """A storage's elements, a flat host array (bfloat16 already widened to float32), and the
+    archive member and storage type they were read from (for errors)."""
 
-    def __init__(self, elements: np.ndarray) -> None:
-        self.elements = elements
+    def __init__(self, elements: np.ndarray, member: str, type_name: str) -> None:
+        self.elements, self.member, self.type_name = elements, member, type_name
 
 
 class _Storages:
@@ -181,21 +206,31 @@ class _Storages:
                 f"load: {self.name!r} is a damaged PyTorch checkpoint: it has no member "
                 f"{member!r} for a {storage_type.name}"
             )
-        raw = self.archive.read(member)  # zipfile checks the member's checksum
         bfloat = storage_type.dtype == "bfloat16"
         dtype = np.dtype(np.uint16 if bfloat else storage_type.dtype).newbyteorder(self.byteorder)
-        if len(raw) != numel * dtype.itemsize:
+        needed = numel * dtype.itemsize
+        # The member's recorded size is checked before anything is decompressed: a compressed
+        # member could otherwise unpack to any size. zipfile stops at the recorded size (and
+        # checks the checksum), so `raw` is at most `needed` bytes; a member that unpacks to
+        # fewer is caught after.
+        declared = self.archive.getinfo(member).file_size
+        if declared != needed:
             raise CheckpointError(
                 f"load: {self.name!r} is a damaged PyTorch checkpoint: the {storage_type.name} "
-                f"{member!r} holds {len(raw)} bytes, its {numel} elements need "
-                f"{numel * dtype.itemsize}"
+                f"{member!r} holds {declared} bytes, its {numel} elements need {needed}"
+            )
+        raw = self.archive.read(member)
+        if len(raw) != needed:
+            raise CheckpointError(
+                f"load: {self.name!r} is a damaged PyTorch checkpoint: the {storage_type.name} "
+                f"{member!r} records {declared} bytes but unpacks to {len(raw)}"
             )
         elements = np.frombuffer(raw, dtype=dtype)
         if bfloat:  # a bfloat16 is the top half of the float32 with the same value
             elements = (elements.astype(np.uint32) << 16).view(np.float32)
         if not elements.dtype.isnative:
             elements = elements.astype(elements.dtype.newbyteorder("="))
-        return _Storage(elements)
+        return _Storage(elements, member, storage_type.name)
 
 
 class _Rebuilder:
@@ -203,6 +238,7 @@ class _Rebuilder:
 
     def __init__(self, name: str, target: backend.Device | None) -> None:
         self.name, self.target = name, target
+        self.expanded_bytes = 0  # of the tensors so far with more elements than their storage
 
     def tensor_v2(
         self, storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None
@@ -262,6 +298,20 @@ class _Rebuilder:
                 f"storage of {elements.size}"
             )
         itemsize = elements.dtype.itemsize
+        numel = math.prod(size)
+        if numel > elements.size:  # an expanded view: checked before anything is allocated
+            before = self.expanded_bytes
+            self.expanded_bytes += numel * itemsize
+            if self.expanded_bytes > EXPANDED_BYTES_LIMIT:
+                earlier = f" (after {before} bytes of expanded tensors before it)" if before else ""
+                raise CheckpointError(
+                    f"load: {self.name!r} holds a tensor of size {size}, stride {stride} on the "
+                    f"{storage.type_name} {storage.member!r} of {elements.size} elements: its "
+                    f"{numel} elements would take {numel * itemsize} bytes{earlier}, more than "
+                    f"minitrain copies out of a smaller storage ({EXPANDED_BYTES_LIMIT} bytes "
+                    f"in all; torch keeps such a tensor a view, minitrain copies each tensor). "
+                    f"If the tensor is real, save it with .clone()"
+                )
         view = np.lib.stride_tricks.as_strided(
             elements[offset:], shape=size, strides=[step * itemsize for step in stride]
         )
@@ -305,9 +355,31 @@ def _latin1_bytes(text: str, encoding: str = "latin1") -> bytes:
     return text.encode("latin1")
 
 
-class _TensorUnpickler(pickle.Unpickler):
+def _bytearray(data: bytes | str = b"", encoding: str = "latin1") -> bytearray:
+    """builtins.bytearray as pickles of bytearrays call it: with bytes (protocol 3 on), a
+    latin-1 str (protocol 2) or nothing. A count, which bytearray would allocate, is refused."""
+    if type(data) is str and encoding in ("latin1", "latin-1"):
+        return bytearray(data, "latin1")
+    if type(data) is not bytes:
+        raise CheckpointError(
+            f"load: builtins.bytearray is admitted with bytes or a latin-1 str only (what "
+            f"pickles of bytearrays carry), not {_described(data)}: a count would allocate "
+            f"that many bytes"
+        )
+    return bytearray(data)
+
+
+class _TensorUnpickler(pickle._Unpickler):
     """An unpickler that resolves only the admitted globals and storage persistent ids: any
-    other global raises before anything it names is imported or called."""
+    other global raises before anything it names is imported or called. It is Python's own
+    unpickler (pickle._Unpickler) with the opcodes that call or change objects checked first:
+    REDUCE, NEWOBJ, NEWOBJ_EX, OBJ and INST call admitted functions and classes only; SETITEM(S)
+    change dicts, APPEND(S) lists, ADDITEMS sets; BUILD sets attributes of the OrderedDicts
+    this load made only. Admitted functions and classes are therefore never changed. (The pure
+    Python unpickler is slower than C's, which cannot be restricted so, but a checkpoint's
+    pickle is small: its tensors' data are storages outside it.)"""
+
+    dispatch = pickle._Unpickler.dispatch.copy()
 
     def __init__(self, stream, storages, rebuilder, name, weights_only, **arguments) -> None:
         super().__init__(stream, **arguments)
@@ -323,9 +395,12 @@ class _TensorUnpickler(pickle.Unpickler):
             ("builtins", "set"): set,
             ("builtins", "frozenset"): frozenset,
             ("builtins", "complex"): complex,
-            ("builtins", "bytearray"): bytearray,
+            ("builtins", "bytearray"): _bytearray,
             ("_codecs", "encode"): _latin1_bytes,
         }
+        # what the pickle may call (dtypes and storage types are admitted, not callable)
+        self.callables = list(self.admitted.values())
+        self.made: dict[int, OrderedDict] = {}  # the OrderedDicts this load made, by id
 
     def find_class(self, module: str, name: str) -> Any:
         if module == "__builtin__":  # Python 2's name, which protocol 2 pickles write
@@ -350,3 +425,126 @@ class _TensorUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> Any:
         return self.storages.get(pid)
+
+    # The opcodes that call: each checks what it calls is admitted, then runs as pickle's.
+
+    def _check_callable(self, function: Any, opcode: str, classes_only: bool = False) -> None:
+        if any(function is admitted for admitted in self.callables) and (
+            not classes_only or isinstance(function, type)
+        ):
+            return
+        raise CheckpointError(
+            f"load: {self.name!r} is a PyTorch checkpoint whose data.pkl calls "
+            f"{_described(function)} (pickle's {opcode}), which minitrain refuses: it calls "
+            f"only the admitted functions and classes of tensor state"
+        )
+
+    def _note_made(self) -> None:
+        if type(self.stack[-1]) is OrderedDict:
+            self.made[id(self.stack[-1])] = self.stack[-1]  # kept alive: its id stays its own
+
+    def load_reduce(self) -> None:
+        self._check_callable(self.stack[-2], "REDUCE")
+        super().load_reduce()
+        self._note_made()
+
+    dispatch[pickle.REDUCE[0]] = load_reduce
+
+    def load_newobj(self) -> None:
+        self._check_callable(self.stack[-2], "NEWOBJ", classes_only=True)
+        super().load_newobj()
+        self._note_made()
+
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+
+    def load_newobj_ex(self) -> None:
+        self._check_callable(self.stack[-3], "NEWOBJ_EX", classes_only=True)
+        super().load_newobj_ex()
+        self._note_made()
+
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+
+    def _instantiate(self, klass: Any, args: tuple) -> None:  # OBJ and INST
+        self._check_callable(klass, "OBJ/INST")
+        super()._instantiate(klass, args)
+        self._note_made()
+
+    # The opcodes that change an object: each checks its target first.
+
+    def _check_target(self, target: Any, opcode: str, kinds: tuple[type, ...]) -> None:
+        if type(target) not in kinds:
+            raise CheckpointError(
+                f"load: {self.name!r} is a PyTorch checkpoint whose data.pkl changes "
+                f"{_described(target)} (pickle's {opcode}), which minitrain refuses: it "
+                f"changes only the {' and '.join(kind.__name__ for kind in kinds)} objects "
+                f"the pickle made"
+            )
+
+    def load_setitem(self) -> None:
+        self._check_target(self.stack[-3], "SETITEM", (dict, OrderedDict))
+        super().load_setitem()
+
+    dispatch[pickle.SETITEM[0]] = load_setitem
+
+    def load_setitems(self) -> None:  # the target lies under the mark
+        self._check_target(self.metastack[-1][-1], "SETITEMS", (dict, OrderedDict))
+        super().load_setitems()
+
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+
+    def load_append(self) -> None:
+        self._check_target(self.stack[-2], "APPEND", (list,))
+        super().load_append()
+
+    dispatch[pickle.APPEND[0]] = load_append
+
+    def load_appends(self) -> None:
+        self._check_target(self.metastack[-1][-1], "APPENDS", (list,))
+        super().load_appends()
+
+    dispatch[pickle.APPENDS[0]] = load_appends
+
+    def load_additems(self) -> None:
+        self._check_target(self.metastack[-1][-1], "ADDITEMS", (set,))
+        super().load_additems()
+
+    dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    def load_build(self) -> None:
+        """BUILD sets an object's state: only a dict of attributes (a state_dict's _metadata)
+        on an OrderedDict this load made, none named as OrderedDict's own (which would hide
+        its methods), as torch's weights_only unpickler allows."""
+        state, target = self.stack[-1], self.stack[-2]
+        if type(target) is not OrderedDict or self.made.get(id(target)) is not target:
+            raise CheckpointError(
+                f"load: {self.name!r} is a PyTorch checkpoint whose data.pkl sets the state of "
+                f"{_described(target)} (pickle's BUILD), which minitrain refuses: it sets "
+                f"only the attributes of the OrderedDicts the pickle made (a state_dict's "
+                f"_metadata)"
+            )
+        if type(state) is not dict or not all(
+            type(key) is str and not hasattr(OrderedDict, key) for key in state
+        ):
+            raise CheckpointError(
+                f"load: {self.name!r} is a PyTorch checkpoint whose data.pkl sets the state of "
+                f"an OrderedDict to {_described(state)}, which minitrain refuses: it sets only "
+                f"a dict of attributes that are not OrderedDict's own (such as _metadata)"
+            )
+        self.stack.pop()
+        target.__dict__.update(state)
+
+    dispatch[pickle.BUILD[0]] = load_build
+
+
+def _described(value: Any) -> str:
+    """A value in an error: its type, and its name (a function or class) or its repr, cut
+    short (reprlib shortens a long list's before making it)."""
+    if hasattr(value, "__qualname__"):
+        return (
+            f"a {type(value).__name__} ({getattr(value, '__module__', '?')}.{value.__qualname__})"
+        )
+    try:
+        shown = reprlib.repr(value)[:60]
+    except ValueError:  # an int past str's digit limit
+        shown = "..."
+    return f"a {type(value).__name__} ({shown})"
