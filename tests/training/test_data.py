@@ -532,3 +532,44 @@ def test_a_sampler_with_shuffle_or_not_iterable_is_refused_one_without_a_length_
     with pytest.raises(TypeError):
         len(unsized)
     assert [batch[0].tolist() for batch in unsized] == [[2.0], [0.0]]
+
+
+class IndexTypes(data.Dataset):
+    """Sample i is the type name of the index it was read with."""
+
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, index):
+        return type(index).__name__
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("batch_size", [2, None])
+def test_the_loader_s_own_orders_index_with_python_ints_as_pytorch(shuffle, batch_size):
+    same = lambda samples: samples  # noqa: E731 (each sample unbatched, the list batched)
+    loader = data.DataLoader(IndexTypes(), batch_size, shuffle=shuffle, collate_fn=same, seed=0)
+    names = [batch if batch_size is None else tuple(batch) for batch in loader]
+    assert set(names) == ({"int"} if batch_size is None else {("int", "int"), ("int",)})
+    torch = pytest.importorskip("torch")
+    reference = torch.utils.data.DataLoader(
+        IndexTypes(), batch_size, shuffle=shuffle, collate_fn=same
+    )
+    assert [batch if batch_size is None else tuple(batch) for batch in reference] == names
+
+
+def test_a_batch_sampler_s_indices_reach_the_data_set_unchanged():
+    batches = [[np.int64(0), 1], [(2, 3)]]
+    loader = data.DataLoader(IndexTypes(), batch_sampler=batches, collate_fn=list)
+    assert list(loader) == [["int64", "int"], ["tuple"]]
+    dataset = data.TensorDataset(np.arange(5.0))  # ints, as an array: the TensorDataset cut
+    loader = data.DataLoader(dataset, batch_sampler=[[4, np.int32(1)], np.array([0, 2])])
+    assert [batch[0].tolist() for batch in loader] == [[4.0, 1.0], [0.0, 2.0]]
+
+
+def test_an_iterator_without_workers_has_the_loader_s_length():
+    iterator = iter(data.DataLoader(numbered(5), batch_size=2))
+    assert len(iterator) == 3 and len(list(iterator)) == 3
+    unsized = iter(data.DataLoader(numbered(5), batch_size=2, sampler=iter([4, 0])))
+    with pytest.raises(TypeError, match="this iterator has no length"):
+        len(unsized)

@@ -5,6 +5,7 @@ the module paths PyTorch programs import from."""
 
 import importlib
 import itertools
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -194,7 +195,21 @@ def test_weighted_random_sampler_respects_the_weights():
     tensor_weights = minitrain.tensor(np.array([1.0, 1.0, 2.0, 4.0]))
     once = list(WeightedRandomSampler(tensor_weights, 4, replacement=False, generator=0))
     assert sorted(once) == [0, 1, 2, 3]
+    # a Tensor's values are read from its array, whatever it requires (a leaf of a graph too)
+    as_array = np.array(weights)  # float64: the same draws as the list
+    for tensor in (minitrain.tensor(as_array), minitrain.tensor(as_array, requires_grad=True)):
+        sampler = WeightedRandomSampler(tensor, 30, generator=2)
+        assert list(sampler) == drawn[:30]
+        assert isinstance(sampler.weights, np.ndarray) and sampler.weights.tolist() == weights
     assert len(WeightedRandomSampler(weights, 7)) == 7
+
+
+def test_weighted_random_sampler_takes_a_tensor_of_weights_on_a_device(cuda_device):
+    weights = np.array([0.1, 0.0, 0.6, 0.3])
+    on_device = minitrain.tensor(weights, device=cuda_device)
+    sampler = WeightedRandomSampler(on_device, 30, generator=2)
+    assert isinstance(sampler.weights, np.ndarray)  # copied to the host once, to draw there
+    assert list(sampler) == list(WeightedRandomSampler(weights.tolist(), 30, generator=2))
 
 
 def test_weighted_random_sampler_refuses_bad_weights():
@@ -307,6 +322,17 @@ def test_an_iterable_dataset_takes_no_order():
         len(DataLoader(Stream(0, 3), 2))  # no __len__, as in PyTorch
 
 
+def test_an_error_raised_inside_a_len_reaches_the_caller_unchanged():
+    class BadLength(Stream):
+        def __len__(self):  # minitrain's own errors are NotImplementedErrors too
+            raise DTypeError("BadLength: the length must be an int, got 'three'")
+
+    with pytest.raises(DTypeError, match="the length must be an int, got 'three'"):
+        len(DataLoader(BadLength(0, 3), 2))
+    with pytest.raises(DTypeError, match="Stream has no __len__, so the loader has no length"):
+        len(DataLoader(Stream(0, 3), 2))
+
+
 def test_concat_dataset_matches_pytorch(torch):
     parts = [list(range(0, 3)), list(range(10, 15)), [], list(range(20, 22))]
     ours = ConcatDataset(parts)
@@ -339,3 +365,33 @@ def test_random_split_takes_a_generator():
     assert first == [list(s.indices) for s in data.random_split(range(10), [4, 6], seed=3)]
     with pytest.raises(ArgumentError, match="generator or seed, not both"):
         data.random_split(range(10), [4, 6], generator=3, seed=3)
+
+
+class Keyed(data.Dataset):
+    """A data set indexed by string keys and (key, scale) tuples, as a dict-backed one is."""
+
+    values = {"a": 1.0, "b": 2.0, "c": 3.0}
+
+    def __len__(self):
+        return len(self.values)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            key, scale = key
+            return np.float32(self.values[key] * scale)
+        return np.float32(self.values[key])
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_a_sampler_of_keys_indexes_the_data_set_with_them(num_workers):
+    def batches(loader_class, **options):
+        loader = loader_class(Keyed(), num_workers=num_workers, **options)
+        return [batch.tolist() for batch in loader]
+
+    expected = [[3.0, 1.0], [2.0]]
+    assert batches(DataLoader, batch_size=2, sampler=["c", "a", "b"]) == expected
+    assert batches(DataLoader, batch_size=None, sampler=["b", "c"]) == [2.0, 3.0]
+    assert batches(DataLoader, batch_sampler=[[("a", 10.0), "b"]]) == [[10.0, 2.0]]
+    torch = pytest.importorskip("torch")
+    assert batches(torch.utils.data.DataLoader, batch_size=2, sampler=["c", "a", "b"]) == expected
+    assert multiprocessing.active_children() == []  # no worker outlives its epoch

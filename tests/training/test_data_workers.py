@@ -3,7 +3,6 @@ are those of num_workers=0, workers are seeded and told who they are, their erro
 reach the main process, and no worker outlives its loader."""
 
 import gc
-import hashlib
 import multiprocessing
 import os
 import pickle
@@ -268,40 +267,93 @@ def test_worker_init_fn_runs_once_in_each_worker_with_its_id_and_worker_info_tel
     assert _init_calls == []  # nothing ran in this process
 
 
-def test_worker_seeds_differ_per_worker_and_follow_the_generator():
-    def seeds(generator):
-        loader = DataLoader(WhoAmI(), 1, num_workers=2, generator=generator, collate_fn=keep)
-        first_draws = {}  # each worker's first sample: its generators' first draws
-        for sample in (sample for batch in loader for sample in batch):
-            draws = (sample["seed"], sample["random"], sample["minitrain"], sample["numpy"])
-            first_draws.setdefault(sample["id"], draws)
-        return first_draws
+def _first_draws(loader):
+    """Each worker's first sample in one epoch of `loader`: its seed and its generators' first
+    draws, by worker id."""
+    first_draws = {}
+    for sample in (sample for batch in loader for sample in batch):
+        draws = (sample["seed"], sample["random"], sample["minitrain"], sample["numpy"])
+        first_draws.setdefault(sample["id"], draws)
+    return first_draws
 
-    first = seeds(np.random.default_rng(7))
-    # the base seed is a digest of the loader's generator's state before the epoch's order (not
-    # a draw, which would make the orders of later epochs depend on num_workers), plus the id
-    state = repr(np.random.default_rng(7).bit_generator.state).encode()
-    base = int.from_bytes(hashlib.sha256(state).digest()[:8], "little") >> 1
-    assert {i: first[i][0] for i in first} == {0: base, 1: base + 1}
-    assert seeds(np.random.default_rng(7)) == first
-    assert seeds(np.random.default_rng(8))[0][0] != base
-    assert first[0][1:] != first[1][1:]
-    for worker_id in (0, 1):  # the first draws of generators seeded as the worker's were
-        seed = base + worker_id
-        assert first[worker_id][1] == random.Random(seed).random()
-        generator = minitrain.Generator().manual_seed(seed)
-        assert first[worker_id][2] == float(minitrain.rand(1, generator=generator).item())
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_worker_seeds_differ_per_worker_and_epoch_and_follow_the_generator(shuffle):
+    def epochs(generator, count=2):
+        loader = DataLoader(
+            WhoAmI(), 1, shuffle=shuffle, num_workers=2, generator=generator, collate_fn=keep
+        )
+        return [_first_draws(loader) for _ in range(count)]
+
+    first = epochs(np.random.default_rng(7))
+    base = first[0][0][0]
+    for epoch in first:  # worker i's seed is the epoch's base seed + i, a non-negative int64
+        assert sorted(epoch) == [0, 1] and epoch[1][0] == epoch[0][0] + 1
+        assert 0 <= epoch[0][0] < 2**63
+        assert epoch[0][1:] != epoch[1][1:]
+    assert first[1][0][0] != base  # a new epoch: new seeds, with or without a shuffle
+    assert first[1][0][1:] != first[0][0][1:]
+    assert epochs(np.random.default_rng(7)) == first  # the same seeding: the same seeds
+    assert epochs(np.random.default_rng(8))[0][0][0] not in (base, first[1][0][0])
+    for epoch in first:
+        for worker_id in (0, 1):  # the first draws of generators seeded as the worker's were
+            seed, draws = epoch[worker_id][0], epoch[worker_id][1:]
+            assert draws[0] == random.Random(seed).random()
+            generator = minitrain.Generator().manual_seed(seed)
+            assert draws[1] == float(minitrain.rand(1, generator=generator).item())
     minitrain.manual_seed(3)
-    unseeded = seeds(None)
+    unseeded = epochs(None)
     minitrain.manual_seed(3)
-    assert seeds(None) == unseeded  # the global generator's draw, when the loader has none
+    assert epochs(None) == unseeded  # the global generator's state, when the loader has none
+    assert unseeded[0][0][0] != unseeded[1][0][0]
     torch = pytest.importorskip("torch")
     from torch.utils.data._utils.worker import _generate_state  # PyTorch's numpy seeding
 
     for worker_id in (0, 1):
         reference = np.random.RandomState(_generate_state(base, worker_id))
-        assert first[worker_id][3] == reference.random_sample()
+        assert first[0][worker_id][3] == reference.random_sample()
     assert torch.utils.data.get_worker_info() is None
+
+
+class RandomValues(Dataset):
+    """Sample i is a draw from Python's `random`: augmentation's randomness, as a worker has it."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        return random.random()
+
+
+class RandomStream(IterableDataset):
+    """Four draws from Python's `random`, each worker its own share."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        count = 4 if info is None else 2
+        return iter([random.random() for _ in range(count)])
+
+
+@pytest.mark.parametrize(
+    "make_loader",
+    [
+        lambda: DataLoader(RandomValues(), 2, num_workers=2),
+        lambda: DataLoader(
+            RandomValues(),
+            2,
+            num_workers=2,
+            sampler=RandomSampler(range(4), generator=np.random.default_rng(0)),
+        ),  # fmt: skip
+        lambda: DataLoader(RandomStream(), 2, num_workers=2),
+    ],
+    ids=["no_shuffle", "sampler_with_its_generator", "IterableDataset"],
+)
+def test_random_augmentation_differs_from_epoch_to_epoch(make_loader):
+    loader = make_loader()
+    first, second = (sorted(sum(rows(loader), [])) for _ in range(2))
+    assert len(first) == len(second) == 4
+    assert set(first).isdisjoint(second)  # epoch 2 draws anew, in every worker
+    assert sorted(sum(rows(make_loader()), [])) == first  # and the same from the same seeding
 
 
 def test_worker_info_cannot_be_changed():
@@ -322,7 +374,45 @@ def test_a_worker_s_exception_reaches_the_main_process_with_its_class_and_traceb
     assert message.startswith("Caught ValueError in DataLoader worker process 1.\n")
     assert "Original Traceback (most recent call last):" in message
     assert "in __getitem__" in message and "ValueError: bad sample 3" in message
+    assert all(worker.is_alive() for worker in iterator.workers)  # one batch's error: read on
+    assert [batch[1].tolist() for batch in iterator] == [[4], [5], [6], [7]]
     assert_no_worker_alive(pids)
+
+
+def _read_through_errors(iterator):
+    """Every batch's first label, or "error" for a batch that raised, as a loop that catches
+    the error and reads on."""
+    got = []
+    while True:
+        try:
+            got.append(int(next(iterator)[1][0]))
+        except StopIteration:
+            return got
+        except KeyError:
+            got.append("error")
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_an_error_in_one_batch_leaves_the_rest_of_the_epoch_as_pytorch(num_workers):
+    dataset = Numbered(6, fail_at=(2, 4), error=KeyError)
+    loader = DataLoader(dataset, 1, num_workers=num_workers)
+    iterator = iter(loader)
+    pids = [worker.pid for worker in getattr(iterator, "workers", [])]
+    expected = [0, 1, "error", 3, "error", 5]
+    assert _read_through_errors(iterator) == expected
+    assert_no_worker_alive(pids)
+    assert _read_through_errors(iter(loader)) == expected  # the loader's next epoch too
+    iterator = iter(loader)  # an iterator dropped after an error stops its workers
+    pids = [worker.pid for worker in getattr(iterator, "workers", [])]
+    assert [int(next(iterator)[1][0]) for _ in range(2)] == [0, 1]
+    with pytest.raises(KeyError, match="bad sample 2"):
+        next(iterator)
+    del iterator
+    gc.collect()
+    assert_no_worker_alive(pids)
+    torch = pytest.importorskip("torch")
+    reference = torch.utils.data.DataLoader(dataset, 1, num_workers=num_workers)
+    assert _read_through_errors(iter(reference)) == expected
 
 
 def test_a_worker_s_error_keeps_its_minitrain_class_and_matches_pytorchs_message():

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ... import backend
-from ...errors import ArgumentError, DTypeError, ShapeError
+from ...errors import ArgumentError, DTypeError, MinitrainError, ShapeError
 from ...tensor import Tensor
 from .dataset import Dataset, IterableDataset
 from .fetch import MapFetcher, StreamFetcher
@@ -84,7 +84,9 @@ class DataLoader:
     `seed` (the older spelling), or from minitrain's global generator (`minitrain.manual_seed`)
     when both are None. A `batch_sampler` (an iterable of lists of indices) gives whole batches
     instead, and excludes batch_size, shuffle, sampler and drop_last. `batch_size=None` yields
-    the samples one by one, unbatched (collate_fn, when given, is applied to each).
+    the samples one by one, unbatched (collate_fn, when given, is applied to each). As in
+    PyTorch, the data set is indexed with what the sampler gives, unchanged (string keys,
+    tuples, ...); with `shuffle` or neither, with Python ints.
 
     An IterableDataset is read in the order it gives its samples, `batch_size` at a time; it
     takes no sampler, batch_sampler or shuffle, as in PyTorch.
@@ -100,20 +102,25 @@ class DataLoader:
     collate_fn and their worker id; the sampler stays in the calling process, which sends index
     batches round-robin, `prefetch_factor` (default 2) outstanding per worker, and yields the
     batches in sampler order whatever order the workers finish in: a seeded shuffle gives the
-    batches num_workers=0 gives. Each iterator draws a base seed (from `generator`, else the
-    global generator; after the epoch's order, so the first epoch's order is num_workers=0's but
-    later ones differ, where PyTorch draws it in both cases); worker i seeds Python's `random`
-    and minitrain's global generator with base seed + i (numpy's legacy global one from both),
-    then calls `worker_init_fn(i)`; `get_worker_info()` tells the worker's id, num_workers, seed
-    and data set. An IterableDataset is iterated whole by every worker (duplicates, unless its
-    `__iter__` splits the samples by `get_worker_info()`), batches taken from the workers in turn
-    and each worker's last batch partial (or dropped with drop_last). A worker's exception is
-    raised in the calling process with its class, naming the worker and holding its traceback;
-    a worker that dies raises a `WorkerError` (a RuntimeError), and so does waiting longer than
-    `timeout` seconds (0: no limit) for a batch. Workers are stopped when the epoch ends, the
-    iterator is dropped or raises, or Python exits; `persistent_workers=True` keeps them from
-    epoch to epoch, until the loader is dropped. Batches are pickled through queues (no shared
-    memory), so Tensors cross as their arrays.
+    batches num_workers=0 gives. Each iterator that starts workers takes a base seed: a digest
+    of the state of `generator` (else the global generator) before the epoch's order is drawn,
+    and of how many iterators the loader started before, so every epoch's seeds are new and the
+    same from the same seeding. PyTorch draws it from the generator instead; a digest leaves the
+    loader's random stream, and so every epoch's shuffled order, the same whatever num_workers
+    is. Worker i seeds Python's `random` and minitrain's global generator with base seed + i
+    (numpy's legacy global one from both), then calls `worker_init_fn(i)`; `get_worker_info()`
+    tells the worker's id, num_workers, seed and data set. An IterableDataset is iterated whole
+    by every worker (duplicates, unless its `__iter__` splits the samples by
+    `get_worker_info()`), batches taken from the workers in turn and each worker's last batch
+    partial (or dropped with drop_last). A worker's exception is raised in the calling process
+    with its class, naming the worker and holding its traceback; a worker that dies raises a
+    `WorkerError` (a RuntimeError), and so does waiting longer than `timeout` seconds (0: no
+    limit) for a batch. As in PyTorch, an exception raised making one batch (with or without
+    workers) leaves the iterator going: the next `next()` gives the next batch. Workers are
+    stopped when the epoch ends, the iterator is dropped, a worker dies, a wait times out, Ctrl-C
+    is pressed, or Python exits; `persistent_workers=True` keeps them from epoch to epoch, until
+    the loader is dropped. Batches are pickled through queues (no shared memory), so Tensors
+    cross as their arrays.
 
     `pin_memory` and `pin_memory_device` are taken and change nothing: batches are copied to a
     GPU synchronously, from ordinary host memory (page-locked memory pays only for asynchronous
@@ -215,6 +222,7 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self._generator = numpy_generator(seed if generator is None else generator, "DataLoader")
         self._iterator = None  # the persistent workers' iterator
+        self._worker_epochs = 0  # how many iterators have started workers: part of their seeds
 
     @property
     def generator(self) -> np.random.Generator | None:
@@ -231,7 +239,9 @@ class DataLoader:
         elif isinstance(self.dataset, IterableDataset):
             try:
                 count = len(self.dataset)
-            except NotImplementedError:  # a stream of unknown length, as PyTorch: a TypeError
+            except NotImplementedError as error:  # a stream of unknown length: a TypeError
+                if isinstance(error, MinitrainError):  # a DTypeError raised inside __len__
+                    raise
                 raise DTypeError(
                     f"DataLoader: the IterableDataset {type(self.dataset).__name__} has no "
                     f"__len__, so the loader has no length"
@@ -254,8 +264,7 @@ class DataLoader:
         base_seed = None if reuse or self.num_workers == 0 else self._base_seed()
         tasks = self._tasks()
         if self.num_workers == 0:
-            fetcher = self._spec().fetcher()
-            return _fetched(fetcher, tasks)
+            return _SingleProcessIterator(self._spec().fetcher(), tasks, self._length_or_none)
         if reuse:
             self._iterator.reset(tasks)
             return self._iterator
@@ -294,8 +303,7 @@ class DataLoader:
             return iter(order.tolist())
         if self.drop_last:
             order = order[: len(order) - len(order) % self.batch_size]
-        size = self.batch_size
-        return iter([order[start : start + size] for start in range(0, len(order), size)])
+        return _slices(order, self.batch_size)
 
     def _spec(self) -> WorkerSpec:
         batched = self.batch_size is not None or self.batch_sampler is not None
@@ -314,11 +322,14 @@ class DataLoader:
         )
 
     def _base_seed(self) -> int:
-        """The workers' base seed, once per iterator: a non-negative int64 as PyTorch's, here a
-        digest of the loader's generator's state (the global one without a seed), which the
-        draw of each epoch's order moves on, so each epoch's seed is new and reproducible."""
+        """The workers' base seed, once per iterator that starts workers: a non-negative int64
+        as PyTorch's, here a digest of the loader's generator's state (the global one without a
+        seed) and of how many iterators started workers before. The count makes each epoch's
+        seeds new where nothing draws from the generator (no shuffle, a sampler with its own
+        generator, an IterableDataset); both make them reproducible from the same seeding."""
         generator = self._generator if self._generator is not None else backend.generator()
-        state = repr(generator.bit_generator.state).encode()
+        state = repr((generator.bit_generator.state, self._worker_epochs)).encode()
+        self._worker_epochs += 1
         return int.from_bytes(hashlib.sha256(state).digest()[:8], "little") >> 1
 
     def _length_or_none(self) -> int | None:
@@ -358,20 +369,56 @@ def _check_worker_options(
     return int(prefetch_factor)
 
 
-def _batched(indices: Iterator[int], size: int, drop_last: bool) -> Iterator[np.ndarray]:
+def _batched(indices: Iterator[Any], size: int, drop_last: bool) -> Iterator[list[Any]]:
     """The index batches of a sampler's stream, `size` at a time (the last one shorter, or
-    dropped with `drop_last`)."""
+    dropped with `drop_last`): lists of the sampler's indices, unchanged, as PyTorch's."""
     while batch := list(itertools.islice(indices, size)):
         if len(batch) < size and drop_last:
             return
-        yield np.asarray(batch, dtype=np.int64)
-
-
-def _fetched(fetcher: MapFetcher | StreamFetcher, tasks: Iterator[Any]) -> Iterator[Any]:
-    """The batches of one epoch made in the calling process, one task after another."""
-    for task in tasks:
-        try:
-            batch = fetcher.fetch(task)
-        except StopIteration:  # an iterable data set spent
-            return
         yield batch
+
+
+def _slices(order: np.ndarray, size: int) -> Iterator[list[int]]:
+    """An order's index batches, `size` at a time, as lists of Python ints (PyTorch's samplers
+    give ints), each made as it is needed."""
+    for start in range(0, len(order), size):
+        yield order[start : start + size].tolist()
+
+
+class _SingleProcessIterator(Iterator):
+    """One epoch made in the calling process, one task after another. Unlike a generator it
+    survives an exception raised making one batch: the next `next()` makes the next batch, as
+    PyTorch's iterator does."""
+
+    def __init__(
+        self,
+        fetcher: MapFetcher | StreamFetcher,
+        tasks: Iterator[Any],
+        length: Callable[[], int | None],
+    ) -> None:
+        self.fetcher = fetcher
+        self.tasks = tasks
+        self.length = length  # asked only by len(iterator): a user's __len__ may be costly
+        self.ended = False
+
+    def __iter__(self) -> _SingleProcessIterator:
+        return self
+
+    def __len__(self) -> int:
+        length = self.length()
+        if length is None:
+            raise DTypeError(
+                "DataLoader: this iterator has no length (its loader's IterableDataset or "
+                "sampler has no __len__)"
+            )
+        return length
+
+    def __next__(self) -> Any:
+        if self.ended:
+            raise StopIteration
+        try:
+            task = next(self.tasks)
+            return self.fetcher.fetch(task)
+        except StopIteration:  # the last task done, or an iterable data set spent
+            self.ended = True
+            raise

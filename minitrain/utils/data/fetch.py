@@ -35,15 +35,18 @@ class MapFetcher:
         self.tensor_rows = _tensor_rows(dataset) if direct and batched else None
 
     def fetch(self, positions: Any) -> Any:
+        # The indices reach the data set as the sampler gave them (keys, tuples, ...), as in
+        # PyTorch; only the TensorDataset cut makes an array of them, when they are integers.
         if not self.batched:
-            sample = self.dataset[int(positions)]
+            sample = self.dataset[positions]
             return sample if self.collate_fn is None else self.collate_fn(sample)
         if self.tensor_rows is not None:
-            tensors, rows = self.tensor_rows
-            positions = np.asarray(positions, dtype=np.int64)
-            batch_rows = positions if rows is None else rows[positions]
-            return tuple(Tensor(_take(tensor.array, batch_rows)) for tensor in tensors)
-        return self.collate_fn([self.dataset[int(position)] for position in positions])
+            integers = np.asarray(positions)
+            if integers.ndim == 1 and integers.dtype.kind in "iu":
+                tensors, rows = self.tensor_rows
+                batch_rows = integers if rows is None else rows[integers]
+                return tuple(Tensor(_take(tensor.array, batch_rows)) for tensor in tensors)
+        return self.collate_fn([self.dataset[position] for position in positions])
 
 
 class StreamFetcher:

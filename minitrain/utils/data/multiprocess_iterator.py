@@ -1,7 +1,8 @@
 """A DataLoader's iterator with worker processes, the main process's side (PyTorch's
 _MultiProcessingDataLoaderIter): it starts the workers, sends them index batches round-robin,
-yields their batches in sampler order, notices dead workers and timeouts, and shuts the workers
-down when the epoch ends, the iterator is dropped, an error is raised, or Python exits."""
+yields their batches in sampler order (a worker's exception for one batch raised in its turn),
+notices dead workers and timeouts, and shuts the workers down when the epoch ends, the iterator
+is dropped, a worker dies, a wait times out, Ctrl-C is pressed, or Python exits."""
 
 from __future__ import annotations
 
@@ -144,14 +145,18 @@ class MultiProcessIterator(Iterator):
 
     def __len__(self) -> int:
         if self.length is None:
-            raise DTypeError("DataLoader: this loader's IterableDataset has no __len__")
+            raise DTypeError(
+                "DataLoader: this iterator has no length (its loader's IterableDataset or "
+                "sampler has no __len__)"
+            )
         return self.length
 
     def __next__(self) -> Any:
-        # No worker outlives an epoch's end (persistent workers excepted), a worker's error, a
-        # timeout or Ctrl-C
+        # No worker outlives an epoch's end (persistent workers excepted), a dead worker, a
+        # timeout or Ctrl-C. An exception raised making one batch leaves the workers going, as
+        # PyTorch: the caller may catch it and read on.
         try:
-            return self.next_batch()
+            answer = self.next_batch()
         except StopIteration:
             if not self.persistent:
                 self.shutdown()
@@ -159,6 +164,9 @@ class MultiProcessIterator(Iterator):
         except BaseException:
             self.shutdown()
             raise
+        if isinstance(answer, WorkerFailure):
+            answer.reraise()
+        return answer
 
     def next_batch(self) -> Any:
         if self.shut_down:
@@ -190,10 +198,9 @@ class MultiProcessIterator(Iterator):
             return self.deliver(answer)
 
     def deliver(self, answer: Any) -> Any:
+        """The answer to the task due next (a batch, or a WorkerFailure), the next task sent."""
         self.received += 1
         self.send_next_task()
-        if isinstance(answer, WorkerFailure):
-            answer.reraise()
         return answer
 
     def send_next_task(self) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import backend
 from ...errors import ArgumentError, DTypeError
+from ...tensor import Tensor
 from .generators import numpy_generator
 
 __all__ = [
@@ -156,7 +157,7 @@ class WeightedRandomSampler(Sampler):
         self.num_samples = _positive_int(num_samples, "num_samples", caller)
         if not isinstance(replacement, bool):
             raise DTypeError(f"{caller}: replacement must be a bool, got {replacement!r}")
-        data = getattr(weights, "data", weights)  # a Tensor's array
+        data = weights.array if isinstance(weights, Tensor) else weights
         if backend.is_array(data) and backend.array_module(data) is not np:
             data = backend.to_device(data, backend.device("cpu"))
         weights_array = np.asarray(data, dtype=np.float64)

@@ -85,7 +85,10 @@ class WorkerFailure:
             error = self.exc_type(message)
         except Exception:
             raise RuntimeError(message) from None
-        raise error
+        try:
+            raise error
+        finally:  # no cycle through this frame: the caller's iterator goes once the error does
+            del error
 
 
 class _KeyErrorMessage(str):
@@ -178,7 +181,7 @@ def worker_loop(
             if message is None:
                 break
             if isinstance(message, ResumeIteration):
-                stream_ended, failure = False, None
+                stream_ended, failure, fetcher = False, None, None
                 try:
                     fetcher = spec.fetcher()
                 except Exception:
@@ -188,8 +191,9 @@ def worker_loop(
             if done_event.is_set() or stream_ended:
                 continue  # the main process is shutting down, or wants nothing more from here
             task_id, indices = message
-            if failure is not None:
-                answer, failure = failure, None
+            if failure is not None:  # worker_init_fn's error, answering every task without
+                answer = failure  # a fetcher to make it
+                failure = None if fetcher is not None else failure
             else:
                 answer = _fetch(fetcher, indices, spec.iterable, worker_id)
                 stream_ended = isinstance(answer, StreamEnded)
