@@ -284,8 +284,13 @@ def sparse_coo_tensor(
     elsewhere. Its values and every op on it are PyTorch's; its memory is the dense shape's.
     `size` defaults to one past the largest index in each dim; `is_coalesced` and
     `check_invariants` are PyTorch's and change nothing here."""
-    index = np.asarray(indices.array if isinstance(indices, Tensor) else indices)
-    entries = values.array if isinstance(values, Tensor) else np.asarray(values)
+    host = backend.device("cpu")  # built on the host, then moved to `device` whole
+    index = np.asarray(
+        backend.to_device(indices.array, host) if isinstance(indices, Tensor) else indices
+    )
+    entries = np.asarray(
+        backend.to_device(values.array, host) if isinstance(values, Tensor) else values
+    )
     if index.ndim != 2 or index.dtype.kind not in "iu":
         raise DTypeError(
             f"sparse_coo_tensor: indices must be an integer (ndim, nnz) tensor, got dtype "
@@ -304,5 +309,5 @@ def sparse_coo_tensor(
         )
     dtype = np.dtype(entries.dtype if dtype is None else dtype)
     dense = np.zeros(size, dtype=dtype)
-    np.add.at(dense, tuple(index), np.asarray(backend.to_device(entries, backend.device("cpu"))))
+    np.add.at(dense, tuple(index), entries)
     return Tensor(dense, requires_grad=requires_grad, device=device)

@@ -207,6 +207,9 @@ FACTORIES = {
     "full_like": lambda **kw: mt.full_like(mt.ones(2), 4.0, **kw),
     "randn_like": lambda **kw: mt.randn_like(mt.ones(3, 2), **kw),
     "rand_like": lambda **kw: mt.rand_like(mt.ones(3, 2), **kw),
+    "sparse_coo_tensor": lambda **kw: mt.sparse_coo_tensor(
+        mt.tensor([[0, 1, 1], [1, 0, 0]]), mt.tensor([1.0, 2.0, 3.0]), (2, 3), **kw
+    ),
 }
 RANDOM = {"randn", "rand", "randint", "randperm", "randn_like", "rand_like"}
 UNSET = {"empty", "empty_like"}  # values are whatever the memory held
