@@ -289,12 +289,12 @@ class TensorMethods:
             base = base.base
         return isinstance(base, mmap.mmap)
 
-    def pin_memory(self, device=None):
+    def pin_memory(self):
         """PyTorch's page-locked copy for faster transfers to a GPU: the tensor itself here
         (minitrain copies to a GPU through CuPy, which pins as it needs)."""
         return self
 
-    def is_pinned(self, device=None) -> bool:
+    def is_pinned(self) -> bool:
         """Whether the memory is page-locked: never, here (see `pin_memory`)."""
         return False
 
@@ -380,14 +380,15 @@ class TensorMethods:
             raise ShapeError(f"mT: takes a tensor of at least 2 dims, got shape {self.shape}")
         return self.transpose(-2, -1)
 
-    def to_sparse(self, *args, **kwargs):
+    def to_sparse(self, sparseDims=None):  # noqa: N803 (PyTorch's name)
         """PyTorch's sparse form: the tensor itself, as minitrain holds tensors dense (see
         `minitrain.sparse_coo_tensor`); its values and every op on it are the same."""
         return self
 
-    def to_dense(self, *args, **kwargs):
-        """The dense tensor: itself (minitrain's tensors are dense)."""
-        return self
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """The dense tensor: itself (minitrain's tensors are dense), cast to `dtype` if given;
+        `masked_grad` is PyTorch's and changes nothing here."""
+        return self if dtype is None else self.to(dtype)
 
     def coalesce(self):
         """PyTorch's sparse coalesce: itself (dense, nothing to merge)."""

@@ -422,7 +422,7 @@ def test_a_non_tensor_input_names_the_function_and_argument(name, call):
 # Where that first line does not tell: torch's overloads (sum(input, *, dtype) beside
 # sum(input, dim, keepdim, *, dtype): minitrain takes the second), torch's docstring lagging its
 # binding (softmax's dtype is positional there), no docstring at all (relu, clamp_min, selu,
-# celu), and one difference left (norm takes no dtype).
+# celu, spmm), and one difference left (norm takes no dtype).
 OVERLOADED = {
     "all": "input, dim, keepdim",
     "any": "input, dim, keepdim",
@@ -445,6 +445,7 @@ OVERLOADED = {
     "scatter": "input, dim, index, src, *, value, reduce",
     "selu": "input",
     "softmax": "input, dim, dtype",
+    "spmm": "input, mat2",  # no docstring; torch.spmm(input, mat2) is mm's
     "std": "input, dim, unbiased, keepdim, *, correction",
     "std_mean": "input, dim, unbiased, keepdim, *, correction",
     "sum": "input, dim, keepdim, *, dtype",

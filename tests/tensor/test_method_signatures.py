@@ -106,7 +106,7 @@ BINDING = {
         ),
     ),
     **{name: ("", lambda name=name: getattr(_x(), name)())
-       for name in ("detach", "detach_", "relu", "relu_")},
+       for name in ("detach", "detach_", "relu", "relu_", "is_pinned")},
     # torch's docstring reads atanh_(other): its binding takes nothing
     **{name: ("", lambda name=name: getattr(torch.rand(3), name)())
        for name in ("atanh_", "arctanh_")},
