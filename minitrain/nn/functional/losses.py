@@ -309,7 +309,8 @@ def multilabel_soft_margin_loss(
     """Multi-label one-versus-all loss: per sample, the mean over the C classes (the last dim)
     of -(target log sigmoid(input) + (1 - target) log sigmoid(-input)), each class weighed by
     weight (C,) if given; input and target (N, C) or (C,), target 0 or 1. reduction='none'
-    gives one loss per sample. size_average and reduce must be None (use reduction)."""
+    gives one loss per sample. size_average and reduce, deprecated, override reduction as in
+    PyTorch."""
     reduction = legacy_reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
     target = as_tensor(target)
     _same_shape("multilabel_soft_margin_loss", input, target)
@@ -331,7 +332,8 @@ def hinge_embedding_loss(
 ) -> Tensor:
     """input where target is 1, max(0, margin - input) where it is -1 (input a distance, target
     whether the pair is alike), as PyTorch's: elsewhere the sum of both terms, as its formula
-    reads. target broadcasts against input. size_average and reduce must be None."""
+    reads. target broadcasts against input. size_average and reduce, deprecated, override reduction
+    as in PyTorch."""
     reduction = legacy_reduction("hinge_embedding_loss", size_average, reduce, reduction)
     target = as_tensor(target)
     zeros = input * 0.0
@@ -353,7 +355,7 @@ def poisson_nll_loss(
     """Negative log-likelihood of target under Poisson(rate): exp(input) - target * input with
     log_input (input the log rate), input - target * log(input + eps) without. full adds
     Stirling's approximation of log(target!), target log target - target + log(2 pi target) / 2,
-    where target > 1. size_average and reduce must be None (use reduction)."""
+    where target > 1. size_average and reduce, deprecated, override reduction as in PyTorch."""
     reduction = legacy_reduction("poisson_nll_loss", size_average, reduce, reduction)
     target = as_tensor(target)
     if log_input:
@@ -416,7 +418,8 @@ def multi_margin_loss(
 ) -> Tensor:
     """Multi-class hinge loss: per sample, the sum over the classes i other than the target y of
     max(0, margin - x[y] + x[i])^p (times weight[y] if given), over C. input (N, C) or (C,),
-    target class indices (N,) or 0-d; p 1 or 2. size_average and reduce must be None."""
+    target class indices (N,) or 0-d; p 1 or 2. size_average and reduce, deprecated, override
+    reduction as in PyTorch."""
     caller = "multi_margin_loss"
     reduction = legacy_reduction(caller, size_average, reduce, reduction)
     if p not in (1, 2):
