@@ -1,5 +1,5 @@
-"""PyTorch's arguments that minitrain checks or refuses by name: sizes, defaults it does not
-support, the deprecated loss arguments, embedding options.
+"""PyTorch's arguments that minitrain checks, refuses or translates by name: sizes, defaults it
+does not support, the deprecated loss arguments (read as PyTorch reads them), embedding options.
 
 (The conv and pool ops take PyTorch's arguments themselves; their translation to the kernels'
 ONNX spelling is minitrain.ops.convolution.window's.)
