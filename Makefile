@@ -41,6 +41,9 @@ demo: install
 notebooks: install
 	$(BIN)/python examples/notebooks/execute.py
 
+# Every benchmark against PyTorch (about 5 minutes on 2 quiet cores), then benchmarks/results.json
+# and README.md's performance section, generated from it. BENCH_ARGS="--only conv,training" reruns
+# some modules (their rows replace theirs in the file); BENCH_ARGS=--no-write only prints.
 bench: install
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 

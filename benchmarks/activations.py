@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Result, best_times, try_import_torch
+from benchmarks.common import Result, alternating_times, try_import_torch
 
 SHAPE = (16, 64, 512)
 TARGET_RATIO = 1.0
@@ -41,13 +41,14 @@ def run() -> list[Result]:
     torch = try_import_torch()
     results = []
     for approximate in FORMS:
-        times = best_times(_steps(torch, approximate), number=20)
+        times = alternating_times(_steps(torch, approximate), number=20)
         form = "exact" if approximate == "none" else "tanh"
         results.append(
             Result(
                 f"gelu ({form}) {'x'.join(map(str, SHAPE))} fwd+bwd",
                 times[0],
                 times[1] if len(times) > 1 else None,
+                round_ratios=times.ratios_if_pair(),
                 target=TARGET_RATIO,
             )
         )

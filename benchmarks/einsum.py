@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Result, best_times, try_import_torch
+from benchmarks.common import Result, alternating_times, try_import_torch
 
 EQUATION = "bhqd,bhkd->bhqk"
 BATCH, HEADS, LENGTH, WIDTH = 8, 4, 64, 32
@@ -38,12 +38,13 @@ def run() -> list[Result]:
             torch.einsum(EQUATION, q, k).backward(torch_upstream)
 
         steps.append(torch_step)
-    times = best_times(steps, number=20)
+    times = alternating_times(steps, number=20)
     return [
         Result(
             f"einsum {EQUATION} {BATCH}x{HEADS}x{LENGTH}x{WIDTH} fwd+bwd",
             times[0],
             times[1] if len(times) > 1 else None,
+            round_ratios=times.ratios_if_pair(),
             target=TARGET_RATIO,
         )
     ]

@@ -41,7 +41,7 @@ def torch_cuda_missing(torch) -> str:
 def best_synchronized_times(steps, synchronize, number: int, repeat: int) -> list[float]:
     """Seconds per call of each step: the best of `repeat` rounds of `number` calls, each round
     timed from a synchronized GPU to a synchronized GPU (kernels run after their launch returns),
-    after WARMUP_STEPS calls. Rounds alternate between the steps, as in common.best_times."""
+    after WARMUP_STEPS calls. Rounds alternate between the steps, as in common.alternating_times."""
     for step in steps:
         for _ in range(WARMUP_STEPS):
             step()

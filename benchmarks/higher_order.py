@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Result, best_times, try_import_torch
+from benchmarks.common import Result, alternating_times, try_import_torch
 
 HVP_TARGET = 1.5
 
@@ -73,12 +73,13 @@ def run() -> list[Result]:
             for g, w in zip(got, want, strict=True)
         )
         note = f"largest difference from PyTorch's hvp, relative to its largest entry: {worst:.1e}"
-    times = best_times(fns, number=5)
+    times = alternating_times(fns, number=5)
     return [
         Result(
             "hvp of the MLP loss (6 weight tensors)",
             times[0],
             times[1] if torch else None,
+            round_ratios=times.ratios_if_pair(),
             per="hvp",
             target=HVP_TARGET,
             note=note,

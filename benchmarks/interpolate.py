@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Result, best_times, try_import_torch
+from benchmarks.common import Result, alternating_times, try_import_torch
 
 N, C, H, W = 16, 32, 64, 64
 SCALE = 2
@@ -38,12 +38,13 @@ def run() -> list[Result]:
 
         fns.append(interpolate_torch)
 
-    times = best_times(fns, number=5)
+    times = alternating_times(fns, number=5)
     return [
         Result(
             f"interpolate x{SCALE} {N}x{C}x{H}x{W} fwd+bwd",
             times[0],
             times[1] if torch is not None else None,
+            round_ratios=times.ratios_if_pair(),
             target=TARGET_RATIO,
         )
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Result, best_times, try_import_torch
+from benchmarks.common import Result, alternating_times, try_import_torch
 
 BATCH_NORM_SHAPE = (32, 64, 32, 32)
 ROWS_SHAPE = (64 * 128, 768)
@@ -84,12 +84,13 @@ def _steps(torch):
 def run() -> list[Result]:
     results = []
     for name, shape, fns in _steps(try_import_torch()):
-        times = best_times(fns, number=5)
+        times = alternating_times(fns, number=5)
         results.append(
             Result(
                 f"{name} {'x'.join(map(str, shape))} fwd+bwd",
                 times[0],
                 times[1] if len(times) > 1 else None,
+                round_ratios=times.ratios_if_pair(),
                 target=TARGET_RATIO,
             )
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Result, best_times, try_import_torch
+from benchmarks.common import Result, alternating_times, try_import_torch
 
 ROWS, CLASSES = 4096, 1000
 TARGET_RATIO = 1.2
@@ -52,12 +52,13 @@ def run() -> list[Result]:
 
     results = []
     for name, fns in steps.items():
-        times = best_times(fns, number=5)
+        times = alternating_times(fns, number=5)
         results.append(
             Result(
                 f"{name} {ROWS}x{CLASSES} fwd+bwd",
                 times[0],
                 times[1] if len(times) > 1 else None,
+                round_ratios=times.ratios_if_pair(),
                 target=TARGET_RATIO,
             )
         )

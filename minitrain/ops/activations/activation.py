@@ -362,7 +362,7 @@ class Gelu(Op):
     form runs numba kernels instead (vectorised loops: see _gelu_kernels)."""
 
     name = "gelu"
-    numba_bench = "gelu (none) 16x64x512"
+    numba_bench = "gelu (exact) 16x64x512"
     inputs = ("x",)
     attrs = ("approximate",)
     saved = ("x",)
