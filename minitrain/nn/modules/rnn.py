@@ -2,11 +2,11 @@
 LSTMCell and GRUCell, with PyTorch's arguments, parameter names and shapes.
 
 Per layer and direction, one linear computes the input's part of the gates for every time step;
-then every time step is one cell op (ops.lstm_cell, ops.gru_cell, or for RNN a linear and its
-nonlinearity) reading its slice of those, so backprop through time reads in the graph as a chain
-of cell nodes; an LSTM's state runs through it as one (2, batch, hidden_size) tensor, h over c.
-A PackedSequence input runs a loop of its own beside that one (_packed_direction), each step on
-the sequences still running.
+then an LSTM or a GRU runs the whole sequence as one op (ops.lstm_sequence, ops.gru_sequence: the
+steps loop inside it, on the cells' kernels), and an Elman RNN one linear and its nonlinearity per
+step. A PackedSequence input runs a loop of its own (_packed_direction), each step one cell op
+(ops.lstm_cell, ops.gru_cell) on the sequences still running, an LSTM's state as one
+(2, batch, hidden_size) tensor, h over c.
 """
 
 from __future__ import annotations
@@ -215,34 +215,42 @@ class _RNNBase(Module):
         weights = self.all_weights
         sequence, finals = x, []
         for layer in range(self.num_layers):
-            runs = []
+            hiddens = []
             for direction in range(directions):
                 k = layer * directions + direction
-                run = self._direction(sequence, states[k], weights[k], reverse=bool(direction))
-                runs.append(run)
-                finals.append(run[0] if direction else run[-1])
-            sequence = self._sequence(runs)
+                hidden, final = self._direction(sequence, states[k], weights[k], bool(direction))
+                hiddens.append(hidden)
+                finals.append(final)
+            sequence = hiddens[0] if directions == 1 else ops.concat(hiddens, axis=2)
             if layer + 1 < self.num_layers and self.training and self.dropout > 0:
                 sequence = ops.dropout(sequence, self.dropout, True)
         return sequence, finals
 
-    def _direction(self, sequence: Tensor, state, weights, reverse: bool) -> list:
-        """The states one layer's direction goes through, one per time step, in time order.
+    def _direction(self, sequence: Tensor, state, weights, reverse: bool) -> tuple:
+        """One layer's direction over the sequence: its h at every time step (seq_len, batch,
+        hidden_size) and its last state (the one after step 0 in reverse).
 
         The input's part of every step's gates, x_t @ w_ih^T + b_ih, comes from one product for
         the whole sequence (seq_len * batch rows: BLAS at full speed, where a step's batch rows
-        alone are not); each step's cell op reads its slice (whose gradients the engine adds up
-        into one array, autograd/deferred.py) and does the hidden state's product itself."""
+        alone are not); an LSTM or a GRU runs its steps in one sequence op, an Elman RNN one
+        linear per step on its slice (whose gradients the engine adds up into one array,
+        autograd/deferred.py)."""
         w_ih, w_hh = weights[0], weights[1]
         b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
         input_gates = ops.linear(sequence, w_ih, b_ih)  # (seq_len, batch, gates * hidden_size)
+        last = 0 if reverse else -1
+        if self.mode == "LSTM":
+            states = ops.lstm_sequence(input_gates, state, w_hh, b_hh, reverse=reverse)
+            return states[:, 0], states[last]
+        if self.mode == "GRU":
+            hidden = ops.gru_sequence(input_gates, state, w_hh, b_hh, reverse=reverse)
+            return hidden, hidden[last]
         steps = len(sequence)
-        order = range(steps - 1, -1, -1) if reverse else range(steps)
         run = [None] * steps
-        for t in order:
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
             state = self._step(input_gates[t], state, w_hh, b_hh)
             run[t] = state
-        return run
+        return ops.stack(run), run[last]
 
     def _forward_packed(self, packed: PackedSequence, hx) -> tuple:
         """forward of a PackedSequence: (PackedSequence output, h_n or (h_n, c_n)), the states
@@ -324,15 +332,6 @@ class _RNNBase(Module):
         """h of a state: an LSTM's first slice, the state itself otherwise."""
         return state[0] if self.mode == "LSTM" else state
 
-    def _sequence(self, runs: list) -> Tensor:
-        """The last layer's output from its runs: each run's h stacked over time, the
-        directions side by side."""
-        outputs = []
-        for run in runs:
-            stacked = ops.stack(run)  # (seq_len, batch, hidden) or an LSTM's (seq_len, 2, ...)
-            outputs.append(stacked[:, 0] if self.mode == "LSTM" else stacked)
-        return outputs[0] if len(outputs) == 1 else ops.concat(outputs, axis=2)
-
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
         if self.num_layers != 1:
@@ -380,9 +379,9 @@ class RNN(_RNNBase):
 
 
 class LSTM(_RNNBase):
-    """A long short-term memory RNN, PyTorch's: per layer and direction, one fused lstm_cell
-    op per time step. forward(input, (h_0, c_0)) returns (output, (h_n, c_n)). proj_size other
-    than 0 is refused."""
+    """A long short-term memory RNN, PyTorch's: per layer and direction, one lstm_sequence op
+    (one fused lstm_cell op per time step for a PackedSequence). forward(input, (h_0, c_0))
+    returns (output, (h_n, c_n)). proj_size other than 0 is refused."""
 
     def __init__(
         self,
@@ -404,8 +403,8 @@ class LSTM(_RNNBase):
 
 
 class GRU(_RNNBase):
-    """A gated recurrent unit RNN, PyTorch's: per layer and direction, one fused gru_cell op
-    per time step."""
+    """A gated recurrent unit RNN, PyTorch's: per layer and direction, one gru_sequence op (one
+    fused gru_cell op per time step for a PackedSequence)."""
 
     def __init__(
         self,

@@ -1,6 +1,7 @@
-"""What the fused recurrent cells (lstm.py, gru.py) share: the shape checks of a cell and of its
-gradient kernel, the numba gate math (sigmoid and tanh on numba_math's vectorisable exp), the
-input's part of the gates and the weights' gradients.
+"""What the fused recurrent cells and sequence ops (lstm.py, gru.py) share: the shape checks of a
+cell, of a sequence and of a cell's gradient kernel, the numba gate math (sigmoid and tanh on
+numba_math's vectorisable exp), the input's part of the gates, the weights' gradients and the
+order a direction runs its steps in.
 
 Each cell op takes one time step's input and the previous hidden state, does both matmuls (input
 to hidden and hidden to hidden, PyTorch's weight layout: gates stacked along dim 0) and the gate
@@ -11,10 +12,11 @@ per call as conv_grad chooses (one backend.numba_takes of the step's arrays); ea
 
 The input's product may also come from outside (w_ih None: x is then the input's gates): nn.LSTM
 and nn.GRU compute x_t @ w_ih^T + b_ih for every time step in one linear, whose rows (T * batch)
-keep BLAS at full speed, and each step reads its slice of it; the slices' gradients add up into
-one array (a SliceSum, autograd/deferred.py), so the input's weight gradient and dx are one
-product each too. The hidden state's weights get one gradient per step, returned as ProductSums,
-which the engine adds up as one product of the stacked steps.
+keep BLAS at full speed. The sequence ops (lstm_sequence, gru_sequence) take all of it and loop
+over the steps inside, their backward giving the input gates' gradient as one array and dw_hh as
+one product over all steps. Chained cells (a PackedSequence) read a slice each; the slices'
+gradients add up into one array (a SliceSum, autograd/deferred.py), and each step's dw_hh, a
+ProductSum, into one product of the stacked steps.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -38,12 +41,15 @@ __all__ = [
     "check_cell",
     "check_cell_grad",
     "check_need",
+    "check_sequence",
     "gate_sigmoid",
     "gate_tanh",
     "input_gates",
     "input_gates_grad",
     "numba_arrays",
+    "previous_hidden",
     "register_gate_math",
+    "sequence_order",
     "weight_grads",
 ]
 
@@ -91,6 +97,36 @@ def check_cell(caller, gates, x, state, state_name, lead, w_ih, w_hh, b_ih, b_hh
                 f"{caller}: {name} {shape_of(bias)} must have shape ({gates * hidden},) "
                 f"({gates} * hidden_size)"
             )
+
+
+def check_sequence(caller, gates, input_gates, state, state_name, lead, w_hh, b_hh) -> None:
+    """The shapes of a whole-sequence op's inputs: the input's gates (T, batch, gates *
+    hidden_size) for T >= 1 steps, and a cell's for one step of them (see check_cell)."""
+    shape = shape_of(input_gates)
+    if len(shape) != 3 or shape[0] == 0:
+        raise ShapeError(
+            f"{caller}: input_gates {shape} must be (seq_len, batch, {gates} * hidden_size), "
+            f"the input's gates of every time step, seq_len >= 1"
+        )
+    step = SimpleNamespace(shape=shape[1:])  # one step's input gates, for check_cell
+    check_cell(caller, gates, step, state, state_name, lead, None, w_hh, None, b_hh)
+
+
+def sequence_order(steps: int, reverse: bool) -> range:
+    """The time steps in the order a direction runs them."""
+    return range(steps - 1, -1, -1) if reverse else range(steps)
+
+
+def previous_hidden(xp, hidden, initial, reverse: bool):
+    """Every step's previous hidden state as one C-contiguous (T, batch, hidden_size) array,
+    from every step's new one `hidden` (T, batch, hidden_size) and the initial one: the rows
+    a sequence op's dw_hh = dG^T @ h_prev reads, as one product over all steps."""
+    h_prev = xp.empty(hidden.shape, hidden.dtype)
+    if reverse:  # step t follows step t + 1
+        h_prev[:-1], h_prev[-1] = hidden[1:], initial
+    else:
+        h_prev[1:], h_prev[0] = hidden[:-1], initial
+    return h_prev
 
 
 def check_cell_grad(caller, gates, dY, X, hidden, w_ih, w_hh, saved_gates, state_shape) -> None:

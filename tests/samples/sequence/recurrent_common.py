@@ -46,3 +46,31 @@ def given_gates_sample(name, call, torch_cell, gates, state_lead, batch=3, hidde
         ours,
         theirs,
     )
+
+
+def sequence_sample(name, call, torch_cell, gates, state_lead, steps=3, batch=2, hidden=3,
+                    bias=True, reverse=False, grad=None) -> Sample:  # fmt: skip
+    """A whole-sequence op (input gates of every step, the initial state, w_hh, b_hh): PyTorch's
+    twin runs its cell step by step over the given gates (an identity w_ih), stacking every
+    step's state in time order, the steps run backwards where `reverse`."""
+    size = gates * hidden
+
+    def ours(input_gates, state, w_hh, b_hh=None):
+        return call(input_gates, state, w_hh, b_hh, reverse=reverse)
+
+    def theirs(input_gates, state, w_hh, b_hh=None):
+        identity = torch.eye(size, dtype=input_gates.dtype)
+        run = [None] * steps
+        for t in range(steps - 1, -1, -1) if reverse else range(steps):
+            state = torch_cell(input_gates[t], state, identity, w_hh, None, b_hh)
+            run[t] = state
+        return torch.stack(run)
+
+    weights = (uniform(-0.6, 0.6, size, hidden),) + ((normal(size),) if bias else ())
+    return Sample(
+        name,
+        draws(normal(steps, batch, size), normal(*state_lead, batch, hidden), *weights),
+        ours,
+        theirs,
+        grad=grad,
+    )
