@@ -17,7 +17,7 @@ from ..activations.special import stable_sigmoid
 from ..core import numba_math
 from ..core.op import Op
 from ..linalg.products import linear
-from ..shapes.shape import concat, stack
+from ..shapes.shape import concat
 from .recurrent_common import (
     GATE_PARALLEL_ELEMENTS,
     NO_RAISE,
@@ -33,6 +33,7 @@ from .recurrent_common import (
     previous_hidden,
     register_gate_math,
     sequence_order,
+    stepwise_tensor_backward,
     weight_grads,
 )
 
@@ -315,24 +316,7 @@ class GRUSequence(Op):
     def tensor_backward(ctx, grad):
         """The cell's formula step by step (GRUCell.tensor_backward on each step's inputs, the
         states read from the output in the graph), so every derivative moves with the inputs."""
-        out, need = ctx.out, ctx.needs_grad
-        steps = len(out)
-        order = sequence_order(steps, ctx.reverse)
-        step_need = (need[0], True, False, need[2], False, need[3])
-        input_grads, carry, dw_hh, db_hh = [None] * steps, None, None, None
-        for count in range(steps - 1, -1, -1):
-            t = order[count]
-            step = SimpleNamespace(
-                x=ctx.input_gates[t], h=ctx.h if count == 0 else out[order[count - 1]],
-                w_ih=None, w_hh=ctx.w_hh, b_ih=None, b_hh=ctx.b_hh, needs_grad=step_need,
-            )  # fmt: skip
-            dx, carry, _, dw, _, db = GRUCell.tensor_backward(
-                step, grad[t] if carry is None else grad[t] + carry
-            )
-            input_grads[t] = dx
-            dw_hh = dw if dw_hh is None or dw is None else dw_hh + dw
-            db_hh = db if db_hh is None or db is None else db_hh + db
-        return (stack(input_grads) if need[0] else None), (carry if need[1] else None), dw_hh, db_hh
+        return stepwise_tensor_backward(ctx, grad, GRUCell.tensor_backward, "h")
 
 
 def gru_sequence(input_gates, h, w_hh, b_hh=None, reverse: bool = False) -> Tensor:

@@ -34,6 +34,7 @@ from ..activations.special import stable_sigmoid
 from ..core import numba_math
 from ..core.op import shape_of
 from ..linalg.products import linear
+from ..shapes.shape import stack
 
 __all__ = [
     "GATE_PARALLEL_ELEMENTS",
@@ -115,6 +116,31 @@ def check_sequence(caller, gates, input_gates, state, state_name, lead, w_hh, b_
 def sequence_order(steps: int, reverse: bool) -> range:
     """The time steps in the order a direction runs them."""
     return range(steps - 1, -1, -1) if reverse else range(steps)
+
+
+def stepwise_tensor_backward(ctx, grad, cell_backward, state_name: str):
+    """A sequence op's tensor_backward: its cell's (cell_backward, the cell op's
+    tensor_backward) step by step from the last step run, each step's inputs read from the
+    graph (its input gates, and as its state the initial one, ctx.<state_name>, or the output
+    of the step before), so every derivative moves with the inputs and has one formula, the
+    cell's. Returns the sequence op's (dinput_gates, dstate, dw_hh, db_hh)."""
+    out, need = ctx.out, ctx.needs_grad
+    steps = len(out)
+    order = sequence_order(steps, ctx.reverse)
+    step_need = (need[0], True, False, need[2], False, need[3])
+    input_grads, carry, dw_hh, db_hh = [None] * steps, None, None, None
+    for count in range(steps - 1, -1, -1):
+        t = order[count]
+        state = getattr(ctx, state_name) if count == 0 else out[order[count - 1]]
+        step = SimpleNamespace(
+            x=ctx.input_gates[t], w_ih=None, w_hh=ctx.w_hh, b_ih=None, b_hh=ctx.b_hh,
+            needs_grad=step_need, **{state_name: state},
+        )  # fmt: skip
+        dx, carry, _, dw, _, db = cell_backward(step, grad[t] if carry is None else grad[t] + carry)
+        input_grads[t] = dx
+        dw_hh = dw if dw_hh is None or dw is None else dw_hh + dw
+        db_hh = db if db_hh is None or db is None else db_hh + db
+    return (stack(input_grads) if need[0] else None), (carry if need[1] else None), dw_hh, db_hh
 
 
 def previous_hidden(xp, hidden, initial, reverse: bool):
