@@ -38,6 +38,7 @@ from .columns import (
     images_to_columns,
 )
 from .window import Window, check_conv_window, conv_window, torch_conv_window
+from .winograd import winograd_forward, winograd_grad, winograd_tile
 
 __all__ = ["conv", "conv_grad"]
 
@@ -68,6 +69,9 @@ def check_one_device(caller: str, **values) -> None:
 def conv_forward(X, W, B, window: Window, group: int):
     """Y (N, M, *out) = conv(X, W, B) for a checked `window`, X C-contiguous: per chunk of
     images, im2col, one GEMM per group, and the product transposed to Y with the bias added."""
+    step = winograd_tile(X.shape, window, group, W, X, B)
+    if step:  # a 3x3 stride-1 conv the measured rule gives to Winograd (winograd.py)
+        return winograd_forward(X, W, B, window, step)
     xp = backend.array_module(X)
     Y = xp.empty((X.shape[0], W.shape[0]) + window.out, X.dtype)
     if 0 in W.shape[:2]:  # no filters, or sums over no channels: Y is the bias
@@ -137,6 +141,10 @@ def conv_grad_unchecked(dY, X, W, x_shape, window: Window, group: int, need):
         # no GEMM to run: dB alone, or no filters or no channels, so nothing reaches X or W
         dX = xp.zeros(x_shape, dtype) if need_x else None
         dW = xp.zeros(w_shape, dtype) if need_w else None
+        return dX, dW, bias_grad(dY).astype(dtype) if need_b else None
+    step = winograd_tile(x_shape, window, group, W, dY, X if need_w else None)
+    if step:  # a 3x3 stride-1 conv the measured rule gives to Winograd (winograd.py)
+        dX, dW = winograd_grad(dY, X, W, x_shape, window, step, need_x, need_w)
         return dX, dW, bias_grad(dY).astype(dtype) if need_b else None
 
     X = xp.ascontiguousarray(X) if need_w else None
