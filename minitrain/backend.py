@@ -14,6 +14,7 @@ import numpy as np
 
 from .autograd.grad_mode import recording
 from .errors import ArgumentError, DeviceError, DTypeError
+from .runtime import numba_pool
 
 cupy = None  # the cupy module once a CUDA device has been asked for, else None
 cupyx = None  # CuPy's extras (scatter_add, scipy.special), imported with it
@@ -455,7 +456,9 @@ def use_numba(enabled: bool):
 def jit(**options):
     """Decorator: `numba.njit(cache=True, **options)` applied on the first call, so importing
     minitrain neither imports numba nor compiles anything. The plain Python function stays
-    reachable as `.py_func`."""
+    reachable as `.py_func`. Before a parallel build's first call, numba's thread pool is
+    started as minitrain/runtime/numba_pool.py says (its OpenMP threads spin briefly when idle,
+    so that they do not hold the cores through the GEMMs that follow)."""
 
     def decorate(fn):
         compiled = None
@@ -467,6 +470,8 @@ def jit(**options):
             if compiled is None:
                 with lock:
                     if compiled is None:
+                        if options.get("parallel"):
+                            numba_pool.start_numba_threads()
                         compiled = importlib.import_module("numba").njit(cache=True, **options)(fn)
             return compiled(*args)
 

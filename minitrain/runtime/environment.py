@@ -4,7 +4,9 @@ made for speed and is on unless its variable says 0, false or no:
 - MINITRAIN_KEEP_FREED_MEMORY: glibc's malloc keeps freed blocks for the next array
   (allocator.py, at import);
 - MINITRAIN_SIDE_BY_SIDE: a batch's chunks run on threads with BLAS held to one thread
-  meanwhile (threads.py, at each call)."""
+  meanwhile (threads.py, at each call);
+- MINITRAIN_SHORT_OMP_SPIN: numba's OpenMP threads start with a short idle spin, so that they
+  hand the cores back to BLAS (numba_pool.py, once, before the first parallel kernel)."""
 
 from __future__ import annotations
 

@@ -56,10 +56,12 @@ _PARALLEL_ELEMENTS = {
     # memory-bound, and run between GEMMs whose BLAS threads hold the cores: serial but for huge x
     "relu": 1 << 24,
     "relu_grad": 1 << 24,
-    # vectorised (about 0.4 ns an element serially) and run between the GEMMs of an MLP: on 2
-    # cores a parallel build there costs more than it saves (a GEMM 2.9 -> 6.9 ms, gelu of 2M
-    # elements 1.3 -> 3.8 ms, as OpenMP's and OpenBLAS's idle threads spin on each other's
-    # cores), so serial but for huge x, as relu
+    # vectorised (about 0.6 ns an element serially) and run between the GEMMs of an MLP: on 2
+    # cores a parallel build there costs more than it saves. With libgomp's default spin it
+    # made a GELU MLP block (16x64x128 -> 512 -> 128, fwd+bwd) 2.7-3.2x slower, as OpenMP's and
+    # OpenBLAS's idle threads spun on each other's cores; with runtime/numba_pool.py's short
+    # spin 1.02-1.08x: no fight, but no gain while OpenBLAS's threads spin after each GEMM.
+    # So serial but for huge x, as relu
     "gelu": 1 << 24,
     "gelu_grad": 1 << 24,
     "gelu_tanh": 1 << 24,

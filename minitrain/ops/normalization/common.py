@@ -10,10 +10,9 @@ instead: the two agree whenever X and the parameters share a dtype.
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
+from ...runtime import numba_pool
 from ..pointwise.arithmetic import add, div, mul, sqrt
 from ..reductions import reduction
 from ..shapes.shape import reshape
@@ -63,8 +62,9 @@ def as_vector(value, size: int, fill: float, dtype):
 
 def row_blocks(rows: int) -> int:
     """Row blocks for the numba kernels that sum per block: one per numba thread, at most one
-    per row."""
-    return min(rows, importlib.import_module("numba").get_num_threads())
+    per row. The count comes through numba_pool, so that a norm running before any parallel
+    kernel (a GPT's first RMSNorm) starts numba's pool under minitrain's thread policy."""
+    return min(rows, numba_pool.numba_threads())
 
 
 def tensor_statistics(x, eps: float, stat_axes: tuple, centered: bool) -> tuple:
