@@ -2,10 +2,11 @@
 
 The batch goes through in chunks of images, in the column layout that makes the GEMMs fastest
 (Columns): each chunk's columns are written by im2col and read by the GEMM while still in the
-last-level cache. A big batch's chunks run side by side, one thread per core BLAS uses, each GEMM on
-one core (minitrain.runtime.threads), so that the serial kernels between the GEMMs run in parallel
-too. On a GPU there is no cache to stay in and no thread to share: chunks would only multiply the
-kernel launches, so the whole batch goes through in one (bounded only by device memory)."""
+last-level cache. A big batch's chunks (a first layer's from a smaller batch) run side by side,
+one thread per core BLAS uses, each GEMM on one core (minitrain.runtime.threads), so that the
+serial kernels between the GEMMs run in parallel too. On a GPU there is no cache to stay in and
+no thread to share: chunks would only multiply the kernel launches, so the whole batch goes
+through in one (bounded only by device memory)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,18 @@ _COL_CHUNK_BYTES = 12 << 20
 # Bytes of columns plus GEMM rows of the whole batch from which conv and conv_grad run its chunks
 # side by side: below it, the threads' start and BLAS's lost parallelism cost what they save.
 _SIDE_BY_SIDE_BYTES = 12 << 20
+# The same for a conv whose GEMMs sum over at most _SHORT_INNER rows of columns (C/group * Kc: a
+# first layer's 1 or 3 channels times a 3x3 kernel's taps): its GEMMs are cheap beside the
+# passes between them (im2col, the transposes, dY's copy), which run serially, so it pays to
+# run them side by side from far fewer bytes, down to where handing a share to a pool thread
+# (about 0.15 ms on a busy 2-core machine) costs what it saves. Measured on 2 cores, in-process
+# alternating rounds, as a multiple of PyTorch's time: the CNN step (32,3,32,32) 3->32->64 went
+# from 1.26-1.53x to 1.19-1.35x in 6 runs of 15 to 25 rounds (its 32->64 already ran side by
+# side), the step (64,1,28,28) 1->16->32 from 0.75, 0.76, 0.80x to 0.68, 0.75, 0.82x. Its
+# 16->32 (144 rows, 9.7 MB) side by side too took it to 0.79-0.89x from 0.75-0.80x in 4 runs:
+# the line stays at 12 MB for the wider GEMMs, which BLAS's two threads run well.
+_SHORT_INNER = 32
+_SHORT_INNER_SIDE_BY_SIDE_BYTES = 1 << 20
 # Bytes of columns plus GEMM output computed at once on a GPU: a generous bound on the
 # temporaries, which only a batch far larger than a training step's splits.
 _DEVICE_CHUNK_BYTES = 1 << 30
@@ -49,14 +62,16 @@ def _shares(N: int, chunk_bytes, threads: int, xp=np) -> list[list[slice]]:
     return [chunks[t::threads] for t in range(threads)]
 
 
-def _thread_count(xp, N: int, chunk_bytes, weight_bytes: int) -> int:
+def _thread_count(xp, N: int, chunk_bytes, weight_bytes: int, inner: int) -> int:
     """Threads to run the batch's chunks on: as many as minitrain.runtime.threads has (BLAS's, on
     the main thread), where the whole batch's buffers, chunk_bytes(N), take at least
-    _SIDE_BY_SIDE_BYTES; else 1 (always on the GPU). At most one per image, and only as many as have
-    their smallest working sets fit _COL_CHUNK_BYTES together: a one-image chunk's buffers and, in
-    the backward, dW's sum and product (so that memory does not grow with the cores where one image
-    fills the budget)."""
-    if xp is not np or N < 2 or chunk_bytes(N) < _SIDE_BY_SIDE_BYTES:
+    _SIDE_BY_SIDE_BYTES (_SHORT_INNER_SIDE_BY_SIDE_BYTES where the GEMMs sum over `inner` <=
+    _SHORT_INNER rows of columns); else 1 (always on the GPU). At most one per image, and only as
+    many as have their smallest working sets fit _COL_CHUNK_BYTES together: a one-image chunk's
+    buffers and, in the backward, dW's sum and product (so that memory does not grow with the
+    cores where one image fills the budget)."""
+    least = _SHORT_INNER_SIDE_BY_SIDE_BYTES if inner <= _SHORT_INNER else _SIDE_BY_SIDE_BYTES
+    if xp is not np or N < 2 or chunk_bytes(N) < least:
         return 1
     fitting = _COL_CHUNK_BYTES // (chunk_bytes(1) + 2 * weight_bytes)
     return max(1, min(N, fitting, side_by_side_threads()))
@@ -119,7 +134,8 @@ class Chunked(NamedTuple):
         def chunk_bytes(n: int) -> int:
             return (rows + shifts * M) * columns.width(n) * dtype.itemsize
 
-        threads = _thread_count(xp, N, chunk_bytes, W.size * dtype.itemsize)
+        inner = rows // group
+        threads = _thread_count(xp, N, chunk_bytes, W.size * dtype.itemsize, inner)
         shares = _shares(N, chunk_bytes, threads, xp)
         size = max((part.stop - part.start for share in shares for part in share), default=0)
         return cls(

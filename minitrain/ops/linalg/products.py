@@ -114,7 +114,14 @@ class Linear(Op):
     def backward(ctx, grad):
         """dx = grad @ weight, dweight = grad^T @ x, dbias = grad summed over all but the last dim.
 
-        dweight takes x and grad with their leading dims merged into one: (rows, features)."""
+        dweight takes x and grad with their leading dims merged into one: (rows, features).
+
+        Each product is the way round OpenBLAS runs it fastest: timed in float32 on 1 and 2
+        threads for rows 128 to 8192 and widths 10 to 2048, computing x @ W^T, grad @ W and
+        grad^T @ x instead as (W @ x^T)^T, (W^T @ grad^T)^T and (x^T @ grad)^T, made
+        contiguous, was slower or level in every case but x @ W^T with 128 rows and 784 to
+        2048 inputs (6-11% faster, in one run), and up to 17x slower for grad @ W with 10
+        outputs."""
         x, weight = ctx.x, ctx.weight
         rows = math.prod(grad.shape[:-1])  # not reshape(-1, ...): ambiguous with 0 features
         grad_2d = grad.reshape(rows, grad.shape[-1])

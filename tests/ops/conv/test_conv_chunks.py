@@ -151,6 +151,56 @@ def test_only_a_big_batch_runs_side_by_side_and_memory_does_not_grow_with_the_co
     assert threads((64, 512, 14, 14), 512) == 1  # dW's sum and product take 19 MB
 
 
+def test_a_first_layer_runs_side_by_side_from_a_smaller_batch(monkeypatch):
+    # GEMMs that sum over at most 32 rows of columns (C/group * taps) are cheap beside the
+    # serial passes between them: such a conv goes side by side from 1 MiB of buffers, not 12
+    monkeypatch.setattr(chunking, "side_by_side_threads", lambda: 2)
+    dtype = np.dtype(np.float32)
+
+    def threads(x_shape, filters, group=1):
+        window = window_module.conv_window(x_shape[2:], (3, 3), (1, 1), (1, 1, 1, 1), (1, 1))
+        weight = np.zeros((filters, x_shape[1] // group, 3, 3), np.float32)
+        return chunking.Chunked.of(x_shape, dtype, weight, window, group).threads
+
+    assert threads((32, 3, 32, 32), 32) == 2  # 8.2 MB, 27 rows
+    assert threads((64, 1, 28, 28), 16) == 2  # 5.4 MB, 9 rows
+    assert threads((8, 3, 32, 32), 16) == 2  # 1.5 MB
+    assert threads((2, 3, 16, 16), 16) == 1  # 0.1 MB: the threads' start would cost more
+    assert threads((32, 4, 32, 32), 32) == 1  # 36 rows, 9.5 MB: under 12 MB
+    assert threads((32, 6, 32, 32), 32, group=2) == 2  # 27 rows a group, 12.0 MB in all
+
+
+def test_a_first_layer_side_by_side_matches_one_thread_and_torch(monkeypatch):
+    # the benchmark CNN's first layer, its input needing no gradient: Y, dW and dB as on one
+    # thread and as PyTorch's
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(14)
+    x_value, w_value, b_value = (
+        v.astype(np.float32) for v in _leaves(rng, (32, 3, 32, 32), (32, 3, 3, 3))
+    )
+    dy = _normal(rng, 32, 32, 32, 32, dtype=np.float32)
+
+    def run(cores: int):
+        monkeypatch.setattr(chunking, "side_by_side_threads", lambda: cores)
+        x = mt.tensor(x_value)
+        w, b = mt.tensor(w_value, requires_grad=True), mt.tensor(b_value, requires_grad=True)
+        y = ops.conv(x, w, b, padding=1)
+        y.backward(dy)
+        return y.array, w.grad.array, b.grad.array
+
+    one, two = run(1), run(2)
+    np.testing.assert_array_equal(two[0], one[0])  # each image's work is the same
+    np.testing.assert_allclose(two[1], one[1], rtol=1e-5, atol=1e-3)  # summed in other orders
+    np.testing.assert_allclose(two[2], one[2], rtol=1e-5, atol=1e-3)
+    tx = torch.from_numpy(x_value)
+    tw, tb = torch.from_numpy(w_value).requires_grad_(), torch.from_numpy(b_value).requires_grad_()
+    ty = torch.nn.functional.conv2d(tx, tw, tb, padding=1)
+    ty.backward(torch.from_numpy(dy))
+    np.testing.assert_allclose(two[0], ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(two[1], tw.grad.numpy(), rtol=1e-4, atol=1e-2)
+    np.testing.assert_allclose(two[2], tb.grad.numpy(), rtol=1e-4, atol=1e-2)
+
+
 @pytest.mark.parametrize(
     "N, threads, chunk_images, expected",
     [
