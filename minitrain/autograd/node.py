@@ -88,7 +88,7 @@ class Node:
         if ctx.released:
             raise self.freed_error()
         if clock.latest_write > self.seq:  # an in-place write since this op ran
-            self._check_saved_unwritten()
+            self.check_saved_unwritten()
         if create_graph:
             outer, recording.scope = recording.scope, BackwardScope(self)
             try:
@@ -111,13 +111,16 @@ class Node:
         if not lazy and not create_graph:
             grads = tuple(materialized(g) for g in grads)
         if len(grads) != len(self.parents):
-            raise GraphError(
-                f"{self.name}: backward returned {len(grads)} gradients for "
-                f"{len(self.parents)} inputs"
-            )
+            raise self.count_error(grads)
         return grads
 
-    def _check_saved_unwritten(self) -> None:
+    def count_error(self, grads) -> GraphError:
+        """The error of a backward that returned `grads`, not one gradient per input."""
+        return GraphError(
+            f"{self.name}: backward returned {len(grads)} gradients for {len(self.parents)} inputs"
+        )
+
+    def check_saved_unwritten(self) -> None:
         """Refuse a saved value whose memory an in-place op wrote after this op was recorded
         (an in-place op's own saved output: after its write)."""
         ctx = self.ctx

@@ -11,12 +11,14 @@ import sys
 
 import numpy as np
 
+from .. import backend
 from ..errors import ShapeError
 from .anomaly import check_backward
 from .deferred import DeferredSum
 from .grad_mode import enable_grad, recording
 from .hooks import fire_ready, queued_callbacks, ready_watch, run_hooks, watching_ready
 from .node import BackwardScope, Node
+from .versions import clock
 
 __all__ = ["check_accumulates", "graph_nodes", "propagate", "replay_backward"]
 
@@ -115,6 +117,7 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
         fired = set()
         fire_ready(watch, -heap[0][0] if heap else -1, leaf_grads, fired, create_graph)
 
+    plain = runs is None and not create_graph and not anomaly  # the inlined backward serves
     while heap:
         node = heapq.heappop(heap)[1]
         grad = pending.pop(node)
@@ -127,7 +130,8 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
                 for position in capture_nodes[node]:
                     captured[position] = grad
             continue
-        if node.ctx.released:  # before its hooks run
+        ctx = node.ctx
+        if ctx.released:  # before its hooks run
             raise node.freed_error()
         if node.hooks:
             grad = run_hooks(node.hooks, grad, node)
@@ -137,22 +141,36 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
         elif node in capture_nodes:
             for position in capture_nodes[node]:
                 captured[position] = grad
-        grads = node.run_backward(
-            grad, create_graph, None if runs is None else runs[node], lazy=not anomaly
-        )
+        op = node.op
+        if not plain:
+            grads = node.run_backward(
+                grad, create_graph, None if runs is None else runs[node], lazy=not anomaly
+            )
+        else:  # node.run_backward(grad, lazy=True), inlined: the common case of the hot loop
+            if clock.latest_write > node.seq:  # an in-place write since this op ran
+                node.check_saved_unwritten()
+            if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
+                grads = op.numba_backward(ctx, grad)
+            else:
+                grads = op.backward(ctx, grad)
+            if type(grads) is not tuple:
+                grads = (grads,)
+            if len(grads) != len(node.parents):
+                raise node.count_error(grads)
         if anomaly:
             if create_graph:
                 check_backward(node, grad.array, [None if g is None else g.array for g in grads])
             else:
                 check_backward(node, grad, grads)
-        ctx = node.ctx
-        if not retain_graph and node.op.saved:
+        if not retain_graph and op.saved:
             ctx.release()
         shapes, dtypes = ctx.shapes, ctx.dtypes
         for index, parent in enumerate(node.parents):
             if parent is None or (g := grads[index]) is None:
                 continue
-            if g.shape != shapes[index] or g.dtype != dtypes[index]:
+            # `is not`, cheaper than `!=`: an equal dtype object of another identity only costs
+            # fit_input_grad's look, which leaves it be
+            if g.shape != shapes[index] or g.dtype is not dtypes[index]:
                 g = node.fit_input_grad(index, g)
             if type(parent) is Node:  # send(parent, g), inlined: this loop is the hot path
                 if parent in pending:

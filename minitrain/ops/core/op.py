@@ -1,4 +1,4 @@
-"""Op (one class per op, forward and backward side by side), Ctx, the registry of ops, and
+"""Op (one class per op, forward and backward side by side), the registry of ops, and
 `Op.apply`, the one place where an op is checked, run and recorded and its output dtype decided."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ...autograd.versions import (
 )
 from ...errors import DTypeError, GraphError, ShapeError
 from ...tensor import Tensor
+from .ctx import CTX_FIELDS, Ctx
 from .header import validate_header
 from .promotion import (
     FLOAT64,
@@ -32,83 +33,9 @@ from .promotion import (
 
 __all__ = ["Ctx", "Op", "device_module", "input_place", "registry", "value_of"]
 
+_new_object = object.__new__
+
 _OPS: dict[str, type[Op]] = {}
-
-
-# Names a ctx uses for itself; attributes and saved values may not take them.
-_CTX_FIELDS = frozenset(
-    {
-        "op",
-        "xp",
-        "needs_grad",
-        "records",
-        "shapes",
-        "dtypes",
-        "released",
-        "save",
-        "release",
-        "saved_values",
-        "ran_numba",
-        "out_written",
-        "trace",
-        "is_view",
-        "node",
-    }
-)
-
-
-class Ctx:
-    """What an op's forward leaves for its backward.
-
-    The op's attributes and the values its forward saves are plain attributes: forward reads
-    `ctx.axis` and calls `ctx.save(x=x)`; backward reads `ctx.axis` and `ctx.x`. Also:
-    `xp` (numpy or cupy), `needs_grad[i]` (does input i want a gradient), and, when recording,
-    `shapes[i]` / `dtypes[i]` of the inputs.
-    """
-
-    released = False  # set once backward has freed the saved values
-    ran_numba = False  # the forward ran the op's numba kernel (so may its backward)
-    out_written = None  # an in-place op's clock number: its saved output was written then
-    trace = None  # in anomaly mode: the line of user code that ran the op
-    is_view = False  # a `views` op whose output does share its input's memory, this time
-
-    def __init__(self, op, xp, needs_grad, records, attrs):
-        self.op = op
-        self.xp = xp
-        self.needs_grad = needs_grad
-        self.records = records
-        if attrs:
-            self.__dict__.update(attrs)
-
-    def save(self, **values) -> None:
-        """Keep values for backward: exactly the names the op declares in `saved`."""
-        if not self.records:
-            return
-        if values.keys() != self.op._saved_names:
-            raise GraphError(
-                f"{self.op.name}: forward saved {sorted(values)}, but the op declares "
-                f"saved={self.op.saved}"
-            )
-        self.__dict__.update(values)
-
-    def saved_values(self) -> dict:
-        """The saved values still held, by name."""
-        return {name: self.__dict__[name] for name in self.op.saved if name in self.__dict__}
-
-    def release(self) -> None:
-        """Drop the saved values (after backward, unless retain_graph)."""
-        for name in self.op.saved:
-            self.__dict__.pop(name, None)
-        self.released = bool(self.op.saved)
-
-    def __getattr__(self, name):
-        op = self.__dict__.get("op")
-        if op is not None and name in op.saved:
-            raise GraphError(
-                f"{op.grad_kernel}: saved value '{name}' is not available (it was freed after "
-                f"a backward, or the forward was not recorded)"
-            )
-        raise AttributeError(f"ctx of {getattr(op, 'name', '?')} has no attribute '{name}'")
 
 
 class _OpType(type):
@@ -208,6 +135,8 @@ class Op(metaclass=_OpType):
             cls.grad_kernel = cls.__name__ + "Grad"
         cls._saved_names = frozenset(cls.saved)
         cls._attr_names = frozenset(cls.attrs)
+        cls._input_count, cls._attr_count = len(cls.inputs), len(cls.attrs)
+        cls._no_grads = (False,) * len(cls.inputs)
         cls._promoted_indices = tuple(
             index for index, name in enumerate(cls.inputs) if name in cls.promoted
         )  # () or the positions of the pair
@@ -226,7 +155,7 @@ class Op(metaclass=_OpType):
         if not cls.numba_bench and cls.numba_forward is not None:
             cls.numba_bench = cls.fused_backward  # the row that keeps its fused kernel, if any
         if register:
-            validate_header(cls, Op, _CTX_FIELDS)
+            validate_header(cls, Op, CTX_FIELDS)
             if cls.name in _OPS:
                 raise GraphError(f"op '{cls.name}' is registered twice ({_OPS[cls.name]}, {cls})")
             _OPS[cls.name] = cls
@@ -298,7 +227,101 @@ class Op(metaclass=_OpType):
         The one place every op passes through, and where its output dtype is decided: check,
         promote the `promoted` pair, run forward, and (when an input requires grad and recording
         is on) validate the saved list and record a Node.
+
+        Most calls take the short path: inputs Tensors of numpy arrays of one dtype (Python
+        floats and ints beside them), not variadic, no in-place rebind ever made (no view can
+        be stale), no GPU, no anomaly mode: nothing to promote, refuse or move, so it checks the
+        attributes, runs forward and records. Any other call takes `_apply_any`, the full
+        path; both make one tensor, ctx and Node (tests/engine/test_apply_paths.py).
         """
+        if (
+            cls.variadic
+            or clock.latest_rebind >= 0
+            or backend.cupy is not None
+            or recording.anomaly
+            or (
+                (attrs or cls.attrs)  # _apply_any raises the attributes' error
+                and (len(attrs) != cls._attr_count or attrs.keys() != cls._attr_names)
+            )
+        ):
+            return cls._apply_any(inputs, attrs)
+        arrays = []
+        any_grad = numbers = False
+        dtype = None
+        for value in inputs:
+            if isinstance(value, Tensor):
+                array = value.array
+                if array.dtype is not dtype:
+                    if dtype is not None or type(array) is not np.ndarray:
+                        return cls._apply_any(inputs, attrs)
+                    dtype = array.dtype
+                elif type(array) is not np.ndarray:
+                    return cls._apply_any(inputs, attrs)
+                if value._requires_grad:
+                    any_grad = True
+                arrays.append(array)
+            elif type(value) is float or type(value) is int:  # numpy's weak numbers: no cast
+                numbers = True
+                arrays.append(value)
+            else:
+                return cls._apply_any(inputs, attrs)
+        if dtype is None or len(arrays) != cls._input_count:
+            return cls._apply_any(inputs, attrs)  # numbers alone; or the count's error
+        records = any_grad and recording.enabled
+        if records:  # where each gradient goes: the node that made the input, or the leaf
+            parents, needs_grad, shapes = [], [], []
+            for value in inputs:
+                is_tensor = not numbers or isinstance(value, Tensor)  # else a number
+                needs = is_tensor and value._requires_grad
+                shapes.append(value.array.shape if is_tensor else ())
+                parents.append((value if value.node is None else value.node) if needs else None)
+                needs_grad.append(needs)
+            ctx = Ctx(cls, np, tuple(needs_grad), True, attrs)
+        else:
+            ctx = Ctx(cls, np, cls._no_grads, False, attrs)
+        out = cls._run_forward(ctx, arrays)
+        if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
+            out = np.asarray(out)  # a scalar (numpy's reductions)
+        if out.dtype is not dtype and not cls.exact_dtype and out.dtype == FLOAT64 != dtype:
+            out = out.astype(np.float32)  # ints or bools became float64: PyTorch's float32
+        tensor = _new_object(Tensor)
+        tensor.array = out
+        tensor._grad = tensor._hooks = tensor.node = None
+        tensor._requires_grad = records
+        if cls.views and out.base is not None and isinstance(inputs[0], Tensor):
+            _note_view(ctx, tensor, inputs[0], arrays[0], records)
+        if not records:
+            return tensor
+        if cls.saved and not cls._saved_names <= ctx.__dict__.keys():
+            raise GraphError(f"{cls.name}: forward did not save {cls.saved} for its backward")
+        ctx.shapes = tuple(shapes)
+        ctx.dtypes = (
+            tuple([array.dtype if hasattr(array, "dtype") else None for array in arrays])
+            if numbers
+            else (dtype,) * len(arrays)
+        )
+        tensor.node = Node(cls, ctx, tuple(parents), tensor)
+        return tensor
+
+    @classmethod
+    def _run_forward(cls, ctx, arrays):
+        """The forward on the arrays, its numba kernel where it applies (on numpy arrays);
+        numpy's broadcasting error becomes ours, naming the op and the shapes."""
+        forward = cls.forward
+        if cls.numba_forward is not None and ctx.xp is np and cls.numba_applies(ctx, *arrays):
+            forward = cls.numba_forward
+            ctx.ran_numba = True
+        try:
+            return forward(ctx, *arrays)
+        except ValueError:
+            if cls.broadcast:
+                _check_broadcast(cls, arrays)
+            raise
+
+    @classmethod
+    def _apply_any(cls, inputs, attrs):
+        """`apply`'s full path, which serves every call: numpy numbers, arrays and lists for
+        inputs, dtypes to promote, views to check, GPU arrays, anomaly mode, variadic ops."""
         if len(attrs) != len(cls.attrs) or (attrs and attrs.keys() != cls._attr_names):
             raise GraphError(
                 f"{cls.name}: expected attributes {sorted(cls.attrs)}, got {sorted(attrs)}"
@@ -364,16 +387,7 @@ class Op(metaclass=_OpType):
         needs_grad = tuple(needs_grad) if records else (False,) * len(arrays)
         ctx = Ctx(cls, xp, needs_grad, records, attrs)
 
-        forward = cls.forward
-        if cls.numba_forward is not None and xp is np and cls.numba_applies(ctx, *arrays):
-            forward = cls.numba_forward
-            ctx.ran_numba = True
-        try:
-            out = forward(ctx, *arrays)
-        except ValueError:
-            if cls.broadcast:  # numpy's broadcasting error becomes ours, naming op and shapes
-                _check_broadcast(cls, arrays)
-            raise
+        out = cls._run_forward(ctx, arrays)
         if type(out) is not np.ndarray and not backend.is_array(out):
             out = xp.asarray(out)  # a scalar (numpy's reductions); not to_device's GPU array
         if out.dtype == FLOAT64 and not cls.exact_dtype and not any_float64(dtypes):
