@@ -61,7 +61,11 @@ _PARALLEL_ELEMENTS = {
     # made a GELU MLP block (16x64x128 -> 512 -> 128, fwd+bwd) 2.7-3.2x slower, as OpenMP's and
     # OpenBLAS's idle threads spun on each other's cores; with runtime/numba_pool.py's short
     # spin 1.02-1.08x: no fight, but no gain while OpenBLAS's threads spin after each GEMM.
-    # So serial but for huge x, as relu
+    # Re-measured with the short spin (parallel / serial, medians of alternating rounds, on the
+    # 2 cores shared with other jobs): the MLP block 1.00x, a transformer's MLP (2048x256 ->
+    # 1024 -> 256) 1.02x; alone, exact fwd+bwd 3.06x at 2^15 elements, 1.60x at 2^17, 1.18x at
+    # 2^19, 1.03x at 2^22 (tanh form 3.4x, 1.8x, 1.15x, 1.21x). It paid alone only on a quiet
+    # machine (0.57x at 2^19). So serial but for huge x, as relu
     "gelu": 1 << 24,
     "gelu_grad": 1 << 24,
     "gelu_tanh": 1 << 24,
@@ -428,8 +432,9 @@ _ERFC_SCALED = {
 
 def _normal_cdf_and_pdf(v):
     """(Phi(v), phi(v)) of a float: the exact gelu is v * Phi(v), its derivative Phi + v phi. In
-    numba code (after `_register_gelu_parts()`) the vectorisable form above, in v's dtype; in
-    Python, math.erfc and math.exp."""
+    numba code (after `_register_gelu_parts()`) the vectorisable form above, in v's dtype, one
+    exp(-v^2 / 2) for both (numba_math.exp_nonpositive_loose: P / Q's error dwarfs its extra
+    ulp in float32); in Python, math.erfc and math.exp."""
     return 0.5 * math.erfc(-v * SQRT1_2), math.exp(-0.5 * v * v) * _INV_SQRT_2PI
 
 
@@ -469,7 +474,10 @@ def _register_gelu_parts() -> None:
             return None
         return np.dtype(v.name).type
 
-    @extending.overload(_normal_cdf_and_pdf, jit_options=options)
+    # inlined in numba's IR (its flags are its callers'): left to LLVM, the float64 build (degree
+    # 9 and 10 polynomials) stayed a call in the loop, which did not vectorise: 8.7 -> 1.2 ms
+    # for exact gelu on 2^19 float64 elements (float32 unchanged: LLVM inlined it already)
+    @extending.overload(_normal_cdf_and_pdf, jit_options=options, inline="always")
     def _normal_cdf_and_pdf_numba(v):
         real = real_of(v)
         if real is None:
@@ -488,7 +496,7 @@ def _register_gelu_parts() -> None:
                 p = p * a + coefficient
             for coefficient in denominator:
                 q = q * a + coefficient
-            gauss = numba_math.exp_nonpositive(-half * x * x)  # exp(-a^2)
+            gauss = numba_math.exp_nonpositive_loose(-half * x * x)  # exp(-a^2)
             lower_tail = half * gauss * (p / q)  # Phi(-|x|) = erfc(a) / 2
             return (one - lower_tail if x > zero else lower_tail), gauss * inv_sqrt_2pi
 
@@ -507,7 +515,7 @@ def _register_gelu_parts() -> None:
             x = min(max(v, -tail), tail)  # tanh(u) is +-1 and its slope 0 beyond
             x_sq = x * x
             u = scale * x * (one + cubic * x_sq)
-            e = numba_math.exp_nonpositive(-two * abs(u))
+            e = numba_math.exp_nonpositive_loose(-two * abs(u))
             r = one / (one + e)
             s = r if u >= zero else e * r  # nan stays nan (the else side)
             return s, two * x * (e * r * r) * scale * (one + slope_cubic * x_sq)

@@ -5,6 +5,7 @@ large offset, and minitrain importing without numba."""
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import subprocess
 import sys
@@ -158,6 +159,68 @@ def _gelu_and_slope(mpmath, v: float, approximate: str) -> tuple[float, float]:
     u = scale * (x + cubic * x**3)
     s = 1 / (1 + mpmath.exp(-2 * u))  # (1 + tanh(u)) / 2, without its cancellation
     return float(x * s), float(s + 2 * x * s * (1 - s) * scale * (1 + 3 * cubic * x * x))
+
+
+def _gelu_inputs(dtype):
+    """Random values, both tails, the non-finite, signed zeros and subnormals."""
+    tiny = np.finfo(dtype).tiny
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, tiny, -tiny, tiny / 8, -tiny / 8, 1e-30]
+    spread = 6.0 * np.random.default_rng(8).standard_normal(10_007)
+    tails = np.linspace(-40.0, 40.0, 801)
+    return np.concatenate([spread, tails, specials]).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel", ["gelu", "gelu_tanh"])
+def test_numba_gelu_serial_and_parallel_builds_agree_bit_for_bit(kernel, dtype):
+    # an elementwise kernel: the loop order changes which thread computes an element, not how
+    x = _gelu_inputs(dtype)
+    dy = np.random.default_rng(9).standard_normal(x.size).astype(dtype)
+    results = {}
+    for parallel in (True, False):
+        kernels = activation._gelu_kernels(parallel)
+        y, dx = np.empty_like(x), np.empty_like(x)
+        getattr(kernels, kernel)(x, y)
+        getattr(kernels, kernel + "_grad")(dy, x, dx)
+        results[parallel] = y, dx
+    for got, want in zip(results[True], results[False], strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numba_exact_gelu_near_math_erfc_and_at_special_values(dtype):
+    x = _gelu_inputs(dtype)
+    with backend.use_numba(True):
+        y, dx = value_and_grad(ops.gelu, x, np.ones_like(x))
+    finite = np.isfinite(x)
+    values = x[finite].astype(np.float64).tolist()
+    want = np.array([v * 0.5 * math.erfc(-v * math.sqrt(0.5)) for v in values])
+    # in float32 math.erfc (float64) is exact to the float32 result: within 20 ulps for |x| <= 5
+    # (12 at most for |x| <= 3: P / Q's 5.7e-7); in the left tail x^2 / 2 carries its rounding
+    # into exp (see test_numba_gelu_matches_high_precision_values), so relatively there,
+    if dtype == np.float32:
+        middle = np.abs(x[finite]) <= 5.0
+        ulps = np.abs(y[finite] - want) / np.spacing(np.abs(want).astype(dtype))
+        assert ulps[middle].max() <= 20
+    # (below EXP_MIN's 1e-37 and 1e-307 the lower tail is 0, by design; math.erfc carries the
+    # rounding of x / sqrt(2) into its tail, 2e-13 relative at x = -37 in float64)
+    tol = {"rtol": 1e-5, "atol": 1e-36} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-300}
+    np.testing.assert_allclose(y[finite], want, **tol)
+    # subnormals, zeros: gelu(x) = x / 2 and gelu'(x) = 1/2 to P / Q's error; sign kept
+    small = finite & (np.abs(x) <= 1e-30)
+    rtol = 1e-6 if dtype == np.float32 else 1e-15
+    subnormal_step = float(np.finfo(dtype).smallest_subnormal)
+    np.testing.assert_allclose(y[small], x[small] / 2, rtol=rtol, atol=subnormal_step)
+    np.testing.assert_array_equal(np.signbit(y[small]), np.signbit(x[small]))
+    np.testing.assert_allclose(dx[small], 0.5, rtol=rtol)
+    # at +-inf and NaN as the generic kernel (and x * Phi(x) as written): gelu(inf) = inf, and
+    # NaN for gelu(-inf) = -inf * 0 and the slopes at +-inf, inf * phi = inf * 0
+    special = ~finite
+    with backend.use_numba(False), np.errstate(invalid="ignore"):
+        y_generic, dx_generic = value_and_grad(ops.gelu, x[special], np.ones_like(x[special]))
+    np.testing.assert_array_equal(y[special], y_generic)
+    np.testing.assert_array_equal(dx[special], dx_generic)
+    assert y[x == np.inf] == np.inf
 
 
 @pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "serial"])
