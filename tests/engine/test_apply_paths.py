@@ -9,6 +9,7 @@ import pytest
 
 import minitrain as mt
 from minitrain.autograd import Node
+from minitrain.autograd.versions import clock
 from minitrain.errors import GraphError, ShapeError
 from minitrain.ops.core.op import Op
 from minitrain.ops.pointwise.arithmetic import Add, Div, Mul, Sub
@@ -56,6 +57,12 @@ CASES = [
     (Sub, lambda x, c: (3, x), {}),
     (Div, lambda x, c: (c, x), {}),
     (Mul, lambda x, c: (c, c), {}),  # nothing requires grad: not recorded
+    # Mul and Div set their saved values themselves: only what a needed gradient reads
+    (Mul, lambda x, c: (c, x), {}),
+    (Mul, lambda x, c: (x, x), {}),
+    (Div, lambda x, c: (x, c), {}),
+    (Div, lambda x, c: (x, x), {}),
+    (Div, lambda x, c: (x, 2), {}),
 ]
 
 
@@ -251,3 +258,35 @@ def test_a_rebind_sends_later_calls_to_the_full_path_and_its_view_checks(full_pa
     with pytest.raises(GraphError, match="this view was taken from the output"):
         view * 1.0
     assert "mul" in full_path_calls
+
+
+def test_mul_and_div_save_only_when_recording_and_only_what_backward_reads():
+    x, c = _leaf([[1.0, 2.0]]), _leaf([[3.0, 4.0]], requires_grad=False)
+    mul, div = x * c, x / c
+    assert mul.node.ctx.a is None and mul.node.ctx.b is c.array  # da reads b; no db
+    assert div.node.ctx.a is None and div.node.ctx.b is c.array  # da reads b only
+    both = x / (x * 1.0)
+    assert both.node.ctx.a is x.array and both.node.ctx.b is not None
+    both.sum().backward()  # then the saved values are freed
+    with pytest.raises(GraphError, match="not available"):
+        _ = both.node.ctx.a
+
+
+def test_a_forward_that_saves_too_little_is_refused_through_the_short_path(
+    full_path_calls, monkeypatch
+):
+    # an earlier test's in-place rebind sends every later call to the full path: not this one
+    monkeypatch.setattr(clock, "latest_rebind", -1)
+
+    class SavesNothing(Op, register=False):
+        name = "saves_nothing"
+        inputs = ("x",)
+        saved = ("x",)
+
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    with pytest.raises(GraphError, match="did not save"):
+        SavesNothing.apply(_leaf([1.0]))
+    assert full_path_calls == []

@@ -47,6 +47,7 @@ class Ctx:
     is_view = False  # a `views` op whose output does share its input's memory, this time
 
     def __init__(self, op, xp, needs_grad, records, attrs):
+        # Op.apply's short path sets these same fields without this call: keep the two alike
         self.op = op
         self.xp = xp
         self.needs_grad = needs_grad
