@@ -161,3 +161,22 @@ def test_strided_inputs_give_what_contiguous_ones_give(kind):
     (got,) = mt.grad(out, [batch_major], grad_outputs=mt.tensor(upstream))
     (expected,) = mt.grad(want, [leaves[0]], grad_outputs=mt.tensor(upstream))
     np.testing.assert_array_equal(got.array, expected.array.transpose(1, 0, 2))
+
+
+def test_a_gru_output_changed_in_place_backpropagates_as_pytorchs():
+    # PyTorch's GRU output may be changed in place before backward (its kernel keeps its own
+    # copy); the sequence op saved its output, so the layer must hand out a copy of it
+    mt.manual_seed(0)
+    layer = nn.GRU(3, 4)
+    x = np.random.default_rng(1).standard_normal((5, 2, 3), dtype=np.float32)
+    grads = []
+    for in_place in (True, False):
+        inputs = mt.tensor(x, requires_grad=True)
+        output, h_n = layer(inputs)
+        if in_place:
+            output.mul_(2.0)
+        else:
+            output = output * 2.0
+        (output.sum() + h_n.sum()).backward()
+        grads.append(inputs.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])

@@ -244,7 +244,9 @@ class _RNNBase(Module):
             return states[:, 0], states[last]
         if self.mode == "GRU":
             hidden = ops.gru_sequence(input_gates, state, w_hh, b_hh, reverse=reverse)
-            return hidden, hidden[last]
+            # a copy: the op saved `hidden` for its backward, and PyTorch's GRU output may be
+            # changed in place before backward (its LSTM's may not, as here: states[:, 0])
+            return hidden.clone(), hidden[last]
         steps = len(sequence)
         run = [None] * steps
         for t in range(steps - 1, -1, -1) if reverse else range(steps):

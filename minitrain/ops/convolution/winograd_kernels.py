@@ -235,8 +235,10 @@ def tile_kernels(step: int, parallel: bool) -> SimpleNamespace:
     products and z (alpha^2, M, tiles), transformed position (a, b) at a * alpha + b, tiles in
     (image, tile row i, tile column j) order, tiles_h x tiles_w per image. top and left: the
     conv's padding before the first row and column."""
-    numba = importlib.import_module("numba")
-    inline = numba.njit(inline="always", nogil=True)
+    # the helpers as overloads of plain functions (register_jitable), not jitted dispatchers:
+    # numba's cache keys a kernel on its closure's pickled contents, and a captured dispatcher
+    # pickles differently in every process, so the kernels were compiled anew in each
+    inline = importlib.import_module("numba.extending").register_jitable(inline="always")
     loop = numba_math.loop(parallel)
     alpha = step + 2
     inputs_1d, outputs_1d, grads_1d, untransform_1d = _one_dim_transforms(step, inline)

@@ -93,7 +93,7 @@ def register() -> None:
     constant.
 
     numba's cache does not know that a kernel elsewhere depends on this file: after editing an
-    overload here, delete the cached kernels (minitrain/ops/__pycache__/*.nbi and *.nbc), or the
+    overload here, delete the cached kernels (minitrain/ops/*/__pycache__/*.nbi and *.nbc), or the
     callers keep the old code.
     """
     extending = importlib.import_module("numba.extending")

@@ -6,6 +6,9 @@ gives it; the conv registry's samples that qualify, run through it."""
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -285,3 +288,34 @@ def test_transform_matrices(transforms):
     got = transforms.output_t @ ((transforms.filter_g @ g) * (transforms.input_t @ d))
     expected = [d[i : i + 3] @ g for i in range(transforms.step)]
     np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_the_transform_kernels_load_from_numba_cache_in_a_fresh_process(tmp_path):
+    # numba's cache keys a kernel on its closure's pickled contents: kernels that captured jitted
+    # helpers (dispatchers) pickled differently in every process, so every process compiled the
+    # four transforms again (seconds each) and the cache grew. A second process must load them.
+    code = (
+        "import gc, numpy as np, minitrain as mt\n"
+        "from numba.core.dispatcher import Dispatcher\n"
+        "from minitrain.nn import functional as F\n"
+        "rng = np.random.default_rng(0)\n"
+        "x = mt.tensor(rng.standard_normal((1, 32, 24, 24), dtype=np.float32), "
+        "requires_grad=True)\n"
+        "w = mt.tensor(rng.standard_normal((32, 32, 3, 3), dtype=np.float32), "
+        "requires_grad=True)\n"
+        "F.conv2d(x, w, padding=1).sum().backward()\n"
+        "ran = [d.py_func.__qualname__ for d in gc.get_objects() if isinstance(d, Dispatcher)]\n"
+        "compiled = [d.py_func.__qualname__ for d in gc.get_objects()\n"
+        "            if isinstance(d, Dispatcher) and d.stats.cache_misses]\n"
+        "print(sorted(set(ran)), sorted(compiled))\n"
+    )
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), MINITRAIN_NUMBA="1")
+    env.pop("MINITRAIN_WINOGRAD", None)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    ]
+    assert "transform_inputs" in runs[0] and "transform_grads" in runs[0]  # Winograd ran
+    assert runs[1].endswith("[]"), runs[1]
