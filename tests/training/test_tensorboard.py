@@ -428,6 +428,13 @@ def test_what_is_written_reads_back_as_pytorchs_writer_writes_it(tmp_path):
         )
     hparams_ours, hparams_theirs = read(tmp_path / "ours" / "hp"), read(tmp_path / "torch" / "hp")
     assert scalars(hparams_ours, "hp/acc") == scalars(hparams_theirs, "hp/acc")
-    assert hparams_ours.PluginTagToContent("hparams") == hparams_theirs.PluginTagToContent(
-        "hparams"
-    )
+    # compared as messages: a protobuf map's entries (the hparams) serialize in no fixed order
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    def hparams_messages(accumulator):
+        return {
+            tag: HParamsPluginData.FromString(content)
+            for tag, content in accumulator.PluginTagToContent("hparams").items()
+        }
+
+    assert hparams_messages(hparams_ours) == hparams_messages(hparams_theirs)
