@@ -30,7 +30,7 @@ from .recurrent_common import (
     input_gates,
     input_gates_grad,
     numba_arrays,
-    previous_hidden,
+    recurrent_weight_grads,
     register_gate_math,
     sequence_order,
     stepwise_tensor_backward,
@@ -304,12 +304,7 @@ class GRUSequence(Op):
             if count < steps - 1 or ctx.needs_grad[1]:
                 carry += xp.matmul(dgates_h[t], w_hh, out=through_w_hh)
         need = ctx.needs_grad
-        flat = dgates_h.reshape(-1, dgates_h.shape[-1])
-        dw_hh = None
-        if need[2]:
-            h_prev = previous_hidden(xp, out, h, ctx.reverse)
-            dw_hh = flat.T @ h_prev.reshape(-1, h_prev.shape[-1])
-        db_hh = flat.sum(axis=0) if need[3] else None
+        dw_hh, db_hh = recurrent_weight_grads(xp, dgates_h, out, h, ctx.reverse, need[2], need[3])
         return (dgates_x if need[0] else None), (carry if need[1] else None), dw_hh, db_hh
 
     @staticmethod

@@ -48,7 +48,7 @@ __all__ = [
     "input_gates",
     "input_gates_grad",
     "numba_arrays",
-    "previous_hidden",
+    "recurrent_weight_grads",
     "register_gate_math",
     "sequence_order",
     "weight_grads",
@@ -143,16 +143,21 @@ def stepwise_tensor_backward(ctx, grad, cell_backward, state_name: str):
     return (stack(input_grads) if need[0] else None), (carry if need[1] else None), dw_hh, db_hh
 
 
-def previous_hidden(xp, hidden, initial, reverse: bool):
-    """Every step's previous hidden state as one C-contiguous (T, batch, hidden_size) array,
-    from every step's new one `hidden` (T, batch, hidden_size) and the initial one: the rows
-    a sequence op's dw_hh = dG^T @ h_prev reads, as one product over all steps."""
-    h_prev = xp.empty(hidden.shape, hidden.dtype)
-    if reverse:  # step t follows step t + 1
-        h_prev[:-1], h_prev[-1] = hidden[1:], initial
-    else:
-        h_prev[1:], h_prev[0] = hidden[:-1], initial
-    return h_prev
+def recurrent_weight_grads(xp, dgates, hidden, initial, reverse: bool, need_w, need_b):
+    """(dw_hh, db_hh) of a sequence op, each None where not needed, from every step's gradient of
+    the recurrent gates' pre-activations dgates (T, batch, G hidden_size) and every step's new
+    hidden state `hidden` (T, batch, hidden_size) after `initial`: dw_hh = dG^T @ h_prev and
+    db_hh = the sum of dG, one product and one sum over all steps."""
+    flat = dgates.reshape(-1, dgates.shape[-1])
+    dw_hh = None
+    if need_w:  # every step's previous hidden state, in one C-contiguous array
+        h_prev = xp.empty(hidden.shape, hidden.dtype)
+        if reverse:  # step t follows step t + 1
+            h_prev[:-1], h_prev[-1] = hidden[1:], initial
+        else:
+            h_prev[1:], h_prev[0] = hidden[:-1], initial
+        dw_hh = flat.T @ h_prev.reshape(-1, h_prev.shape[-1])
+    return dw_hh, (flat.sum(axis=0) if need_b else None)
 
 
 def check_cell_grad(caller, gates, dY, X, hidden, w_ih, w_hh, saved_gates, state_shape) -> None:
