@@ -8,7 +8,16 @@ from .autograd import Tape, grad
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.gradcheck import gradcheck, gradgradcheck
 from .backend import Device, device, manual_seed
-from .compat import accelerator, amp, backends, compile, inference_mode  # noqa: A004
+from .compat import (  # noqa: A004
+    accelerator,
+    amp,
+    are_deterministic_algorithms_enabled,
+    backends,
+    compile,
+    inference_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
+)
 from .creation import (
     arange,
     empty,
@@ -72,7 +81,8 @@ __all__ = [
     "ops", "nn", "optim", "data", "utils", "train", "viz", "cuda", "allocator", "distributed",
     "set_default_dtype", "get_default_dtype", "set_default_device", "get_default_device",
     "bfloat16", "Generator", "inference_mode", "compile", "backends", "amp", "accelerator",
-    "autocast", *tensor_types.__all__,  # noqa: F405
+    "autocast", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", *tensor_types.__all__,  # noqa: F405
 ]  # fmt: skip
 
 # autograd.functional and autograd.function (Function) are built from ops: imported once they exist

@@ -8,13 +8,14 @@ import functools
 import importlib
 import numbers
 import os
+import sys
 import threading
 
 import numpy as np
 
 from .autograd.grad_mode import recording
 from .errors import ArgumentError, DeviceError, DTypeError
-from .runtime import numba_pool
+from .runtime import background_compile, numba_pool
 
 cupy = None  # the cupy module once a CUDA device has been asked for, else None
 cupyx = None  # CuPy's extras (scatter_add, scipy.special), imported with it
@@ -426,8 +427,10 @@ def numba_takes(*arrays) -> bool:
     take: an op with `numba_forward` through `Op.numba_applies` (by default this, of its inputs),
     a public kernel (conv_grad, the pooling kernels, lstm_cell_grad, attention_grad, ...) at its
     own top (minitrain/ops/core/op.py, `Op`'s docstring)."""
-    if not _numba_enabled:
+    if not _numba_enabled or _numba_paused:
         return False
+    if background_compile.holding_blas:  # BLAS back to its threads once kernels are compiled
+        background_compile.release_blas_when_done()
     first = None
     for array in arrays:
         if array is None:
@@ -441,6 +444,27 @@ def numba_takes(*arrays) -> bool:
         elif array.dtype != first.dtype:
             return False
     return first is not None
+
+
+# Callers running their generic kernels again while a numba kernel compiles in the background
+# (runtime/background_compile.py): while any is, numba_takes says no, in every thread (as
+# use_numba(False) would: each op still runs one path or the other whole)
+_numba_paused = 0
+_pause_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def numba_paused():
+    """Within the block, numba_takes refuses every array (a forward run again with its generic
+    kernels, a kernel it called being compiled in the background)."""
+    global _numba_paused
+    with _pause_lock:
+        _numba_paused += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _numba_paused -= 1
 
 
 @contextlib.contextmanager
@@ -458,24 +482,35 @@ def jit(**options):
     minitrain neither imports numba nor compiles anything. The plain Python function stays
     reachable as `.py_func`. Before a parallel build's first call, numba's thread pool is
     started as minitrain/runtime/numba_pool.py says (its OpenMP threads spin briefly when idle,
-    so that they do not hold the cores through the GEMMs that follow)."""
+    so that they do not hold the cores through the GEMMs that follow). A first call that
+    would compile may instead raise KernelNotReady, to a caller that runs generic kernels
+    meanwhile (runtime/background_compile.py)."""
 
     def decorate(fn):
         compiled = None
         lock = threading.Lock()  # threads calling it first at once make one dispatcher
+        address = background_compile.kernel_address(sys._getframe(1), fn)
 
-        @functools.wraps(fn)
-        def call(*args):
+        def dispatcher():
             nonlocal compiled
             if compiled is None:
                 with lock:
                     if compiled is None:
-                        if options.get("parallel"):
-                            numba_pool.start_numba_threads()
-                        compiled = importlib.import_module("numba").njit(cache=True, **options)(fn)
+                        compiled = background_compile.new_dispatcher(fn, options, address)
+            return compiled
+
+        @functools.wraps(fn)
+        def call(*args):
+            if compiled is None:
+                if options.get("parallel"):
+                    numba_pool.start_numba_threads()
+                dispatcher()
             return compiled(*args)
 
         call.py_func = fn
+        call.dispatcher = dispatcher
+        if address is not None:
+            background_compile.register_kernel(address, call)
         return call
 
     return decorate

@@ -6,6 +6,11 @@ import os
 
 import pytest
 
+# Kernels compile at their first call in the tests, as with a warm cache, so that which kernels
+# run never depends on timing; test_background_compile.py runs the background compiles in
+# processes of their own (minitrain/runtime/background_compile.py)
+os.environ.setdefault("MINITRAIN_COMPILE_IN_BACKGROUND", "0")
+
 
 @pytest.fixture
 def torch():

@@ -10,11 +10,30 @@ import weakref
 
 from .. import backend
 from ..errors import GraphError
+from ..runtime.background_compile import KernelNotReady, falls_back
 from .deferred import materialized
 from .grad_mode import recording
 from .versions import clock
 
-__all__ = ["BackwardScope", "Node", "OpenTapes", "unbroadcast"]
+__all__ = ["BackwardScope", "Node", "OpenTapes", "array_backward", "unbroadcast"]
+
+
+def array_backward(op, ctx, grad):
+    """`op`'s backward on arrays: its numba kernel where the forward ran one and numba is still
+    on, else the generic one; the generic one, numba paused, where a numba kernel it called is
+    compiling in the background (runtime/background_compile.py: a kernel raises before it
+    writes, a backward writes only arrays it made, and the generic backward reads what either
+    forward saved)."""
+    try:
+        if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
+            return op.numba_backward(ctx, grad)
+        return op.backward(ctx, grad)
+    except KernelNotReady:
+        with backend.numba_paused():
+            return op.backward(ctx, grad)
+
+
+falls_back(array_backward)
 
 
 class OpenTapes:
@@ -95,17 +114,11 @@ class Node:
                 grads = op.run_tensor_backward(self, grad, needs)
             finally:
                 recording.scope = outer
-        elif needs is not None:  # on a copy of the ctx: another thread may walk this node too
-            narrowed = copy.copy(ctx)
-            narrowed.needs_grad = needs
-            if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
-                grads = op.numba_backward(narrowed, grad)
-            else:
-                grads = op.backward(narrowed, grad)
-        elif ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
-            grads = op.numba_backward(ctx, grad)
         else:
-            grads = op.backward(ctx, grad)
+            if needs is not None:  # on a copy of the ctx: another thread may walk this node too
+                ctx = copy.copy(ctx)
+                ctx.needs_grad = needs
+            grads = array_backward(op, ctx, grad)
         if type(grads) is not tuple:
             grads = (grads,)
         if not lazy and not create_graph:

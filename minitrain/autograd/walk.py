@@ -11,13 +11,12 @@ import sys
 
 import numpy as np
 
-from .. import backend
 from ..errors import ShapeError
 from .anomaly import check_backward
 from .deferred import DeferredSum
 from .grad_mode import enable_grad, recording
 from .hooks import fire_ready, queued_callbacks, ready_watch, run_hooks, watching_ready
-from .node import BackwardScope, Node
+from .node import BackwardScope, Node, array_backward
 from .versions import clock
 
 __all__ = ["check_accumulates", "graph_nodes", "propagate", "replay_backward"]
@@ -149,10 +148,7 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
         else:  # node.run_backward(grad, lazy=True), inlined: the common case of the hot loop
             if clock.latest_write > node.seq:  # an in-place write since this op ran
                 node.check_saved_unwritten()
-            if ctx.ran_numba and op.numba_backward is not None and backend.numba_enabled():
-                grads = op.numba_backward(ctx, grad)
-            else:
-                grads = op.backward(ctx, grad)
+            grads = array_backward(op, ctx, grad)
             if type(grads) is not tuple:
                 grads = (grads,)
             if len(grads) != len(node.parents):

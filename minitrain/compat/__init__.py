@@ -6,10 +6,26 @@ One package, not a module each at the top of minitrain/: they are shims around w
 already does (no_grad, float32 on the CPU) and kept together so that minitrain/ stays small;
 `minitrain/__init__.py` exposes them under PyTorch's names (`minitrain.backends`,
 `minitrain.amp`, `minitrain.cuda.amp`, `minitrain.accelerator`, `minitrain.inference_mode`,
-`minitrain.compile`). Each says plainly what it does not do: nothing here compiles, autocasts
-or switches a kernel."""
+`minitrain.compile`, `minitrain.use_deterministic_algorithms`). Each says plainly what it does
+not do: nothing here compiles or autocasts; the deterministic switch only keeps numba's kernels
+compiling at their first call (runtime/background_compile.py)."""
 
 from . import accelerator, amp, backends
-from .modes import compile, inference_mode  # noqa: A004 (PyTorch's name)
+from .modes import (  # noqa: A004 (PyTorch's name)
+    are_deterministic_algorithms_enabled,
+    compile,
+    inference_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
+)
 
-__all__ = ["accelerator", "amp", "backends", "compile", "inference_mode"]
+__all__ = [
+    "accelerator",
+    "amp",
+    "are_deterministic_algorithms_enabled",
+    "backends",
+    "compile",
+    "inference_mode",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "use_deterministic_algorithms",
+]

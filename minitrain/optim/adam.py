@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import backend
 from ..errors import ArgumentError
+from ..runtime.background_compile import KernelNotReady, falls_back
 from ..tensor import Tensor
 from .optimizer import Optimizer, ParamsT, check_range
 
@@ -104,7 +105,8 @@ def _fused_update(param: Tensor, grad, state: dict[str, Any], group: dict[str, A
     elements, instead of a dozen numpy passes over the whole array, with the same arithmetic in
     the same order: the same result to the bit. False, with nothing done, where it does not
     apply: where backend.numba_takes refuses the arrays, or they are not all C-contiguous and of
-    one shape (the loop indexes them together, unchecked)."""
+    one shape (the loop indexes them together, unchecked), or the loop is still compiling in
+    the background (runtime/background_compile.py)."""
     data = param.array
     arrays = [data, grad, state["exp_avg"], state["exp_avg_sq"]]
     if group["amsgrad"]:
@@ -119,22 +121,28 @@ def _fused_update(param: Tensor, grad, state: dict[str, Any], group: dict[str, A
     step = state["step"]
     decoupled = group["decoupled_weight_decay"]
     real = data.dtype.type  # Python floats become the arrays' dtype, as numpy's weak scalars do
-    _adam_elements(
-        *(a.reshape(-1) for a in arrays[:4]),
-        arrays[-1].reshape(-1),  # max_exp_avg_sq, read only with amsgrad
-        group["maximize"],
-        group["amsgrad"],
-        real(1 - lr * weight_decay) if decoupled else real(1),
-        real(0) if decoupled else real(weight_decay),
-        real(beta1),
-        real(1 - beta1),
-        real(beta2),
-        real(1 - beta2),
-        real(lr / (1 - beta1**step)),
-        real(math.sqrt(1 - beta2**step)),
-        real(eps),
-    )
+    try:
+        _adam_elements(
+            *(a.reshape(-1) for a in arrays[:4]),
+            arrays[-1].reshape(-1),  # max_exp_avg_sq, read only with amsgrad
+            group["maximize"],
+            group["amsgrad"],
+            real(1 - lr * weight_decay) if decoupled else real(1),
+            real(0) if decoupled else real(weight_decay),
+            real(beta1),
+            real(1 - beta1),
+            real(beta2),
+            real(1 - beta2),
+            real(lr / (1 - beta1**step)),
+            real(math.sqrt(1 - beta2**step)),
+            real(eps),
+        )
+    except KernelNotReady:  # compiling in the background: numpy's update, the same to the bit
+        return False
     return True
+
+
+falls_back(_fused_update)
 
 
 @backend.jit(fastmath=False, error_model="numpy")

@@ -6,7 +6,10 @@ made for speed and is on unless its variable says 0, false or no:
 - MINITRAIN_SIDE_BY_SIDE: a batch's chunks run on threads with BLAS held to one thread
   meanwhile (threads.py, at each call);
 - MINITRAIN_SHORT_OMP_SPIN: numba's OpenMP threads start with a short idle spin, so that they
-  hand the cores back to BLAS (numba_pool.py, once, before the first parallel kernel)."""
+  hand the cores back to BLAS (numba_pool.py, once, before the first parallel kernel);
+- MINITRAIN_COMPILE_IN_BACKGROUND: kernels missing from numba's cache compile in another process
+  while the ops run their generic kernels (background_compile.py, read at import; it also takes
+  `hold`, for tests)."""
 
 from __future__ import annotations
 

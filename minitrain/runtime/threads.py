@@ -3,11 +3,9 @@
 Each thread's GEMMs run on one core, so that the serial kernels between the GEMMs (numba, nogil)
 run in parallel too, instead of one at a time while BLAS's idle threads spin on the other cores.
 
-BLAS's thread count is process-wide (OpenBLAS has no per-thread setting), so while chunks run
-side by side BLAS is held to one thread (through threadpoolctl) for the whole program. Only
-the main thread does this: OpenBLAS 0.3.31 ignores a thread count set from another thread once
-the main thread has set one, so a count lowered from elsewhere might never come back. Called
-from any other thread, the chunks run one after another on it.
+BLAS's thread count is process-wide, so while chunks run side by side BLAS is held to one thread
+for the whole program (blas.py). Only the main thread does this (blas.py says why): called from
+any other thread, the chunks run one after another on it.
 
 MINITRAIN_SIDE_BY_SIDE=0 in the environment turns this off: chunks run one after another on the
 caller's thread, and BLAS keeps its thread count throughout.
@@ -16,32 +14,14 @@ caller's thread, and BLAS keeps its thread count throughout.
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import functools
-import importlib
 import os
 import threading
 from collections.abc import Callable, Sequence
 
+from . import background_compile, blas
+from .blas import blas_threads
 from .environment import switched_off
-
-
-@functools.cache
-def _controller():
-    """threadpoolctl's handle on the BLAS libraries loaded (None without threadpoolctl)."""
-    try:
-        threadpoolctl = importlib.import_module("threadpoolctl")
-    except ImportError:
-        return None
-    return threadpoolctl.ThreadpoolController().select(user_api="blas")
-
-
-def blas_threads() -> int:
-    """Threads BLAS runs a GEMM on now: 1 without threadpoolctl or a BLAS it knows."""
-    controller = _controller()
-    if controller is None:
-        return 1
-    return max((lib.num_threads for lib in controller.lib_controllers), default=1)
 
 
 def side_by_side_threads() -> int:
@@ -52,23 +32,6 @@ def side_by_side_threads() -> int:
     return blas_threads() if threading.current_thread() is threading.main_thread() else 1
 
 
-# The limit side_by_side holds on BLAS, while it holds one: a child forked meanwhile (from
-# another thread) gives BLAS its count back.
-_held = None
-
-
-@contextlib.contextmanager
-def _one_blas_thread():
-    """BLAS held to one thread; yields whether it took (and gives the count back after)."""
-    global _held
-    _held = _controller().limit(limits=1)
-    try:
-        yield blas_threads() == 1
-    finally:
-        _held.restore_original_limits()
-        _held = None
-
-
 @functools.cache
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
     # at least as many workers as BLAS can have threads (the default stops at 32)
@@ -77,11 +40,7 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def _after_fork_in_child() -> None:
-    # the child has none of the parent's threads: a pool of its own on first use, and BLAS's
-    # own count if the parent's main thread was holding it to one
-    _pool.cache_clear()
-    if _held is not None:
-        _held.restore_original_limits()
+    _pool.cache_clear()  # the child has none of the parent's threads: a pool of its own
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -94,7 +53,7 @@ def side_by_side(work: Callable[[int, object], None], shares: Sequence) -> None:
     Ctrl-C included, is raised here once every thread has stopped, so none is left writing
     into the caller's arrays (shares not yet started are dropped)."""
     if len(shares) > 1 and side_by_side_threads() > 1:
-        with _one_blas_thread() as held:
+        with blas.one_thread() as held:
             if held:
                 _run_side_by_side(work, shares)
                 return
@@ -104,9 +63,12 @@ def side_by_side(work: Callable[[int, object], None], shares: Sequence) -> None:
 
 def _run_side_by_side(work, shares) -> None:
     futures = []
+    # a pool thread's kernel may raise KernelNotReady where the caller's would: it reaches the
+    # caller below (future.result()), who runs generic kernels instead (background_compile.py)
+    pooled = _relayed if background_compile.caller_falls_back() else _alone
     try:
         for t, share in enumerate(shares[1:], start=1):
-            futures.append(_pool().submit(work, t, share))
+            futures.append(_pool().submit(pooled, work, t, share))
     except RuntimeError:  # the interpreter is shutting down (an atexit handler): no new threads
         pass
     try:
@@ -119,6 +81,17 @@ def _run_side_by_side(work, shares) -> None:
     _join(futures, cancel=False)
     for future in futures:
         future.result()
+
+
+def _alone(work, t, share) -> None:
+    work(t, share)
+
+
+@background_compile.falls_back
+def _relayed(work, t, share) -> None:
+    """work(t, share) on a pool thread for a caller that falls back: a kernel compiling in the
+    background raises KernelNotReady here, which the caller receives."""
+    work(t, share)
 
 
 def _join(futures, cancel: bool) -> None:

@@ -33,7 +33,7 @@ from ..core import numba_math
 from ..core.checks import NOT_BOOL, check_real, check_same_shape, require_kind
 from ..core.op import Op, as_tensor
 from ..core.variants import variants
-from .special import SQRT1_2, normal_cdf, stable_sigmoid
+from .special import ERFC_SCALED, GAUSSIAN_TAIL, SQRT1_2, normal_cdf, stable_sigmoid
 
 __all__ = [
     "gelu",
@@ -330,9 +330,6 @@ def silu(input) -> Tensor:
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_TANH_CUBIC = 0.044715
-# |x| beyond which the Gaussian density, and tanh'(inner) of gelu's tanh form, are 0 in float64:
-# clamping there first keeps x*x and x**3 from overflowing (and warning) for huge inputs.
-_GAUSSIAN_TAIL = 40.0
 
 
 def _check_approximate(caller: str, approximate) -> str:
@@ -351,8 +348,8 @@ def gelu_grad(dY, X, approximate: str = "none"):
     check_same_shape("gelu_grad", dY, X, "X")
     approximate = _check_approximate("gelu_grad", approximate)
     xp = backend.array_module(dY, X)
-    # Clamped where the density terms are exactly 0 anyway (see _GAUSSIAN_TAIL).
-    x_tail = xp.clip(X, -_GAUSSIAN_TAIL, _GAUSSIAN_TAIL)
+    # Clamped where the density terms are exactly 0 anyway (see GAUSSIAN_TAIL).
+    x_tail = xp.clip(X, -GAUSSIAN_TAIL, GAUSSIAN_TAIL)
     if approximate == "none":
         pdf = xp.exp(-0.5 * x_tail * x_tail) * _INV_SQRT_2PI
         return dY * (normal_cdf(xp, X) + X * pdf)
@@ -379,7 +376,7 @@ class Gelu(Op):
         xp = ctx.xp
         if ctx.approximate == "none":
             return x * normal_cdf(xp, x)
-        x_tail = xp.clip(x, -_GAUSSIAN_TAIL, _GAUSSIAN_TAIL)  # tanh is +-1 beyond anyway
+        x_tail = xp.clip(x, -GAUSSIAN_TAIL, GAUSSIAN_TAIL)  # tanh is +-1 beyond anyway
         inner = _SQRT_2_OVER_PI * x_tail * (1 + _GELU_TANH_CUBIC * x_tail * x_tail)
         return 0.5 * x * (1 + xp.tanh(inner))
 
@@ -403,33 +400,6 @@ class Gelu(Op):
         return _run_elementwise_kernel(_gelu_kernels, name, grad, ctx.x)
 
 
-# exp(a^2) * erfc(a) for 0 <= a <= a_max as a rational function P(a) / Q(a), so that
-# erfc(a) = exp(-a^2) * P(a) / Q(a) keeps its relative accuracy in the tail, with no branch and no
-# libm call: LLVM vectorises it. Past a_max, exp(-a^2) is 0 in the dtype (below numba_math's
-# EXP_MIN: -87 in float32, -708 in float64), so a is clamped there. P and Q (coefficients lowest
-# degree first, all positive: Q has no zero for a >= 0) are a least-squares fit for relative
-# error, reweighted by 1/Q (Loeb's iteration), at 600 (float32) and 500 (float64) Chebyshev
-# nodes of [0, a_max], to mpmath's erfc at 40 and 50 digits. Evaluated in the dtype's own
-# arithmetic, P / Q is within 5.7e-7 (float32, degrees 3 and 4) and 1e-15 (float64, degrees 9
-# and 10) of exp(a^2) * erfc(a), relatively, on the whole interval.
-_ERFC_SCALED = {
-    np.dtype(np.float32): (
-        9.4,
-        (0.9999995741690327, 1.0269598200666075, 0.4808494840389005, 0.09741643836490273),
-        (1.0, 2.155309216197088, 1.9131830500399403, 0.8517245589642798, 0.17268570859063195),
-    ),
-    np.dtype(np.float64): (
-        _GAUSSIAN_TAIL * SQRT1_2,
-        (0.9999999999999999, 2.2002253189131182, 2.3938315315093806, 1.6546518516667288,
-         0.7930551084292478, 0.27224250208987427, 0.06693760141154746, 0.011407991707023798,
-         0.001232486818507437, 6.528281186254762e-05),
-        (1.0, 3.328604486008612, 5.149759489023032, 4.889181466672683, 3.1640981023627677,
-         1.4638831661901934, 0.49258948806133634, 0.1197360722941253, 0.020277994220346644,
-         0.002184526007617222, 0.00011571077128395458),
-    ),
-}  # fmt: skip
-
-
 def _normal_cdf_and_pdf(v):
     """(Phi(v), phi(v)) of a float: the exact gelu is v * Phi(v), its derivative Phi + v phi. In
     numba code (after `_register_gelu_parts()`) the vectorisable form above, in v's dtype, one
@@ -447,7 +417,7 @@ def _gelu_tanh_parts(v):
     e / (1 + e) below, s (1 - s) = e / (1 + e)^2, each to a few ulps in either tail (where
     1 + tanh(u) cancels); in Python, math.tanh as gelu_grad computes it.
     """
-    x = min(max(v, -_GAUSSIAN_TAIL), _GAUSSIAN_TAIL)
+    x = min(max(v, -GAUSSIAN_TAIL), GAUSSIAN_TAIL)
     t = math.tanh(_SQRT_2_OVER_PI * x * (1 + _GELU_TANH_CUBIC * x * x))
     return 0.5 * (1 + t), 0.5 * x * (1 - t * t) * _SQRT_2_OVER_PI * (
         1 + 3 * _GELU_TANH_CUBIC * x * x
@@ -470,7 +440,7 @@ def _register_gelu_parts() -> None:
     options = {"fastmath": {"contract"}, "error_model": "numpy"}
 
     def real_of(v):
-        if not isinstance(v, types.Float) or np.dtype(v.name) not in _ERFC_SCALED:
+        if not isinstance(v, types.Float) or np.dtype(v.name) not in ERFC_SCALED:
             return None
         return np.dtype(v.name).type
 
@@ -482,7 +452,7 @@ def _register_gelu_parts() -> None:
         real = real_of(v)
         if real is None:
             return None
-        a_max, numerator, denominator = _ERFC_SCALED[np.dtype(real)]
+        a_max, numerator, denominator = ERFC_SCALED[np.dtype(real)]
         numerator = tuple(real(c) for c in reversed(numerator))  # highest degree first
         denominator = tuple(real(c) for c in reversed(denominator))
         zero, half, one = real(0), real(0.5), real(1)
@@ -508,7 +478,7 @@ def _register_gelu_parts() -> None:
         if real is None:
             return None
         zero, one, two = real(0), real(1), real(2)
-        tail, scale = real(_GAUSSIAN_TAIL), real(_SQRT_2_OVER_PI)
+        tail, scale = real(GAUSSIAN_TAIL), real(_SQRT_2_OVER_PI)
         cubic, slope_cubic = real(_GELU_TANH_CUBIC), real(3 * _GELU_TANH_CUBIC)
 
         def parts(v):
@@ -527,7 +497,7 @@ def _register_gelu_parts() -> None:
 def _gelu_kernels(parallel: bool) -> SimpleNamespace:
     """gelu's numba kernels, exact and tanh form, defined on first use, in a parallel and a
     serial build. Each takes flat arrays and writes the last one. Their loops vectorise (see
-    _ERFC_SCALED and _gelu_tanh_parts; error_model "numpy" as in _register_gelu_parts), in the
+    ERFC_SCALED and _gelu_tanh_parts; error_model "numpy" as in _register_gelu_parts), in the
     arrays' dtype; they agree with the generic kernels to about 1e-6 relative in float32 and
     1e-14 in float64 (closer to the true values than the generic tanh form in its left tail)."""
     _register_gelu_parts()

@@ -39,14 +39,72 @@ def stable_softplus(xp, v):
 
 def normal_cdf(xp, x):
     """Phi(x) = erfc(-x / sqrt(2)) / 2, in x's dtype. erfc rather than 1 + erf(x / sqrt(2)) keeps
-    full relative accuracy in the left tail, where 1 + erf cancels. numpy's arrays through
-    `erfc` below, in float64; CuPy's through cupyx's; a Tensor x (xp the graph math) through
-    the erfc op, so that Phi's derivative phi is recorded too, and so on to any order."""
+    full relative accuracy in the left tail, where 1 + erf cancels. numpy's float32 arrays
+    through ERFC_SCALED's formula in float32 (the numba kernels' own: `_normal_cdf_scaled`),
+    numpy's others through `erfc` below, in float64; CuPy's through cupyx's; a Tensor x (xp the
+    graph math) through the erfc op, so that Phi's derivative phi is recorded too, and so on to
+    any order."""
     if isinstance(x, Tensor):
         return 0.5 * xp.erfc(-SQRT1_2 * x)  # the op keeps x's dtype
     if xp is np:
+        if x.dtype == np.float32:
+            return _normal_cdf_scaled(x)
         return (0.5 * erfc(-SQRT1_2 * np.asarray(x, np.float64))).astype(x.dtype, copy=False)
     return (0.5 * backend.special(xp).erfc(-SQRT1_2 * x)).astype(x.dtype, copy=False)
+
+
+# |x| beyond which the Gaussian density, and tanh'(inner) of gelu's tanh form, are 0 in float64:
+# clamping there first keeps x*x and x**3 from overflowing (and warning) for huge inputs.
+GAUSSIAN_TAIL = 40.0
+
+# exp(a^2) * erfc(a) for 0 <= a <= a_max as a rational function P(a) / Q(a), so that
+# erfc(a) = exp(-a^2) * P(a) / Q(a) keeps its relative accuracy in the tail, with no branch and no
+# libm call: LLVM vectorises it. Past a_max, exp(-a^2) is 0 in the dtype (below numba_math's
+# EXP_MIN: -87 in float32, -708 in float64), so a is clamped there. P and Q (coefficients lowest
+# degree first, all positive: Q has no zero for a >= 0) are a least-squares fit for relative
+# error, reweighted by 1/Q (Loeb's iteration), at 600 (float32) and 500 (float64) Chebyshev
+# nodes of [0, a_max], to mpmath's erfc at 40 and 50 digits. Evaluated in the dtype's own
+# arithmetic, P / Q is within 5.7e-7 (float32, degrees 3 and 4) and 1e-15 (float64, degrees 9
+# and 10) of exp(a^2) * erfc(a), relatively, on the whole interval.
+ERFC_SCALED = {
+    np.dtype(np.float32): (
+        9.4,
+        (0.9999995741690327, 1.0269598200666075, 0.4808494840389005, 0.09741643836490273),
+        (1.0, 2.155309216197088, 1.9131830500399403, 0.8517245589642798, 0.17268570859063195),
+    ),
+    np.dtype(np.float64): (
+        GAUSSIAN_TAIL * SQRT1_2,
+        (0.9999999999999999, 2.2002253189131182, 2.3938315315093806, 1.6546518516667288,
+         0.7930551084292478, 0.27224250208987427, 0.06693760141154746, 0.011407991707023798,
+         0.001232486818507437, 6.528281186254762e-05),
+        (1.0, 3.328604486008612, 5.149759489023032, 4.889181466672683, 3.1640981023627677,
+         1.4638831661901934, 0.49258948806133634, 0.1197360722941253, 0.020277994220346644,
+         0.002184526007617222, 0.00011571077128395458),
+    ),
+}  # fmt: skip
+
+
+def _normal_cdf_scaled(x: np.ndarray) -> np.ndarray:
+    """Phi(x) of a float32 numpy array by ERFC_SCALED's formula, as the numba kernels compute
+    it (activation.py's `_normal_cdf_and_pdf`), in float32: with a = |x| / sqrt(2),
+    Phi(-|x|) = exp(-a^2) P(a) / Q(a) / 2, exp(-a^2) = exp(-x^2 / 2) by Cody's split on |x|
+    (`_exp_minus_square`: the rounding of a^2 is not amplified in the tail), and 0 past
+    _PHI_ZERO_FLOAT32, as erfc underflows. Within 7.6e-7 of the true value, relatively, on
+    [-20, 20]; 3.5 times faster than Cody's erfc in float64 on 2^19 elements (7 against 25 ms),
+    which a cold start's first steps run while numba's kernels compile."""
+    a_max, numerator, denominator = ERFC_SCALED[x.dtype]
+    real = x.dtype.type
+    y = np.minimum(np.abs(x), real(_PHI_ZERO_FLOAT32))  # nan stays nan
+    a = np.minimum(y * real(SQRT1_2), real(a_max))
+    lower_tail = _rational(a, (numerator[::-1], denominator[::-1]))
+    # exp(-a^2) = exp(-y^2 / 2), split on y itself: a = y / sqrt(2) is already rounded
+    lower_tail *= _exp_minus_square(y, real(0.5))
+    lower_tail *= real(0.5)
+    return np.where(x > 0, real(1) - lower_tail, lower_tail)
+
+
+# |x| from which exp(-x^2 / 2) is 0 in float32 (below 2^-149 from |x| = 14.4)
+_PHI_ZERO_FLOAT32 = 14.5
 
 
 # erfc for numpy: W. J. Cody, "Rational Chebyshev approximations for the error function",
@@ -118,10 +176,11 @@ def _horner(t, coefficients):
     return acc
 
 
-def _exp_minus_square(y):
-    """exp(-y^2) without exp amplifying the rounding error of y*y (Cody's split): y = s + r with
-    s = y rounded down to a multiple of 1/16, so s*s is exact and y^2 = s^2 + (y - s)(y + s)."""
-    s = np.floor(y * 16.0) / 16.0
-    result = np.exp(-(s * s))
-    result *= np.exp(-(y - s) * (y + s))
+def _exp_minus_square(y, scale=1.0):
+    """exp(-scale y^2) without exp amplifying the rounding error of y*y (Cody's split): y = s + r
+    with s = y rounded down to a multiple of 1/16, so s*s is exact (in float32 too, for y below
+    2^7) and y^2 = s^2 + (y - s)(y + s). `scale` a power of 2 (exact too). In y's dtype."""
+    s = np.floor(y * 16) / 16
+    result = np.exp(-scale * (s * s))
+    result *= np.exp(-scale * ((y - s) * (y + s)))
     return result

@@ -19,6 +19,7 @@ from ...autograd.versions import (
     owner,
 )
 from ...errors import DTypeError, GraphError, ShapeError
+from ...runtime.background_compile import KernelNotReady, falls_back
 from ...tensor import Tensor
 from .ctx import CTX_FIELDS, Ctx
 from .header import validate_header
@@ -301,6 +302,8 @@ class Op(metaclass=_OpType):
             if cls.broadcast:
                 check_broadcast(cls, arrays)
             raise
+        except KernelNotReady:
+            out = cls._generic_forward(ctx, arrays)
         if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
             out = np.asarray(out)  # a scalar (numpy's reductions)
         if out.dtype is not dtype and not cls.exact_dtype and out.dtype == FLOAT64 != dtype:
@@ -338,6 +341,17 @@ class Op(metaclass=_OpType):
             if cls.broadcast:
                 check_broadcast(cls, arrays)
             raise
+        except KernelNotReady:
+            return cls._generic_forward(ctx, arrays)
+
+    @classmethod
+    def _generic_forward(cls, ctx, arrays):
+        """The forward again, on its generic kernels: a numba kernel it called is compiling in
+        the background (runtime/background_compile.py). A kernel raises KernelNotReady before it
+        writes anything, and forwards write only arrays they made: running again is safe."""
+        ctx.__dict__.pop("ran_numba", None)  # so the backward is the generic one too
+        with backend.numba_paused():
+            return cls.forward(ctx, *arrays)
 
     @classmethod
     def _apply_any(cls, inputs, attrs):
@@ -507,6 +521,12 @@ def value_of(ctx, index: int, value, rule) -> Tensor:
     if place is None:
         return Tensor.wrap(value)
     return ValueOf.apply(place, value=value, rule=rule)
+
+
+# the two places a forward runs, each running it again on its generic kernels where a numba
+# kernel it called is compiling (runtime/background_compile.py)
+falls_back(Op.__dict__["apply"].__func__)
+falls_back(Op.__dict__["_run_forward"].__func__)
 
 
 class ValueOf(Op, register=False):

@@ -19,6 +19,7 @@ import numpy as np
 from ... import backend
 from ...autograd import unbroadcast
 from ...errors import ArgumentError, DimensionError, DTypeError, ShapeError
+from ...runtime.background_compile import KernelNotReady, falls_back
 from ...tensor import Tensor
 from ..activations.softmax_family import softmax
 from ..core.op import Op, array_of, as_tensor
@@ -119,12 +120,19 @@ def _prepare(xp, query, key, value, mask, keep) -> tuple:
     return q5, k5, v5, bias5, keep5
 
 
+@falls_back
 def _attend(xp, query, key, value, mask, causal: bool, scale: float, keep, keep_scale: float):
     """(out, lse) of attention in the inputs' layout, out (..., Hq, L, Ev) and lse (..., Hq, L),
     in the work dtype."""
     q5, k5, v5, bias5, keep5 = _prepare(xp, query, key, value, mask, keep)
-    forward = numba_forward if backend.numba_takes(q5, k5, v5) else generic_forward
-    out, lse = forward(xp, q5, k5, v5, bias5, causal, scale, keep5, keep_scale)
+    arguments = (xp, q5, k5, v5, bias5, causal, scale, keep5, keep_scale)
+    if backend.numba_takes(q5, k5, v5):
+        try:
+            out, lse = numba_forward(*arguments)
+        except KernelNotReady:  # compiling in the background: here, so that the dropout mask
+            out, lse = generic_forward(*arguments)  # drawn stays the one drawn (not redrawn)
+    else:
+        out, lse = generic_forward(*arguments)
     return out.reshape(*query.shape[:-1], value.shape[-1]), lse.reshape(query.shape[:-1])
 
 

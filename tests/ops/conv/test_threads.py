@@ -10,13 +10,13 @@ import time
 import numpy as np
 import pytest
 
-from minitrain.runtime import threads
+from minitrain.runtime import blas, threads
 
 
 @pytest.fixture
 def two_blas_threads():
     """BLAS on 2 threads (where the machine has them), so that holding it to one shows."""
-    controller = threads._controller()
+    controller = blas.controller()
     with controller.limit(limits=2):
         yield threads.blas_threads()
 
@@ -137,7 +137,7 @@ def test_off_the_main_thread_shares_run_in_turn_on_the_callers_and_leave_blas_al
 
 
 def test_where_blas_does_not_take_the_limit_shares_run_in_turn(monkeypatch, three_threads):
-    monkeypatch.setattr(threads, "blas_threads", lambda: 2)  # held to one, it still says 2
+    monkeypatch.setattr(blas, "blas_threads", lambda: 2)  # held to one, it still says 2
     seen = []
     threads.side_by_side(lambda t, s: seen.append((t, threading.get_ident())), [0, 1])
     assert seen == [(0, threading.get_ident()), (1, threading.get_ident())]
@@ -181,7 +181,7 @@ def test_a_forked_child_runs_side_by_side_on_threads_of_its_own(three_threads):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 def test_a_child_forked_while_blas_is_held_gets_blas_back(two_blas_threads):
-    with threads._one_blas_thread():  # as during a conv's side_by_side
+    with blas.one_thread():  # as during a conv's side_by_side
         assert threads.blas_threads() == 1
         got = _in_forked_child(lambda: bytes([threads.blas_threads()]))
     assert list(got) == [two_blas_threads]
@@ -238,3 +238,22 @@ def test_minitrain_side_by_side_0_runs_shares_in_turn_and_leaves_blas_alone(
     threads.side_by_side(work, ["a", "b", "c"])
     caller = threading.get_ident()
     assert seen == [(t, s, caller, two_blas_threads) for t, s in enumerate("abc")]
+
+
+def test_holds_on_blas_nest_and_the_last_gives_its_count_back(two_blas_threads):
+    assert blas.hold_one_thread()
+    assert blas.hold_one_thread()  # a second holder (the compile process's, side_by_side's)
+    assert blas.blas_threads() == 1
+    blas.release_one_thread()
+    assert blas.blas_threads() == 1  # the first hold still stands
+    blas.release_one_thread()
+    assert blas.blas_threads() == two_blas_threads
+
+
+def test_only_the_main_thread_holds_blas(two_blas_threads):
+    taken = []
+    thread = threading.Thread(target=lambda: taken.append(blas.hold_one_thread()))
+    thread.start()
+    thread.join()
+    assert taken == [False]
+    assert blas.blas_threads() == two_blas_threads
