@@ -427,10 +427,10 @@ def numba_takes(*arrays) -> bool:
     take: an op with `numba_forward` through `Op.numba_applies` (by default this, of its inputs),
     a public kernel (conv_grad, the pooling kernels, lstm_cell_grad, attention_grad, ...) at its
     own top (minitrain/ops/core/op.py, `Op`'s docstring)."""
-    if not _numba_enabled or _numba_paused:
-        return False
     if background_compile.holding_blas:  # BLAS back to its threads once kernels are compiled
         background_compile.release_blas_when_done()
+    if not _numba_enabled or _numba_paused:
+        return False
     first = None
     for array in arrays:
         if array is None:
@@ -451,6 +451,14 @@ def numba_takes(*arrays) -> bool:
 # use_numba(False) would: each op still runs one path or the other whole)
 _numba_paused = 0
 _pause_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _numba_paused, _pause_lock
+    _numba_paused, _pause_lock = 0, threading.Lock()  # the parent's pausing threads are not here
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextlib.contextmanager

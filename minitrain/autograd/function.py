@@ -52,6 +52,7 @@ from ..autograd.versions import check_plain_view_input, check_view_current, cloc
 from ..errors import DTypeError, GraphError, ShapeError
 from ..ops.core.op import Op
 from ..ops.shapes.indexing import placed_at
+from ..runtime.background_compile import runs_user_code
 from ..tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
@@ -595,3 +596,10 @@ def _record(cls, ctx, parents, arguments, outputs, single):
         for i, p in enumerate(parents)
     )
     return results[0] if single else tuple(results)
+
+
+# A Function's forward and backward are user code: a numba kernel they call directly compiles at
+# its call, since running them again on generic kernels could repeat what else they do
+# (runtime/background_compile.py)
+runs_user_code(Function.__dict__["apply"].__func__)
+runs_user_code(_call_backward)

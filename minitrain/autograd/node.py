@@ -29,8 +29,9 @@ def array_backward(op, ctx, grad):
             return op.numba_backward(ctx, grad)
         return op.backward(ctx, grad)
     except KernelNotReady:
-        with backend.numba_paused():
-            return op.backward(ctx, grad)
+        pass  # run again below, outside this handler: its errors are its own
+    with backend.numba_paused():
+        return op.backward(ctx, grad)
 
 
 falls_back(array_backward)

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from ..errors import ShapeError
+from ..runtime import background_compile
 from .anomaly import check_backward
 from .deferred import DeferredSum
 from .grad_mode import enable_grad, recording
@@ -60,6 +61,8 @@ def propagate(
     `then(found)`, where given, runs after the walk with what it returned, before the callbacks
     hooks queued (`queue_callback`), which run last.
     """
+    if background_compile.holding_blas:  # BLAS back to its threads once kernels are compiled
+        background_compile.release_blas_when_done()
     with queued_callbacks() as callbacks:  # queue_callback's, run once the walk is done
         if not create_graph:
             found = _walk(roots, seeds, retain_graph, capture, False)

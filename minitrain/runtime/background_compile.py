@@ -32,13 +32,16 @@ kernel compiles at its first call, so a run's first steps use the same kernels a
 wherever they can: tests compare them). Where numba caches nothing (no writable cache directory),
 or a kernel's address is unknown, or the compile process failed or died, kernels compile at their
 first call. The compile process ends once it has compiled what it was asked for and this process
-has ended.
+has ended (a Ctrl-C ends both). A custom autograd.Function's forward and backward are user code
+(`runs_user_code`): a kernel they call directly compiles at its call, since running them again
+could repeat what else they do.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import os
 import pickle
 import subprocess
@@ -55,6 +58,7 @@ __all__ = [
     "kernel_address",
     "new_dispatcher",
     "release_blas_when_done",
+    "runs_user_code",
     "set_compiles_in_background",
     "wait_for_kernels",
 ]
@@ -73,6 +77,7 @@ def _mode_from_environment() -> str:
 
 _mode = _mode_from_environment()
 _fallback_codes: set = set()  # the code of each function that catches KernelNotReady
+_user_code_codes: set = set()  # the code of each function that calls user code (see runs_user_code)
 _kernels: dict = {}  # (address, qualname) -> backend.jit's wrapper: what the compile process finds
 fallbacks = 0  # the KernelNotReady raised in this process (a count for tests and benchmarks)
 
@@ -102,13 +107,25 @@ def falls_back(function):
     return function
 
 
+def runs_user_code(function):
+    """Register `function` as one that calls user code (a custom autograd.Function's forward or
+    backward): a kernel missing below it compiles at its call, whatever falls back above it,
+    since running user code again could repeat what it does besides computing. Returns it."""
+    _user_code_codes.add(function.__code__)
+    return function
+
+
 def caller_falls_back() -> bool:
-    """Whether a registered function is on this thread's stack (looked for on a miss only, and
-    by threads.side_by_side, which relays the answer to its pool threads)."""
+    """Whether a function registered with `falls_back` is on this thread's stack with no
+    `runs_user_code` one above it (looked for on a miss only, and by threads.side_by_side,
+    which relays the answer to its pool threads)."""
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code in _fallback_codes:
+        code = frame.f_code
+        if code in _fallback_codes:
             return True
+        if code in _user_code_codes:
+            return False
         frame = frame.f_back
     return False
 
@@ -120,19 +137,29 @@ def kernel_address(frame, kernel) -> tuple | None:
     again so (a factory nested in another, arguments that do not pickle). Registers the kernel
     under it for the compile process."""
     code, module = frame.f_code, frame.f_globals.get("__name__")
+    if module is None or module == "__main__":  # the compile process would run the program
+        return None
     if code.co_name == "<module>":
-        address = (module, None, ())
-    else:
-        if frame.f_globals.get(code.co_name) is None:
-            return None
-        names = code.co_varnames[: code.co_argcount]
-        arguments = tuple(frame.f_locals[name] for name in names)
-        try:
-            pickle.dumps(arguments)
-        except Exception:  # noqa: BLE001 (any value pickle refuses)
-            return None
-        address = (module, code.co_name, arguments)
-    return address
+        return (module, None, ())
+    factory = inspect.unwrap(frame.f_globals.get(code.co_name, None) or _no_factory)
+    if getattr(factory, "__code__", None) is not code or code.co_kwonlyargcount:
+        return None  # not a module-level function, or arguments the address would not carry
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
+    # the arguments as the factory holds them when it decorates: a factory that rebinds one
+    # before (none does) would be called with the new value, and make another kernel, which the
+    # caller then compiles itself (its cache entry is not the one asked for)
+    arguments = tuple(frame.f_locals[name] for name in code.co_varnames[: code.co_argcount])
+    try:
+        hash(arguments)
+        pickle.dumps(arguments)
+    except Exception:  # noqa: BLE001 (any value hash or pickle refuses)
+        return None
+    return (module, code.co_name, arguments)
+
+
+def _no_factory():
+    pass
 
 
 def register_kernel(address, wrapper) -> None:
@@ -145,8 +172,9 @@ def register_kernel(address, wrapper) -> None:
 # about 0.1 s after each GEMM, on every core, and a compile process at the lowest priority (as it
 # runs: compile_process.py) got no time beside them (no kernel compiled in 9 s of training on 2
 # cores); held, it compiled the small GPT's kernels in about 6 s while the steps took the same
-# time as before. Given back by the main thread, once nothing is pending, at its next numba
-# choice (backend.numba_takes) or kernel miss.
+# time as before. Taken and given back by the main thread only (blas.py says why): given back,
+# once nothing is pending, at its next numba choice (backend.numba_takes), backward, kernel miss
+# or wait_for_kernels.
 holding_blas = False
 
 
@@ -156,6 +184,12 @@ def release_blas_when_done() -> None:
     if holding_blas and not _compiler.pending and _main_thread():
         holding_blas = False
         blas.release_one_thread()
+
+
+def _hold_blas() -> None:
+    global holding_blas
+    if not holding_blas and _main_thread():
+        holding_blas = blas.hold_one_thread()
 
 
 def _main_thread() -> bool:
@@ -180,7 +214,7 @@ class _Compiler:
         if address is None:
             return False
         with self.lock:
-            if _mode == "hold":
+            if key in self.pending or _mode == "hold":  # (hold: nothing compiles, none sent)
                 self.pending.add(key)
                 return True
             if self.broken:
@@ -197,13 +231,11 @@ class _Compiler:
                 job = (key, address, dispatcher.py_func.__qualname__, signature)
                 pickle.dump(job, self.process.stdin)
                 self.process.stdin.flush()
-            except (OSError, pickle.PicklingError, ValueError):
+            except Exception:  # noqa: BLE001 (no process, a pipe gone, a job pickle refuses)
                 self.broken = True
                 return False
             self.pending.add(key)
-        global holding_blas
-        if not holding_blas:
-            holding_blas = blas.hold_one_thread()
+        _hold_blas()
         return True
 
     def read_answers(self, process) -> None:
@@ -223,15 +255,23 @@ class _Compiler:
                 self.lock.notify_all()
 
 
+# The compile process's program: this process's minitrain first on its path (a checkout that
+# is not installed, or another minitrain in the working directory, would otherwise give the child
+# other kernels), in this process's working directory and environment.
+_COMPILE_PROCESS = (
+    "import sys; root = {root!r}; root in sys.path or sys.path.insert(0, root); "
+    "from minitrain.runtime.compile_process import main; main()"
+)
+
+
 def _start_process():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     environment = dict(os.environ, MINITRAIN_COMPILE_IN_BACKGROUND="0")
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [root] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
-    )
-    return subprocess.Popen(  # from minitrain's own folder: the same package, whatever the cwd
-        [sys.executable, "-m", "minitrain.runtime.compile_process"],
-        cwd=root,
+    numba_config = sys.modules["numba"].config
+    if getattr(numba_config, "CACHE_DIR", ""):  # the same cache, wherever the child resolves it
+        environment["NUMBA_CACHE_DIR"] = os.path.abspath(numba_config.CACHE_DIR)
+    return subprocess.Popen(
+        [sys.executable, "-c", _COMPILE_PROCESS.format(root=root)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -245,15 +285,19 @@ _compiler = _Compiler()
 def wait_for_kernels(timeout: float | None = None) -> bool:
     """Block until every kernel sent to the compile process is answered (at once in `hold`
     mode, which sends none); False if `timeout` seconds passed first."""
-    if _mode == "hold":
-        return True
-    with _compiler.lock:
-        return _compiler.lock.wait_for(lambda: not _compiler.pending, timeout)
+    if _mode != "hold":
+        with _compiler.lock:
+            if not _compiler.lock.wait_for(lambda: not _compiler.pending, timeout):
+                return False
+    release_blas_when_done()
+    return True
 
 
 def _after_fork_in_child() -> None:
     global _compiler, holding_blas
-    _compiler = _Compiler()  # the parent's compile process answers the parent only
+    # the parent's compile process answers the parent only (its pipes stay open in the child,
+    # unused: closing them could wait forever on a lock the parent's answer reader held)
+    _compiler = _Compiler()
     holding_blas = False  # blas.py gave the child BLAS's count back
 
 

@@ -12,6 +12,7 @@ import pathlib
 import subprocess
 import sys
 import textwrap
+import time
 
 import minitrain as mt
 from minitrain.runtime import background_compile
@@ -20,9 +21,9 @@ TESTS = pathlib.Path(__file__).parents[1]
 ROOT = TESTS.parent
 
 
-def run_cold(code: str, cache, mode: str) -> dict:
+def run_cold(code: str, cache, mode: str, cwd=TESTS) -> dict:
     """Run `code` in a fresh Python with an empty numba cache at `cache` and
-    MINITRAIN_COMPILE_IN_BACKGROUND=`mode`; returns the JSON it prints last."""
+    MINITRAIN_COMPILE_IN_BACKGROUND=`mode`, in `cwd`; returns the JSON it prints last."""
     environment = dict(
         os.environ,
         NUMBA_CACHE_DIR=str(cache),
@@ -31,7 +32,7 @@ def run_cold(code: str, cache, mode: str) -> dict:
     )
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=TESTS,
+        cwd=cwd,
         env=environment,
         capture_output=True,
         text=True,
@@ -62,6 +63,7 @@ import minitrain as mt
 from minitrain.runtime import background_compile
 
 from minitrain.runtime import blas
+from minitrain.ops.activations import activation
 
 x = mt.tensor(np.random.default_rng(0).standard_normal((64, 512)).astype(np.float32),
               requires_grad=True)
@@ -72,6 +74,7 @@ ready = background_compile.wait_for_kernels(timeout=300)
 second = mt.nn.functional.gelu(x)
 with mt.backend.use_numba(False):
     generic = mt.nn.functional.gelu(x)
+kernel = activation._gelu_kernels(False).gelu.dispatcher()  # numba's own counts
 print(json.dumps({
     "first_ran_numba": first.node.ctx.ran_numba,
     "second_ran_numba": second.node.ctx.ran_numba,
@@ -81,6 +84,8 @@ print(json.dumps({
     "close": bool(np.allclose(second.array, generic.array, rtol=1e-5, atol=1e-6)),
     "blas_held_while_compiling": blas_while == 1,
     "blas_given_back": blas.blas_threads() == blas_before,
+    "loaded_from_the_cache": sum(kernel._cache_hits.values()),
+    "compiled_here": sum(kernel._cache_misses.values()),
 }))
 """
 
@@ -96,8 +101,35 @@ def test_a_kernel_compiled_by_the_compile_process_is_used_from_the_cache(tmp_pat
         "close": True,
         "blas_held_while_compiling": True,  # so that the compile process gets a core
         "blas_given_back": True,  # at the next numba choice once nothing is pending
+        "loaded_from_the_cache": 1,  # written there by the compile process,
+        "compiled_here": 0,  # not compiled again in this one
     }
     assert list(tmp_path.rglob("*gelu_flat*.nbi")), "the compile process wrote no cache entry"
+
+
+def test_a_relative_cache_folder_is_the_same_one_for_the_compile_process(tmp_path):
+    report = run_cold(GELU_TWICE, "cache", "1", cwd=tmp_path)
+    assert report["loaded_from_the_cache"] == 1 and report["compiled_here"] == 0
+    assert list((tmp_path / "cache").rglob("*gelu_flat*.nbi"))
+
+
+def test_the_compile_process_finishes_its_jobs_after_the_program_ends(tmp_path):
+    code = """
+    import json
+    import numpy as np
+    import minitrain as mt
+    from minitrain.runtime import background_compile
+
+    x = mt.tensor(np.random.default_rng(2).standard_normal((8, 16)).astype(np.float32))
+    mt.nn.functional.gelu(x), mt.nn.functional.relu(x), mt.nn.functional.softmax(x, -1)
+    print(json.dumps({"fallbacks": background_compile.fallbacks}))
+    """  # and ends at once, its three kernels still compiling
+    assert run_cold(code, tmp_path, "1")["fallbacks"] == 3
+    deadline = time.monotonic() + 300
+    names = ("gelu_flat", "relu_flat", "softmax_rows")
+    while not all(list(tmp_path.rglob(f"*{name}*.nbi")) for name in names):
+        assert time.monotonic() < deadline, "the compile process left jobs undone"
+        time.sleep(0.5)
 
 
 def test_switched_off_a_kernel_compiles_at_its_first_call(tmp_path):
@@ -160,12 +192,26 @@ def test_a_registered_function_on_the_stack_is_what_falls_back():
     def plain():
         return background_compile.caller_falls_back()
 
-    def catching():
+    def user_code():
         return plain()
+
+    def catching(inner):
+        return inner()
 
     assert not plain()
     background_compile.falls_back(catching)
+    background_compile.runs_user_code(user_code)
     try:
-        assert catching()
+        assert catching(plain)
+        assert not catching(user_code)  # user code between: its kernels compile at their call
     finally:
         background_compile._fallback_codes.discard(catching.__code__)
+        background_compile._user_code_codes.discard(user_code.__code__)
+
+
+def test_a_custom_functions_forward_and_backward_are_user_code():
+    from minitrain.autograd import function
+
+    registered = background_compile._user_code_codes
+    assert function._call_backward.__code__ in registered
+    assert function.Function.__dict__["apply"].__func__.__code__ in registered

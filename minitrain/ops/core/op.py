@@ -303,6 +303,8 @@ class Op(metaclass=_OpType):
                 check_broadcast(cls, arrays)
             raise
         except KernelNotReady:
+            out = None  # run again below, outside this handler: its errors are its own
+        if out is None:
             out = cls._generic_forward(ctx, arrays)
         if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
             out = np.asarray(out)  # a scalar (numpy's reductions)
@@ -342,7 +344,8 @@ class Op(metaclass=_OpType):
                 check_broadcast(cls, arrays)
             raise
         except KernelNotReady:
-            return cls._generic_forward(ctx, arrays)
+            pass  # run again below, outside this handler: its errors are its own
+        return cls._generic_forward(ctx, arrays)
 
     @classmethod
     def _generic_forward(cls, ctx, arrays):
@@ -350,8 +353,13 @@ class Op(metaclass=_OpType):
         the background (runtime/background_compile.py). A kernel raises KernelNotReady before it
         writes anything, and forwards write only arrays they made: running again is safe."""
         ctx.__dict__.pop("ran_numba", None)  # so the backward is the generic one too
-        with backend.numba_paused():
-            return cls.forward(ctx, *arrays)
+        try:
+            with backend.numba_paused():
+                return cls.forward(ctx, *arrays)
+        except ValueError:
+            if cls.broadcast:
+                check_broadcast(cls, arrays)
+            raise
 
     @classmethod
     def _apply_any(cls, inputs, attrs):

@@ -126,12 +126,13 @@ def _attend(xp, query, key, value, mask, causal: bool, scale: float, keep, keep_
     in the work dtype."""
     q5, k5, v5, bias5, keep5 = _prepare(xp, query, key, value, mask, keep)
     arguments = (xp, q5, k5, v5, bias5, causal, scale, keep5, keep_scale)
+    out = None
     if backend.numba_takes(q5, k5, v5):
         try:
             out, lse = numba_forward(*arguments)
-        except KernelNotReady:  # compiling in the background: here, so that the dropout mask
-            out, lse = generic_forward(*arguments)  # drawn stays the one drawn (not redrawn)
-    else:
+        except KernelNotReady:  # compiling in the background: generic kernels here, so that
+            pass  # the dropout mask drawn stays the one drawn (not drawn again)
+    if out is None:
         out, lse = generic_forward(*arguments)
     return out.reshape(*query.shape[:-1], value.shape[-1]), lse.reshape(query.shape[:-1])
 
