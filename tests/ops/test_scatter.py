@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import minitrain as mt
-from minitrain import ops
+from minitrain import backend, ops
 from minitrain.errors import (
     ArgumentError,
     DimensionError,
@@ -682,3 +682,31 @@ def test_index_add_out_of_range_raises_as_numpy_instead_of_wrapping():
     expected = np.zeros((3, 4))
     np.add.at(expected, (np.array([-1, -1]), np.array([-4, 0])), 1.0)
     np.testing.assert_array_equal(target, expected)
+
+
+def test_scatter_add_into_rows_sums_as_add_at():
+    # backend.scatter_add with integer arrays in the leading dims only (an embedding's
+    # gradient) sums each row's values once sorted, not by np.add.at: the same sums
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        shape = tuple(int(s) for s in rng.integers(1, 6, rng.integers(2, 4)))
+        indexed = int(rng.integers(1, len(shape)))
+        index_shape = tuple(int(s) for s in rng.integers(0, 4, rng.integers(1, 3)))
+        index = tuple(rng.integers(-shape[d], shape[d], index_shape) for d in range(indexed))
+        dtype = rng.choice([np.float32, np.float64])
+        target = rng.standard_normal(shape).astype(dtype)
+        if rng.random() < 0.3:  # a table whose rows are not a copy-free reshape
+            target = np.asfortranarray(target)
+        values = rng.standard_normal(index_shape + shape[indexed:]).astype(dtype)
+        expected, got = target.copy(), target.copy(order="K")
+        np.add.at(expected, index, values)
+        backend.scatter_add(np, got, index, values)
+        tolerance = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance)
+
+
+def test_scatter_add_into_rows_refuses_an_index_out_of_range_as_numpy():
+    table = np.zeros((3, 4))
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3"):
+        backend.scatter_add(np, table, (np.array([0, 5]),), np.ones((2, 4)))
+    assert not table.any()  # nothing added before the refusal
