@@ -531,7 +531,7 @@ def jit(**options):
     def decorate(fn):
         compiled = None
         lock = threading.Lock()  # threads calling it first at once make one dispatcher
-        address = background_compile.kernel_address(sys._getframe(1), fn)
+        address = background_compile.kernel_address(sys._getframe(1))
 
         def dispatcher():
             nonlocal compiled

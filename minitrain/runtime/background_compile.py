@@ -20,11 +20,13 @@ entry is the one this process looks up.
 
 Where a caller can fall back is said by registering the function that catches `KernelNotReady`
 (`falls_back`): `Op.apply` and its full path (the op's forward runs again with numba paused,
-backend.numba_paused), the backward walk and `Node.run_backward` (the op's generic backward),
-Adam's fused update (numpy's update, the same to the bit), and threads.side_by_side's pool threads
-for such a caller. The dispatcher looks for such a frame on the stack only on a miss (a signature
-not compiled in this process), so a compiled kernel's call costs nothing more. A kernel called
-anywhere else (a public array kernel called directly) compiles at once, as a plain numba function.
+backend.numba_paused), `array_backward` (autograd/node.py: the op's generic backward, for the
+walk and Node.run_backward alike), attention's forward (ops/sequence/attention.py, where its
+dropout mask is not drawn again), Adam's fused update (numpy's update, the same to the bit), and
+threads.side_by_side's pool threads for such a caller. The dispatcher looks for such a frame on
+the stack only on a miss (a signature not compiled in this process), so a compiled kernel's call
+costs nothing more. A kernel called anywhere else (a public array kernel called directly)
+compiles at once, as a plain numba function.
 
 Off (MINITRAIN_COMPILE_IN_BACKGROUND=0, or `minitrain.use_deterministic_algorithms(True)`), every
 kernel compiles at its first call, so a run's first steps use the same kernels as the rest;
@@ -82,8 +84,6 @@ _fallback_codes: set = set()  # the code of each function that catches KernelNot
 _user_code_codes: set = set()  # the code of each function that calls user code (see runs_user_code)
 _kernels: dict = {}  # (address, qualname) -> backend.jit's wrapper: what the compile process finds
 fallbacks = 0  # the KernelNotReady raised in this process (a count for tests and benchmarks)
-
-
 deterministic = False  # minitrain.use_deterministic_algorithms(True): every compile at once
 
 
@@ -132,12 +132,12 @@ def caller_falls_back() -> bool:
     return False
 
 
-def kernel_address(frame, kernel) -> tuple | None:
-    """Where `kernel` (a function backend.jit decorates) is made, from `frame`, the decorating
-    code's: (module, None, ()) for a module's own function, (module, factory, arguments) for one
-    a module-level factory function makes; None where the compile process could not make it
-    again so (a factory nested in another, arguments that do not pickle). Registers the kernel
-    under it for the compile process."""
+def kernel_address(frame) -> tuple | None:
+    """Where a kernel backend.jit decorates is made, from `frame`, the decorating code's:
+    (module, None, ()) for a module's own function, (module, factory, arguments) for one a
+    module-level factory function makes; None where the compile process could not make it again
+    so (a program's __main__, a factory nested in another or taking keyword-only or variadic
+    arguments, arguments that do not hash or pickle)."""
     code, module = frame.f_code, frame.f_globals.get("__name__")
     if module is None or module == "__main__":  # the compile process would run the program
         return None
