@@ -33,14 +33,17 @@ kernel compiles at its first call, so a run's first steps use the same kernels a
 `hold` asks for nothing and treats every missing kernel as still compiling (the generic kernels run
 wherever they can: tests compare them). Where numba caches nothing (no writable cache directory),
 or a kernel's address is unknown, or the compile process failed or died, kernels compile at their
-first call. The compile process ends once it has compiled what it was asked for and this process
-has ended (a Ctrl-C ends both). A custom autograd.Function's forward and backward are user code
+first call. The compile process ends with this one (at exit, whatever it was compiling: numba
+writes a cache entry whole or not at all), so that nothing is left running or writing into the
+cache folders after a program ends; a short program leaves the next run the kernels it did not
+get to. A custom autograd.Function's forward and backward are user code
 (`runs_user_code`): a kernel they call directly compiles at its call, since running them again
 could repeat what else they do.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import inspect
@@ -293,6 +296,18 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
                 return False
     release_blas_when_done()
     return True
+
+
+@atexit.register
+def _end_compile_process() -> None:
+    process = _compiler.process
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 def _after_fork_in_child() -> None:

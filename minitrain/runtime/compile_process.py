@@ -1,9 +1,8 @@
 """The compile process of background_compile.py: reads jobs (key, kernel address, qualname,
 signature) from its standard input, compiles each into numba's on-disk cache, and answers each
 job's key on its standard output, in order; a kernel that fails to compile is answered too (the
-caller then compiles it itself, and raises numba's error there). Ends at the end of its input: once
-the parent has ended, it still compiles the jobs it was sent (for the next run's cache), answering
-no one."""
+caller then compiles it itself, and raises numba's error there). Ends at the end of its input, or
+when the parent is gone; the parent ends it as it exits (background_compile.py)."""
 
 from __future__ import annotations
 
@@ -31,12 +30,11 @@ def main() -> None:
             compile_for(address, qualname, signature)
         except Exception:  # noqa: BLE001, S110 (answered all the same: see the docstring)
             pass
-        if answers is not None:
-            try:
-                pickle.dump(key, answers)
-                answers.flush()
-            except OSError:  # the parent has ended
-                answers = None
+        try:
+            pickle.dump(key, answers)
+            answers.flush()
+        except OSError:  # the parent has ended (killed: it ends this process itself otherwise)
+            return
 
 
 if __name__ == "__main__":
