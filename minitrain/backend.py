@@ -268,9 +268,9 @@ def _add_rows(target, rows, indexed_dims: int, values) -> bool:
     table = target.reshape(-1, math.prod(target.shape[indexed_dims:]))
     if values.dtype != target.dtype or not np.may_share_memory(table, target):  # (a copy)
         return False
+    picked = np.broadcast_to(values, rows.shape + target.shape[indexed_dims:])  # or numpy's error
     if not rows.size:
         return True
-    picked = np.broadcast_to(values, rows.shape + target.shape[indexed_dims:])
     picked = picked.reshape(rows.size, table.shape[1])
     rows = rows.reshape(-1)
     order = np.argsort(rows, kind="stable")
@@ -351,8 +351,12 @@ def _flat_positions(target, index):
             raise IndexError(
                 f"index {entry[outside].flat[0]} is out of bounds for axis {axis} with size {size}"
             )
+    try:
+        entries = np.broadcast_arrays(*entries)
+    except ValueError:  # arrays that do not broadcast: np.add.at's own IndexError
+        return None
     lead = target.shape[: len(entries)]
-    return np.ravel_multi_index(np.broadcast_arrays(*entries), lead, mode="wrap"), len(entries)
+    return np.ravel_multi_index(entries, lead, mode="wrap"), len(entries)
 
 
 _generator = np.random.default_rng()

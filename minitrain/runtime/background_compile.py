@@ -33,12 +33,13 @@ kernel compiles at its first call, so a run's first steps use the same kernels a
 `hold` asks for nothing and treats every missing kernel as still compiling (the generic kernels run
 wherever they can: tests compare them). Where numba caches nothing (no writable cache directory),
 or a kernel's address is unknown, or the compile process failed or died, kernels compile at their
-first call. The compile process ends with this one (at exit, whatever it was compiling: numba
-writes a cache entry whole or not at all), so that nothing is left running or writing into the
-cache folders after a program ends; a short program leaves the next run the kernels it did not
-get to. A custom autograd.Function's forward and backward are user code
-(`runs_user_code`): a kernel they call directly compiles at its call, since running them again
-could repeat what else they do.
+first call. The compile process ends with this one (terminated at exit, whatever it was doing),
+so that nothing is left running or writing into the cache folders after a program ends; a short
+program leaves the next run the kernels it did not get to. A kernel it was saving then may leave
+a temporary file in numba's cache folder, or an index entry without its data, which counts as a
+miss (`_cache_holds` looks for the data file too). A custom autograd.Function's forward and
+backward are user code (`runs_user_code`): a kernel they call directly compiles at its call, since
+running them again could repeat what else they do.
 """
 
 from __future__ import annotations
@@ -328,7 +329,9 @@ def _cache_holds(dispatcher, signature) -> bool:
     cache = dispatcher._cache
     try:
         key = cache._index_key(signature, dispatcher.targetctx.codegen())
-        return key in cache._cache_file._load_index()
+        data_name = cache._cache_file._load_index().get(key)
+        # the data file too: a save stopped between the index and the data leaves the first
+        return data_name is not None and os.path.exists(os.path.join(cache._cache_path, data_name))
     except Exception:  # noqa: BLE001 (see the docstring)
         return True
 
@@ -389,9 +392,15 @@ def _quick_key(args):
         if kind is np.ndarray:
             flags = a.flags
             key.append(
-                (a.dtype.str, a.ndim, flags.c_contiguous, flags.f_contiguous, flags.writeable,
-                 flags.aligned)
-            )  # fmt: skip
+                (
+                    a.dtype,
+                    a.ndim,
+                    flags.c_contiguous,
+                    flags.f_contiguous,
+                    flags.writeable,
+                    flags.aligned,
+                )
+            )  # fmt: skip (the dtype itself: records of one size differ in their fields)
         elif kind in (bool, float) or isinstance(a, np.generic) and a.dtype.kind in "biuf":
             key.append((kind, getattr(a, "dtype", None)))
         elif kind is int and -(2**63) <= a < 2**63:
