@@ -67,7 +67,6 @@ __all__ = [
     "new_dispatcher",
     "release_blas_when_done",
     "runs_user_code",
-    "set_compiles_in_background",
     "wait_for_kernels",
 ]
 
@@ -94,15 +93,6 @@ deterministic = False  # minitrain.use_deterministic_algorithms(True): every com
 def compiles_in_background() -> bool:
     """Whether kernels missing from numba's cache compile in the background (see the module)."""
     return _mode != "off" and not deterministic
-
-
-def set_compiles_in_background(enabled: bool) -> bool:
-    """Switch background compiles on or off (the environment variable's setting; deterministic
-    algorithms keep them off whatever it is); returns the previous setting."""
-    global _mode
-    previous = _mode != "off"
-    _mode = "on" if enabled else "off"
-    return previous
 
 
 def falls_back(function):

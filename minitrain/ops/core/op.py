@@ -351,15 +351,11 @@ class Op(metaclass=_OpType):
     def _generic_forward(cls, ctx, arrays):
         """The forward again, on its generic kernels: a numba kernel it called is compiling in
         the background (runtime/background_compile.py). A kernel raises KernelNotReady before it
-        writes anything, and forwards write only arrays they made: running again is safe."""
+        writes anything, and forwards write only arrays they made: running again is safe. With
+        numba paused, `_run_forward` picks the generic forward and no kernel can raise again."""
         ctx.__dict__.pop("ran_numba", None)  # so the backward is the generic one too
-        try:
-            with backend.numba_paused():
-                return cls.forward(ctx, *arrays)
-        except ValueError:
-            if cls.broadcast:
-                check_broadcast(cls, arrays)
-            raise
+        with backend.numba_paused():
+            return cls._run_forward(ctx, arrays)
 
     @classmethod
     def _apply_any(cls, inputs, attrs):
