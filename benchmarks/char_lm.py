@@ -84,9 +84,10 @@ def _torch_gpt(torch, vocabulary_size: int, config):
     return GPT()
 
 
-def training_steps(torch, device: str = "cpu", **sizes):
+def training_steps(torch, device: str = "cpu", compiled: bool = False, **sizes):
     """(minitrain's step, PyTorch's step or None, both first losses, the example's Config with
-    `sizes` in place of its defaults) on one batch, the models and the batch on `device`."""
+    `sizes` in place of its defaults) on one batch, the models and the batch on `device`;
+    minitrain's model called through minitrain.compile where `compiled`."""
     import minitrain as mt
 
     example = _example()
@@ -101,12 +102,13 @@ def training_steps(torch, device: str = "cpu", **sizes):
     )
     model = example.build_model(len(vocabulary), config).to(device)
     optimizer = example.make_optimizer(model, config)
+    call = mt.compile(model) if compiled else model
     tokens, next_tokens = mt.tensor(inputs, device=device), mt.tensor(targets, device=device)
-    first_losses = [example.loss_of(model, tokens, next_tokens).item()]
+    first_losses = [example.loss_of(call, tokens, next_tokens).item()]
 
     def minitrain_step():
         optimizer.zero_grad()
-        example.loss_of(model, tokens, next_tokens).backward()
+        example.loss_of(call, tokens, next_tokens).backward()
         mt.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()
 

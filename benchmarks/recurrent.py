@@ -32,7 +32,9 @@ def _model(framework, cell: str):
     return getattr(nn, cell)(FEATURES, HIDDEN, LAYERS), nn.Linear(HIDDEN, CLASSES)
 
 
-def _minitrain_step(cell: str):
+def _minitrain_step(cell: str, compiled: bool = False):
+    """((rnn, head), minitrain's training step); the forward through minitrain.compile where
+    `compiled`."""
     import minitrain as mt
 
     mt.manual_seed(0)
@@ -41,11 +43,15 @@ def _minitrain_step(cell: str):
     inputs, labels = _data()
     x = mt.Tensor(inputs)
 
+    def forward(x):
+        output, _ = rnn(x)
+        return head(output).reshape(STEPS * BATCH, CLASSES)
+
+    call = mt.compile(forward) if compiled else forward
+
     def step():
         optimizer.zero_grad()
-        output, _ = rnn(x)
-        logits = head(output).reshape(STEPS * BATCH, CLASSES)
-        mt.nn.functional.cross_entropy(logits, labels).backward()
+        mt.nn.functional.cross_entropy(call(x), labels).backward()
         optimizer.step()
 
     return (rnn, head), step

@@ -33,6 +33,7 @@ BENCHMARKS = [
     "activations",
     "char_lm",
     "recurrent",
+    "compiled",
     "attention",
     "cold_start",
     "distributed",

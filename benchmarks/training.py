@@ -70,13 +70,15 @@ def _data(kind: str):
     return rng.standard_normal(shape, dtype=np.float32), rng.integers(0, 10, shape[0])
 
 
-def minitrain_step(kind: str, device: str = "cpu"):
+def minitrain_step(kind: str, device: str = "cpu", compiled: bool = False):
     """minitrain's model of `kind` ('mlp', 'cnn' or 'cnn32') on `device` and its training step
-    on the benchmark's batch, moved there once."""
+    on the benchmark's batch, moved there once; the model called through minitrain.compile
+    where `compiled`."""
     import minitrain as mt
 
     mt.manual_seed(0)
     model = _model(mt, kind).to(device)
+    call = mt.compile(model) if compiled else model
     if kind == "mlp":
         optimizer = mt.optim.Adam(model.parameters(), lr=1e-3)
     else:
@@ -87,7 +89,7 @@ def minitrain_step(kind: str, device: str = "cpu"):
 
     def step():
         optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
+        loss_fn(call(x), y).backward()
         optimizer.step()
 
     return model, step

@@ -59,18 +59,20 @@ def _data():
     )
 
 
-def training_steps(torch):
-    """(minitrain's step, PyTorch's step or None, both first losses)."""
+def training_steps(torch, compiled: bool = False):
+    """(minitrain's step, PyTorch's step or None, both first losses); minitrain's block called
+    through minitrain.compile where `compiled`."""
     import minitrain as mt
 
     mt.manual_seed(0)
     ours = _block(mt)
+    call = mt.compile(ours) if compiled else ours
     optimizer = mt.optim.AdamW(ours.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
     inputs, targets = _data()
     x, y = mt.Tensor(inputs), mt.Tensor(targets)
 
     def minitrain_loss():
-        return mt.nn.functional.mse_loss(ours(x), y)
+        return mt.nn.functional.mse_loss(call(x), y)
 
     def minitrain_step():
         optimizer.zero_grad()

@@ -8,12 +8,12 @@ from .autograd import Tape, grad
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.gradcheck import gradcheck, gradgradcheck
 from .backend import Device, device, manual_seed
+from .capture import compile  # noqa: A004 (PyTorch's name)
 from .compat import (  # noqa: A004
     accelerator,
     amp,
     are_deterministic_algorithms_enabled,
     backends,
-    compile,
     inference_mode,
     is_deterministic_algorithms_warn_only_enabled,
     use_deterministic_algorithms,

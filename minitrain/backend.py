@@ -406,7 +406,16 @@ def check_seed(seed, caller: str) -> int:
 def generator() -> np.random.Generator:
     """The CPU's random generator (numpy). Arrays for a GPU are drawn there, by cupy.random
     within device_context(device), seeded by manual_seed as well."""
+    note_draw("the random generator")
     return _generator
+
+
+def note_draw(what: str) -> None:
+    """A random draw is about to be made by `what`: a capture (minitrain.compile) running now
+    cannot replay a draw made outside an op's forward (its values would be a constant)."""
+    capture = recording.capture
+    if capture is not None and not capture.in_op:
+        capture.breaks(f"{what} drew random numbers outside an op (they would replay unchanged)")
 
 
 def draw(where: Device, kind: str, shape: tuple, dtype, low=0.0, high=1.0, source=None):
@@ -416,6 +425,7 @@ def draw(where: Device, kind: str, shape: tuple, dtype, low=0.0, high=1.0, sourc
     on a GPU, cupy.random draws in float32 or float64, the only dtypes it has (float64 for a
     float64 tensor, float32 for any other, cast). `source`, a numpy Generator (a
     minitrain.Generator's), draws in place of the global CPU generator."""
+    note_draw("a random draw")
     dtype = np.dtype(dtype)
     if source is not None and where.type != "cpu":
         raise DeviceError(f"a minitrain.Generator draws on the CPU, not on '{where}'")

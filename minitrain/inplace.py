@@ -28,6 +28,7 @@ import numpy as np
 from . import backend
 from .autograd import versions
 from .autograd.grad_mode import is_grad_enabled
+from .autograd.grad_mode import recording as recording_state
 from .errors import DTypeError, GraphError, ShapeError
 from .runtime.generator import numpy_source
 
@@ -80,6 +81,9 @@ def write_in_place(target, compute, caller: str):
             f"tensor's memory outside the graph (that tensor would not get its gradient); "
             f"write into the tensor itself (base[index] = value), or into a clone"
         )
+    capture = recording_state.capture
+    if capture is not None:  # minitrain.compile is capturing: the write is a step of its own
+        capture.write(target, result, caller)
     if node is not None:
         _keep_old_values(node, target)
     target.array[...] = result.array

@@ -15,10 +15,20 @@ from .arguments import (
 from .autograd import RemovableHandle
 from .autograd import backward as autograd_backward
 from .autograd.boundary import TensorClass
+from .autograd.grad_mode import recording
 from .errors import ArgumentError, DeviceError, DTypeError, GraphError, ShapeError
 from .inplace import InPlaceMethods, in_place_twin
 from .runtime.defaults import get_default_dtype
 from .tensor_repr import tensor_repr
+
+
+def _note_value_read(what: str) -> None:
+    """A tensor's values are being read into Python: a capture running now (minitrain.compile)
+    cannot replay what the function does with them (a branch, a number in an op's argument)."""
+    capture = recording.capture
+    if capture is not None:
+        capture.breaks(f"{what} read a tensor's values into Python, which a replay would not do")
+
 
 _new_object = object.__new__
 
@@ -325,6 +335,7 @@ class Tensor(InPlaceMethods):
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The data as a numpy array (no copy). CUDA tensors: call .cpu() first, or pass
         `force=True` for a copy in host memory (a tensor in the graph needs no detach here)."""
+        _note_value_read("Tensor.numpy()")
         if force and not isinstance(self.array, np.ndarray):
             return backend.to_device(self.array, backend.device("cpu"))
         if not isinstance(self.array, np.ndarray):
@@ -339,6 +350,7 @@ class Tensor(InPlaceMethods):
         size). On a GPU, reading it first raises any failed device-side check kept until then."""
         if self.array.size != 1:
             raise ShapeError(f"item: the tensor has {self.array.size} elements, not 1")
+        _note_value_read("Tensor.item()")
         if type(self.array) is not np.ndarray:
             backend.raise_deferred_checks()  # a read from a GPU: its kept checks are read too
         return self.array.reshape(()).item()
@@ -346,11 +358,13 @@ class Tensor(InPlaceMethods):
     def tolist(self):
         """The elements as nested Python lists (a Python number for a 0-d tensor). On a
         GPU, reading them first raises any failed device-side check kept until then."""
+        _note_value_read("Tensor.tolist()")
         if type(self.array) is not np.ndarray:
             backend.raise_deferred_checks()
         return self.array.tolist()
 
     def __array__(self, dtype=None, copy=None):
+        _note_value_read("numpy's conversion of a Tensor (np.asarray)")
         array = self.numpy()
         return array if dtype is None else array.astype(dtype, copy=False)
 
@@ -386,6 +400,7 @@ class Tensor(InPlaceMethods):
         return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
+        _note_value_read("printing a Tensor")
         return tensor_repr(self)
 
     # Drawing hooks in from above: minitrain.viz sets it when imported (a function Tensor -> HTML);

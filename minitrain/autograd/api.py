@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..errors import DTypeError, GraphError, ShapeError
 from .boundary import is_tensor, new_tensor, wrap
+from .grad_mode import recording
 from .versions import check_view_current, clock
 from .walk import check_accumulates, propagate
 
@@ -83,6 +84,15 @@ def _check_wrt(inputs, caller, argument):
             raise GraphError(f"{caller}: {argument}[{i}] is not a tensor that requires grad")
 
 
+def _note_walk(caller: str) -> None:
+    """A backward walk inside a capture (minitrain.compile) is not part of what it replays."""
+    if recording.capture is not None:
+        recording.capture.breaks(
+            f"{caller}() ran inside the compiled function; compile the forward and call "
+            f"backward outside it"
+        )
+
+
 def backward(
     tensors,
     grad_tensors=None,
@@ -96,6 +106,7 @@ def backward(
     `create_graph`); with `create_graph` the backward is itself recorded and each `.grad`
     carries the graph of how it was computed, for a derivative of the derivative; `inputs`, when
     given, are the only tensors (leaves or not) whose `.grad` receives anything."""
+    _note_walk("backward")
     one_output = is_tensor(tensors)
     tensors = _as_list(tensors)
     grad_tensors = _grad_outputs_for(tensors, grad_tensors, "backward", one_output)
@@ -141,6 +152,7 @@ def grad(
     carry graphs (differentiate them again for second and higher derivatives); `retain_graph`
     defaults to `create_graph`.
     """
+    _note_walk("grad")
     if is_grads_batched:
         raise GraphError(
             "grad: is_grads_batched=True (vmap over grad_outputs) is not supported; call grad "

@@ -471,6 +471,11 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args, **kwargs):
         """Run forward on `args` and, where one requires grad and grad mode is on, record the
         call as one Node whose backward is this class's `backward`."""
+        if recording.capture is not None:
+            recording.capture.breaks(
+                f"the custom autograd.Function {cls.__name__} (its backward is Python code a "
+                f"replay does not run)"
+            )
         records = recording.enabled
         needs = []
         parents = []

@@ -13,14 +13,17 @@ from ..errors import DTypeError
 
 class RecordingState(threading.local):
     """What recording looks at, per thread: whether it is on, whether anomaly mode is, the open
-    tapes, and the innermost scope (any object: nn.Module opens one with itself around its
-    forward) that each new Node remembers, so that whoever reads the graph can group its ops."""
+    tapes, the innermost scope (any object: nn.Module opens one with itself around its
+    forward) that each new Node remembers, so that whoever reads the graph can group its ops,
+    and the capture of minitrain.compile, which every op, in-place write, value read and random
+    draw reports to while it runs (minitrain/capture/recorder.py)."""
 
     def __init__(self):
         self.enabled = True
         self.anomaly = False
         self.tapes: list = []  # the open autograd.Tapes
         self.scope = None
+        self.capture = None  # minitrain.compile's Recorder while it captures (capture/)
 
 
 recording = RecordingState()

@@ -15,7 +15,15 @@ from .deferred import materialized
 from .grad_mode import recording
 from .versions import clock
 
-__all__ = ["BackwardScope", "Node", "OpenTapes", "array_backward", "unbroadcast"]
+__all__ = [
+    "BackwardScope",
+    "Node",
+    "OpenTapes",
+    "array_backward",
+    "check_saved_unwritten",
+    "fit_grad",
+    "unbroadcast",
+]
 
 
 def array_backward(op, ctx, grad):
@@ -35,6 +43,26 @@ def array_backward(op, ctx, grad):
 
 
 falls_back(array_backward)
+
+
+def check_saved_unwritten(op, ctx, seq: int) -> None:
+    """Refuse a value `op`'s forward saved in `ctx` whose memory an in-place op wrote after clock
+    number `seq`, when it ran (an in-place op's own saved output: after its write): a Node's
+    check, and a compiled program's for each op it replays (minitrain.capture)."""
+    saved = ctx.__dict__
+    for name in op.saved:
+        value = saved.get(name)
+        if value is None or not hasattr(value, "base"):
+            continue
+        since = ctx.out_written if name == "out" and ctx.out_written is not None else seq
+        written = clock.written_since(value, since)
+        if written is not None:
+            raise GraphError(
+                f"{op.grad_kernel}: '{name}', a value {op.name} saved for its backward, was "
+                f"modified by an in-place operation: saved at version {written[0]}, now at "
+                f"version {written[1]}. Clone it before changing it, or change it after "
+                f"backward"
+            )
 
 
 class OpenTapes:
@@ -137,21 +165,7 @@ class Node:
     def check_saved_unwritten(self) -> None:
         """Refuse a saved value whose memory an in-place op wrote after this op was recorded
         (an in-place op's own saved output: after its write)."""
-        ctx = self.ctx
-        saved = ctx.__dict__
-        for name in self.op.saved:
-            value = saved.get(name)
-            if value is None or not hasattr(value, "base"):
-                continue
-            since = ctx.out_written if name == "out" and ctx.out_written is not None else self.seq
-            written = clock.written_since(value, since)
-            if written is not None:
-                raise GraphError(
-                    f"{self.name}: '{name}', a value {self.op.name} saved for its backward, was "
-                    f"modified by an in-place operation: saved at version {written[0]}, now at "
-                    f"version {written[1]}. Clone it before changing it, or change it after "
-                    f"backward"
-                )
+        check_saved_unwritten(self.op, self.ctx, self.seq)
 
     def freed_error(self) -> GraphError:
         """The error of a backward through this node after its saved values were freed."""
@@ -165,21 +179,27 @@ class Node:
         """Input `index`'s gradient brought to that input's shape (summed over the dims a
         broadcasting op stretched) and dtype: the engine's share of every backward rule. An
         array, or a Tensor under create_graph (the same methods then record the sum and cast)."""
-        shape, dtype = self.ctx.shapes[index], self.ctx.dtypes[index]
-        grad = materialized(grad)
-        if grad.shape != shape:
-            if not self.op.broadcast:
-                raise GraphError(
-                    f"{self.name}: backward returned a gradient of shape {grad.shape} for input "
-                    f"'{self.op.input_name(index)}' of shape {shape}"
-                )
-            grad = unbroadcast(grad, shape)
-        if grad.dtype != dtype:
-            grad = grad.astype(dtype)
-        return grad
+        ctx = self.ctx
+        return fit_grad(self.op, index, materialized(grad), ctx.shapes[index], ctx.dtypes[index])
 
     def __repr__(self):
         return f"<{self.name} #{self.seq}>"
+
+
+def fit_grad(op, index: int, grad, shape: tuple, dtype):
+    """`op`'s gradient for input `index` brought to that input's `shape` (summed over the dims
+    a broadcasting op stretched; any other mismatch is the op's error) and `dtype`: a Node's
+    fit_input_grad, and a compiled program's for each op it replays (minitrain.capture)."""
+    if grad.shape != shape:
+        if not op.broadcast:
+            raise GraphError(
+                f"{op.grad_kernel}: backward returned a gradient of shape {grad.shape} for input "
+                f"'{op.input_name(index)}' of shape {shape}"
+            )
+        grad = unbroadcast(grad, shape)
+    if grad.dtype != dtype:
+        grad = grad.astype(dtype)
+    return grad
 
 
 class BackwardScope:

@@ -32,6 +32,7 @@ import weakref
 from collections import deque
 
 from ..errors import GraphError
+from .grad_mode import recording
 
 __all__ = [
     "Clock",
@@ -104,6 +105,9 @@ class Clock:
 
     def note_write(self, array) -> int:
         """Count an in-place write into `array`'s memory; returns the write's number."""
+        capture = recording.capture
+        if capture is not None:  # minitrain.compile is capturing: is this write one it saw?
+            capture.note_write(array)
         memory = owner(array)
         with self._lock:
             entry = self._entry(memory)

@@ -1,6 +1,6 @@
-"""`inference_mode`, `compile` and the deterministic-algorithms switch, as PyTorch programs use
-them: inference mode is no_grad, `compile` hands back what it is given, and deterministic
-algorithms keep numba's kernels compiling at their first call."""
+"""`inference_mode` and the deterministic-algorithms switch, as PyTorch programs use them:
+inference mode is no_grad, and deterministic algorithms keep numba's kernels compiling at their
+first call."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from ..runtime import background_compile
 
 __all__ = [
     "are_deterministic_algorithms_enabled",
-    "compile",
     "inference_mode",
     "is_deterministic_algorithms_warn_only_enabled",
     "use_deterministic_algorithms",
@@ -39,29 +38,6 @@ class inference_mode(no_grad):  # noqa: N801 (PyTorch's name)
 
     def __call__(self, fn):
         return (no_grad() if self.on else enable_grad())(fn)
-
-
-def compile(  # noqa: A001 (PyTorch's name)
-    model=None,
-    *,
-    fullgraph: bool = False,
-    dynamic=None,
-    backend="inductor",
-    mode=None,
-    options=None,
-    disable: bool = False,
-):
-    """PyTorch's torch.compile, which minitrain does not do: the module or function comes back
-    unchanged (and runs as before), silently, whatever the other arguments say. As a decorator
-    too: `@compile` and `@compile(mode="max-autotune")`. A real compiler is issue 5's."""
-    if model is None:
-        return lambda fn: compile(fn)
-    if not callable(model):
-        raise DTypeError(f"compile: expected a module or function, got {type(model).__name__}")
-    return model
-
-
-_warn_only = False
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:

@@ -68,6 +68,7 @@ def numpy_source(generator, caller: str) -> np.random.Generator | None:
     DTypeError naming `caller` for anything but a minitrain.Generator."""
     if generator is None:
         return None
+    backend.note_draw(caller)
     if not isinstance(generator, Generator):
         raise DTypeError(
             f"{caller}: generator must be a minitrain.Generator, got {type(generator).__name__}"

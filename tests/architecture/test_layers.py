@@ -51,6 +51,9 @@ LAYERS = {
     ),
     "nn": ("minitrain.nn",),
     "training": (
+        # minitrain.compile: captures a module's calls (nn below it) and will capture the
+        # optimizer's step beside it
+        "minitrain.capture",
         "minitrain.optim",
         "minitrain.utils",
         "minitrain.train",

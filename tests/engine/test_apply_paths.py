@@ -17,7 +17,10 @@ from minitrain.ops.pointwise.arithmetic import Add, Div, Mul, Sub
 
 @pytest.fixture
 def full_path_calls(monkeypatch):
-    """The names of the ops that took the full path (`_apply_any`) while the test ran."""
+    """The names of the ops that took the full path (`_apply_any`) while the test ran. The
+    process's latest rebind is put back to none for the test: an in-place op on a graph tensor
+    in an earlier test (any, in this process) sends every later op down the full path."""
+    monkeypatch.setattr(clock, "latest_rebind", -1)
     calls = []
     full_path = Op._apply_any.__func__
 

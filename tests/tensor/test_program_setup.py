@@ -237,7 +237,7 @@ def test_accelerator(torch):
             assert torch.accelerator.current_accelerator() is None
 
 
-def test_compile_returns_what_it_is_given_without_a_warning():
+def test_compile_takes_pytorchs_arguments_and_forms_without_a_warning():
     model = minitrain.nn.Linear(2, 1)
 
     def fn(v):
@@ -245,10 +245,11 @@ def test_compile_returns_what_it_is_given_without_a_warning():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert minitrain.compile(model) is model
-        assert minitrain.compile(model, mode="max-autotune", fullgraph=True) is model
-        assert minitrain.compile(fn) is fn
-        assert minitrain.compile(backend="eager")(fn) is fn
+        assert minitrain.compile(model)._orig_mod is model
+        assert minitrain.compile(model, mode="max-autotune", fullgraph=True)._orig_mod is model
+        assert minitrain.compile(fn).__wrapped__ is fn
+        assert minitrain.compile(backend="eager")(fn).__wrapped__ is fn
+        assert minitrain.compile(fn, disable=True) is fn
 
         @minitrain.compile
         def bare(v):
@@ -258,7 +259,9 @@ def test_compile_returns_what_it_is_given_without_a_warning():
         def called(v):
             return v * 3
 
-    assert bare(2) == 6 and called(2) == 6
+        assert [bare(2) for _ in range(3)] == [6] * 3 and called(2) == 6
+        x = minitrain.tensor([1.0, 2.0])
+        assert [called(x).tolist() for _ in range(3)] == [[3.0, 6.0]] * 3
     with pytest.raises(DTypeError, match="module or function"):
         minitrain.compile(3)
 

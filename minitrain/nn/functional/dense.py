@@ -8,6 +8,7 @@ import numpy as np
 from ... import backend, ops
 from ...errors import ArgumentError, DTypeError, IndexOutOfRangeError, ShapeError
 from ...ops.core.op import as_tensor, shape_of
+from ...ops.core.operands import array_step
 from ...tensor import Tensor
 from ..torch_args import (
     check_embedding_options,
@@ -99,18 +100,29 @@ def embedding(
             f"{getattr(indices, 'dtype', type(indices).__name__)}"
         )
     rows = weight.shape[0]
-    if indices.size and (indices.min() < -rows or indices.max() >= rows):
-        raise IndexOutOfRangeError(
-            f"embedding: indices must lie in [{-rows}, {rows}) for a weight of shape "
-            f"{weight.shape}, got values from {indices.min()} to {indices.max()}"
-        )
+    # checked at each call, a compiled one's replays too (array_step)
+    array_step(_check_embedding_indices, indices, tuple(weight.shape))
     pad_row = padding_row(padding_idx, rows, "embedding")
     out = ops.getitem(weight, indices)
     if pad_row is None:
         return out
     # same values, but the padding rows come from a copy outside the graph: no gradient there
-    keep = (indices % rows != pad_row)[..., None]
+    keep = array_step(_not_padding, indices, rows, pad_row)
     return ops.where(keep, out, out.detach())
+
+
+def _check_embedding_indices(indices, weight_shape: tuple) -> None:
+    rows = weight_shape[0]
+    if indices.size and (indices.min() < -rows or indices.max() >= rows):
+        raise IndexOutOfRangeError(
+            f"embedding: indices must lie in [{-rows}, {rows}) for a weight of shape "
+            f"{weight_shape}, got values from {indices.min()} to {indices.max()}"
+        )
+
+
+def _not_padding(indices, rows: int, pad_row: int):
+    """Where the looked-up row is not the padding row, as (*indices.shape, 1)."""
+    return (indices % rows != pad_row)[..., None]
 
 
 _BAG_MODES = ("sum", "mean", "max")

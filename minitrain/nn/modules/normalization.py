@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import ops
+from ...autograd.grad_mode import no_grad
 from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..functional.normalization import local_response_norm
@@ -72,7 +73,8 @@ class BatchNormBase(Module):
             momentum = 1.0 / (int(self.num_batches_tracked.array) + 1)
         out = self._normalize(x, momentum, updating)
         if updating:  # counted only once the op has checked its input and run
-            self.num_batches_tracked.array += 1
+            with no_grad():  # an in-place op, as PyTorch's: a compiled module replays it
+                self.num_batches_tracked.add_(1)
         return out
 
     def _check_input(self, x: Tensor) -> None:

@@ -243,6 +243,7 @@ class Op(metaclass=_OpType):
             or clock.latest_rebind >= 0
             or backend.cupy is not None
             or recording.anomaly
+            or recording.capture is not None
             or (
                 (attrs or cls.attrs)  # _apply_any raises the attributes' error
                 and (len(attrs) != cls._attr_count or attrs.keys() != cls._attr_names)
@@ -410,6 +411,44 @@ class Op(metaclass=_OpType):
             else:
                 shapes.append(())
                 dtypes.append(None)
+        capture = recording.capture
+        given = list(arrays) if capture is not None else None  # before promotion casts them
+        records = any_grad and recording.enabled
+        needs_grad = tuple(needs_grad) if records else (False,) * len(arrays)
+        if capture is None:
+            ctx, out = cls.forward_arrays(arrays, dtypes, numpy_number, attrs, needs_grad, records)
+        else:
+            capture.in_op += 1  # a random draw now is the op's own, replayed with it
+            try:
+                ctx, out = cls.forward_arrays(
+                    arrays, dtypes, numpy_number, attrs, needs_grad, records
+                )
+            finally:
+                capture.in_op -= 1
+        if recording.anomaly:
+            ctx.trace = check_forward(cls.name, arrays, out)
+        tensor = Tensor.wrap(out)
+        if cls.views and out.base is not None and isinstance(inputs[0], Tensor):
+            _note_view(ctx, tensor, inputs[0], arrays[0], records)
+        if records:
+            if cls.saved and not cls._saved_names <= ctx.__dict__.keys():
+                raise GraphError(f"{cls.name}: forward did not save {cls.saved} for its backward")
+            ctx.shapes = tuple(shapes)
+            ctx.dtypes = tuple(dtypes)
+            tensor.node = Node(cls, ctx, tuple(parents), tensor)
+            tensor._requires_grad = True
+        if capture is not None:  # minitrain.compile is capturing (capture/recorder.py)
+            capture.op(cls, inputs, given, attrs, ctx, tensor)
+        return tensor
+
+    @classmethod
+    def forward_arrays(cls, arrays, dtypes, numpy_number, attrs, needs_grad, records):
+        """The array half of `_apply_any`: `arrays` (a list, the inputs as arrays, numbers
+        beside them; `dtypes` theirs, None for numbers; `numpy_number` where one is a numpy
+        scalar) checked for one dtype where the op wants it, the promoted pair cast, the
+        forward run, a scalar made an array and numpy's float64 from ints made float32.
+        Returns (ctx, out). A compiled program's replay (minitrain.capture) runs each op
+        through here, the same computation as the eager call."""
         if cls.same_dtype and mixed_dtypes(dtypes):
             check_one_dtype(cls.name, **{cls.input_name(i): a for i, a in enumerate(arrays)})
         promoted = cls._promoted_indices
@@ -422,31 +461,14 @@ class Op(metaclass=_OpType):
         xp = np if backend.cupy is None else backend.array_module(*arrays)
         if xp is not np:
             backend.check_same_device(cls.name, arrays)
-        records = any_grad and recording.enabled
-        needs_grad = tuple(needs_grad) if records else (False,) * len(arrays)
         ctx = Ctx(cls, xp, needs_grad, records, attrs)
-
         out = cls._run_forward(ctx, arrays)
         if type(out) is not np.ndarray and not backend.is_array(out):
             out = xp.asarray(out)  # a scalar (numpy's reductions); not to_device's GPU array
         if out.dtype == FLOAT64 and not cls.exact_dtype and not any_float64(dtypes):
             # numpy made float64 from ints or numbers; PyTorch's default float dtype is float32
             out = out.astype(np.float32)
-        if recording.anomaly:
-            ctx.trace = check_forward(cls.name, arrays, out)
-        tensor = Tensor.wrap(out)
-        if cls.views and out.base is not None and isinstance(inputs[0], Tensor):
-            _note_view(ctx, tensor, inputs[0], arrays[0], records)
-        if not records:
-            return tensor
-
-        if cls.saved and not cls._saved_names <= ctx.__dict__.keys():
-            raise GraphError(f"{cls.name}: forward did not save {cls.saved} for its backward")
-        ctx.shapes = tuple(shapes)
-        ctx.dtypes = tuple(dtypes)
-        tensor.node = Node(cls, ctx, tuple(parents), tensor)
-        tensor._requires_grad = True
-        return tensor
+        return ctx, out
 
 
 def _tensor_ctx(node, grad) -> Ctx:

@@ -7,10 +7,18 @@ import numpy as np
 
 from ... import backend
 from ...arguments import as_array
+from ...autograd.grad_mode import recording
 from ...errors import DTypeError, ShapeError
 from ...tensor import Tensor
 
-__all__ = ["array_of", "as_tensor", "check_broadcast", "operand", "shape_of"]
+__all__ = [
+    "array_of",
+    "array_step",
+    "as_tensor",
+    "check_broadcast",
+    "operand",
+    "shape_of",
+]
 
 
 def operand(value, op, index):
@@ -63,3 +71,16 @@ def check_broadcast(op, arrays) -> None:
             f"{op.input_name(i)} {a.shape}" for i, a in enumerate(arrays) if hasattr(a, "shape")
         )
         raise ShapeError(f"{op.name}: shapes do not broadcast: {given}") from None
+
+
+def array_step(fn, *args):
+    """fn(*args): an array computed from tensors' arrays outside the ops (an index copied from
+    an index tensor, a mask, a check of their values that raises). While minitrain.compile
+    captures, the step is recorded, so that each replay computes it again from that call's
+    arrays instead of keeping this call's result as a constant (capture/recorder.py). Returns
+    fn's result."""
+    result = fn(*args)
+    capture = recording.capture
+    if capture is not None:
+        capture.array_step(fn, args, result)
+    return result

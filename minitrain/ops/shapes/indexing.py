@@ -8,12 +8,13 @@ import numpy as np
 from ... import backend
 from ...arguments import nested_array
 from ...autograd.deferred import SliceSum
-from ...autograd.grad_mode import is_grad_enabled
+from ...autograd.grad_mode import is_grad_enabled, recording
 from ...errors import DTypeError, IndexOutOfRangeError, IndexTypeError, ShapeError
 from ...inplace import write_in_place
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, array_of, device_module, shape_of
+from ..core.operands import array_step
 from ..core.variants import variants
 
 __all__ = ["assign", "gather", "getitem", "getitem_grad", "setitem"]
@@ -136,13 +137,18 @@ def _index_item(item, xp):
         item = np.asarray(item)
         item = item.astype(np.int64) if item.size == 0 else item
     if backend.is_array(item):
-        item = xp.array(item)  # a copy: the index tensor may change in place later
+        # a copy: the index tensor may change in place later (a step of a compiled program)
+        item = array_step(xp.array, item)
         if item.dtype != np.bool_ and item.dtype.kind not in "iu":
             raise IndexTypeError(
                 f"getitem: index arrays must be integer or boolean, got {item.dtype}"
             )
         # a 0-d integer index (labels[0]) is an int to PyTorch: it selects before the arrays
-        return int(item) if item.ndim == 0 and item.dtype != np.bool_ else item
+        if item.ndim == 0 and item.dtype != np.bool_:
+            if recording.capture is not None:  # minitrain.compile cannot replay this read
+                recording.capture.breaks("a 0-d tensor used as an index (its value read)")
+            return int(item)
+        return item
     if item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)):
         return item
     if isinstance(item, (float, np.floating)):

@@ -1,0 +1,387 @@
+"""A captured program, and one replay of it: the forward as the ops' own array kernels in the
+recorded order, and the backward as their own backward rules in reverse, on arrays, with no
+Tensor, Node or heap per op.
+
+The replay computes what an eager call computes, op for op: each op's forward runs through
+`Op.forward_arrays` (the array half of `Op.apply`: promotion, the numba choice, the output's
+dtype), each backward through `array_backward` (the engine's), each gradient fitted to its input
+as `Node.fit_input_grad` fits it, and each saved value checked against in-place writes with the
+engine's own `check_saved_unwritten`. So its values equal eager's bit for bit on one machine,
+except where gradients from several uses of a value are summed in another order.
+
+With a gradient to compute, the whole replay is one node of the caller's graph (`CompiledRegion`,
+whose backward is the program's backward): `loss.backward()` after a compiled model's forward
+walks through it like through any op. Its backward has no form in tensor ops, so create_graph
+through it raises, naming it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd import Node
+from ..autograd.deferred import SliceSum, materialized
+from ..autograd.node import array_backward, check_saved_unwritten, fit_grad
+from ..autograd.versions import clock
+from ..errors import GraphError
+from ..ops.core.ctx import Ctx
+from ..ops.core.op import Op
+from ..tensor import Tensor
+from .recorder import ArrayStep, OpStep, Recorder, replaced
+
+_new_object = object.__new__
+_FLOAT64 = np.dtype(np.float64)
+
+__all__ = ["CompiledRegion", "Program", "Replay", "record_region"]
+
+
+class Program:
+    """The steps one capture recorded, what the call's outputs are, and what it reads from
+    outside: `refs` (read live at each replay) and the modules whose training flags it holds
+    for. `outputs`: per returned value, ("slot", n) for a value the program makes or an
+    argument, ("ref", n) for a tensor from outside, ("constant", value) for anything else."""
+
+    def __init__(self, recorder: Recorder, outputs: list):
+        self.steps = recorder.steps
+        self.slot_count = recorder.slot_count
+        self.argument_count = len(recorder.argument_slots)
+        self.refs = list(recorder.refs)
+        self.ref_slots = list(recorder.ref_slots)
+        self.ref_state = [(t, t.array, t.requires_grad) for t in self.refs]
+        self.modules = list(recorder.modules.values())
+        self.outputs = outputs
+        self.argument_grads = [t.requires_grad for t in recorder.arguments]
+        # the slots a replay's gradient flows into: arguments and refs that require grad
+        self.sources = [slot for slot, t in enumerate(recorder.arguments) if t.requires_grad] + [
+            slot for slot, t in zip(self.ref_slots, self.refs, strict=True) if t.requires_grad
+        ]
+        self.differentiable = _differentiable_slots(self)
+
+    def holds(self) -> bool:
+        """Whether what the program read from outside is as it was: every ref's array (the
+        same array object: its shape, dtype and strides too) and requires_grad, every module's
+        training flag."""
+        for tensor, array, requires_grad in self.ref_state:
+            if tensor.array is not array or tensor._requires_grad is not requires_grad:
+                return False
+        for module, training in self.modules:
+            if module.training is not training:
+                return False
+        return True
+
+    def same_as(self, other: Program) -> str | None:
+        """None where `other`, a capture of a call with the same guards, recorded the same
+        program; else what differs (Python control flow that read values, or a constant
+        computed from the inputs outside the ops)."""
+        if len(self.steps) != len(other.steps):
+            return (
+                f"two calls with the same input shapes ran {len(other.steps)} and "
+                f"{len(self.steps)} ops (Python control flow that depends on values)"
+            )
+        for mine, theirs in zip(self.steps, other.steps, strict=True):
+            if mine.key() != theirs.key():
+                return f"two calls with the same input shapes ran different ops at {mine.name}"
+            if type(mine) is ArrayStep:
+                if not _same_value(list(mine.constants), list(theirs.constants)):
+                    return f"an argument of {mine.name} changed between two calls"
+                continue
+            if type(mine) is not OpStep:
+                continue
+            for a, b in zip(mine.constants, theirs.constants, strict=True):
+                if not _same_value(a, b):
+                    return (
+                        f"an argument of {mine.name} was computed outside the ops from values "
+                        f"that change between calls (numpy on a tensor's .array?)"
+                    )
+            for name, value in mine.attrs.items():
+                if not _same_value(value, theirs.attrs[name]):
+                    return (
+                        f"the attribute '{name}' of {mine.name} changed between two calls with "
+                        f"the same input shapes (computed from values outside the ops?)"
+                    )
+        if len(self.refs) != len(other.refs):
+            return "two calls with the same input shapes read different tensors from outside"
+        for mine, theirs in zip(self.refs, other.refs, strict=True):
+            # a tensor the function made without an op (minitrain.tensor(...)) is a new one at
+            # each call: a constant only if its values are the same
+            if mine is not theirs and not _same_value(mine.array, theirs.array):
+                return (
+                    "a tensor made inside the function without an op holds values that change "
+                    "between calls (minitrain.tensor of a tensor's values?)"
+                )
+        if self.outputs != other.outputs:
+            return "two calls with the same input shapes returned different values"
+        return None
+
+
+class Replay:
+    """One run of a program on a call's arguments: its values, and the ctx each recorded op
+    keeps for the backward (None once its backward ran), with the clock number it ran at."""
+
+    __slots__ = ("program", "values", "ctxs", "ticks", "spent")
+
+    def __init__(self, program: Program, arguments):
+        self.program = program
+        values = [None] * program.slot_count
+        for slot, tensor in enumerate(arguments):
+            values[slot] = tensor.array
+        for slot, tensor in zip(program.ref_slots, program.refs, strict=True):
+            values[slot] = tensor.array
+        self.values = values
+        self.ctxs = [None] * len(program.steps)
+        self.ticks = [0] * len(program.steps)
+        self.spent = False
+
+    def forward(self) -> None:
+        """Every step, in order: ops through Op.forward_arrays, writes as write_in_place makes
+        them (the producer's saved values adjusted as inplace.py adjusts them)."""
+        values, ctxs, ticks = self.values, self.ctxs, self.ticks
+        for index, step in enumerate(self.program.steps):
+            if type(step) is not OpStep:
+                if type(step) is ArrayStep:
+                    result = step.fn(
+                        *[
+                            values[slot] if slot >= 0 else constant
+                            for slot, constant in zip(step.operands, step.constants, strict=True)
+                        ]
+                    )
+                    if step.out >= 0:
+                        values[step.out] = result
+                else:
+                    self._write(step)
+                continue
+            arrays = [
+                values[slot] if slot >= 0 else constant
+                for slot, constant in zip(step.operands, step.constants, strict=True)
+            ]
+            attrs = step.attrs
+            if step.attr_slots:
+                attrs = dict(attrs)
+                for name, path, slot in step.attr_slots:
+                    attrs[name] = replaced(attrs[name], path, values[slot])
+            if step.lean:  # Op.forward_arrays with what the dtypes decide decided at capture
+                ctx = _new_object(Ctx)
+                fields = ctx.__dict__
+                fields["op"], fields["xp"] = step.op, np
+                fields["needs_grad"], fields["records"] = step.needs_grad, step.records
+                if attrs:
+                    fields.update(attrs)
+                out = step.op._run_forward(ctx, arrays)
+                if type(out) is not np.ndarray:
+                    out = np.asarray(out)  # a scalar (numpy's reductions)
+                if step.may_cast and out.dtype == _FLOAT64:
+                    out = out.astype(np.float32)
+            else:
+                ctx, out = step.op.forward_arrays(
+                    arrays, step.dtypes_in, step.numpy_number, attrs, step.needs_grad, step.records
+                )
+            if step.records:
+                ctx.shapes, ctx.dtypes = step.shapes, step.dtypes
+                ctxs[index] = ctx
+                ticks[index] = next(clock.numbers)
+            values[step.out] = out
+
+    def _write(self, step) -> None:
+        values = self.values
+        target, result = values[step.target], values[step.result]
+        ctx = None if step.producer is None else self.ctxs[step.producer]
+        if ctx is not None:  # inplace._keep_old_values: the op's saved input is the target
+            producer = self.program.steps[step.producer]
+            saved = ctx.__dict__
+            for name, index in producer.op.saved_inputs:
+                if saved.get(name) is target and producer.operands[index] == step.target:
+                    saved[name] = target.copy()
+                    break
+        target[...] = result
+        written = clock.note_write(target)
+        if ctx is not None and ctx.op.saves_output and ctx.__dict__.get("out") is result:
+            ctx.out, ctx.out_written = target, written  # inplace._become_output
+        values[step.out] = target
+
+    def backward(self, output_grads: dict) -> list:
+        """The gradients of the program's sources (`Program.sources`), from `output_grads`
+        ({slot: gradient array}): each recorded op's backward in reverse order, its saved
+        values checked and then freed, as the engine's walk does."""
+        program, values = self.program, self.values
+        if self.spent:
+            raise GraphError(
+                "CompiledBackward: a compiled program's backward runs once (it frees each op's "
+                "saved values as it goes, whatever retain_graph says); call the module "
+                "uncompiled to walk its graph twice"
+            )
+        grads = [None] * program.slot_count
+        for slot, grad in output_grads.items():
+            _add(grads, slot, grad)
+        latest = clock.latest_write
+        for index in range(len(program.steps) - 1, -1, -1):
+            step = program.steps[index]
+            if type(step) is ArrayStep:
+                continue
+            if type(step) is not OpStep:
+                grad = grads[step.out]
+                if grad is not None:
+                    grads[step.out] = None
+                    _add(grads, step.result, grad)
+                continue
+            ctx = self.ctxs[index]
+            grad = grads[step.out]
+            if grad is None:
+                continue
+            if ctx is None:
+                raise GraphError(
+                    "CompiledBackward: a compiled program's backward runs once (it frees each "
+                    "op's saved values as it goes, whatever retain_graph says); call the module "
+                    "uncompiled to walk its graph twice"
+                )
+            grads[step.out] = None
+            if latest > self.ticks[index]:  # an in-place write since this op ran
+                check_saved_unwritten(step.op, ctx, self.ticks[index])
+            input_grads = array_backward(step.op, ctx, grad)
+            if type(input_grads) is not tuple:
+                input_grads = (input_grads,)
+            if len(input_grads) != len(step.operands):
+                raise GraphError(
+                    f"{step.op.grad_kernel}: backward returned {len(input_grads)} gradients "
+                    f"for {len(step.operands)} inputs"
+                )
+            ctx.release()
+            self.ctxs[index] = None
+            for position, g in enumerate(input_grads):
+                slot = step.operands[position]
+                if g is None or slot < 0 or not step.needs_grad[position]:
+                    continue
+                shape, dtype = step.shapes[position], step.dtypes[position]
+                _add(grads, slot, fit_grad(step.op, position, materialized(g), shape, dtype))
+        del values[:]  # the replay is spent: its arrays go as eager's saved values go
+        self.spent = True
+        return [grads[slot] for slot in program.sources]
+
+
+def _add(grads: list, slot: int, grad) -> None:
+    current = grads[slot]
+    grads[slot] = grad if current is None else current + grad
+
+
+class CompiledRegion(Op, register=False):
+    """The op of a replay's one Node in the caller's graph: its inputs are the program's
+    sources (the tensors gradients flow to), its output the returned value the gradient flows
+    back from, or, where there are several, all of them packed into one flat array that each
+    returned value is a `RegionOutput` slice of (as a custom Function's outputs are). Never
+    applied through `Op.apply`: compiled.py records the Node itself."""
+
+    name = "compiled"
+    grad_kernel = "CompiledBackward"
+    inputs = ("sources",)
+    variadic = True
+    saved = ("replay",)  # released by the walk after the backward
+    no_double_backward = (
+        "a compiled program's backward runs its ops' first-order kernels on arrays; call the "
+        "module uncompiled, or under anomaly mode, for higher derivatives"
+    )
+
+    @staticmethod
+    def backward(ctx, grad):
+        """The program's backward, from the gradient of the returned value (or of those packed
+        that received one)."""
+        if ctx.layout is None:
+            output_grads = {ctx.slot: grad}
+        else:
+            output_grads = {
+                slot: grad[start:stop].reshape(shape)
+                for index, (slot, start, stop, shape) in enumerate(ctx.layout)
+                if index in ctx.received
+            }
+            ctx.received.clear()
+        return tuple(ctx.replay.backward(output_grads))
+
+
+class RegionOutput(Op, register=False):
+    """One of several returned values of a replay: a slice of the packed output of its Node;
+    its backward places the gradient at the slice (a SliceSum: the values' gradients add up in
+    one array) and tells the region which values received one."""
+
+    name = "compiled_output"
+    grad_kernel = "CompiledBackward"
+    inputs = ("packed",)
+    attrs = ("start", "stop", "shape", "index", "region")
+    exact_dtype = True
+    views = True
+
+    @staticmethod
+    def forward(ctx, packed):
+        return packed[ctx.start : ctx.stop].reshape(ctx.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dpacked = zeros with grad, flattened, at [start:stop]."""
+        ctx.region.received.add(ctx.index)
+        return SliceSum(ctx.shapes[0], (slice(ctx.start, ctx.stop),), grad.reshape(-1))
+
+
+def record_region(replay: Replay, sources: list[Tensor]) -> dict:
+    """Run `replay`'s forward and record it as one Node whose parents are `sources`' places:
+    returns {slot: Tensor} for the program's differentiable returned values."""
+    replay.forward()
+    program, values = replay.program, replay.values
+    ctx = Ctx(CompiledRegion, np, (True,) * len(sources), True, None)
+    ctx.replay = replay
+    ctx.shapes = tuple(t.array.shape for t in sources)
+    ctx.dtypes = tuple(t.array.dtype for t in sources)
+    parents = tuple(t if t.node is None else t.node for t in sources)
+    slots = program.differentiable
+    if len(slots) == 1:
+        ctx.layout, ctx.slot = None, slots[0]
+        tensor = Tensor.wrap(values[slots[0]])
+        tensor.node = Node(CompiledRegion, ctx, parents, tensor)
+        tensor._requires_grad = True
+        return {slots[0]: tensor}
+    arrays = [values[slot] for slot in slots]
+    dtype = np.result_type(*arrays)
+    whole = Tensor.wrap(np.concatenate([a.reshape(-1).astype(dtype, copy=False) for a in arrays]))
+    whole.node = Node(CompiledRegion, ctx, parents, whole)
+    whole._requires_grad = True
+    ctx.layout, ctx.received, made, start = [], set(), {}, 0
+    for index, (slot, array) in enumerate(zip(slots, arrays, strict=True)):
+        stop = start + array.size
+        ctx.layout.append((slot, start, stop, array.shape))
+        out = RegionOutput.apply(
+            whole, start=start, stop=stop, shape=array.shape, index=index, region=ctx
+        )
+        made[slot] = out if out.dtype == array.dtype else out.to(array.dtype)
+        start = stop
+    return made
+
+
+def _differentiable_slots(program: Program) -> list[int]:
+    """The returned slots a gradient can flow back from: made by a recorded op (or a write)
+    of a floating dtype; the others come back as plain tensors."""
+    made = {}
+    for step in program.steps:
+        if type(step) is OpStep:
+            made[step.out] = step.records
+        elif type(step) is ArrayStep:
+            made[step.out] = False
+        else:
+            made[step.out] = made.get(step.result, False)
+    slots = []
+    for kind, slot in program.outputs:
+        if kind == "slot" and made.get(slot) and slot not in slots:
+            slots.append(slot)
+    return slots
+
+
+def _same_value(a, b) -> bool:
+    """Whether two constants two captures recorded are the same (arrays by value)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 (an object without a usable ==: not the same)
+        return False

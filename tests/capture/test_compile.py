@@ -1,0 +1,333 @@
+"""minitrain.compile: captured programs replay what eager computes (values, gradients, running
+statistics, random draws), guards capture again where they must, and what a replay cannot repeat
+runs eagerly with a warning that says why."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import minitrain as mt
+from minitrain.capture import CompileWarning
+from minitrain.errors import GraphError
+
+
+def _replays(compiled) -> int:
+    inner = getattr(compiled, "_compiled", None) or compiled.compiled
+    return inner.replays
+
+
+def _train_side_by_side(make_model, batches, loss_fn, steps=5, lr=0.05, train=True):
+    """Train one model eagerly and its copy compiled from the same weights and seeds; returns
+    (eager model, compiled model, eager losses, compiled losses, compiled wrapper)."""
+    mt.manual_seed(0)
+    eager = make_model()
+    twin = copy.deepcopy(eager)
+    compiled = mt.compile(twin)
+    eager.train(train)
+    twin.train(train)
+    results = []
+    for model, call in ((eager, eager), (twin, compiled)):
+        optimizer = mt.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        losses = []
+        for step in range(steps):
+            x, y = batches[step % len(batches)]
+            mt.manual_seed(100 + step)  # the same dropout masks for both
+            optimizer.zero_grad()
+            loss = loss_fn(call(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        results.append(losses)
+    return eager, twin, results[0], results[1], compiled
+
+
+def _assert_same_state(a, b, rtol=1e-5, atol=1e-6):
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        np.testing.assert_allclose(y.numpy(), x.numpy(), rtol=rtol, atol=atol, err_msg=name)
+
+
+def _batches(shape, classes, count=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        (
+            mt.tensor(rng.standard_normal(shape).astype(np.float32)),
+            mt.tensor(rng.integers(0, classes, shape[0])),
+        )
+        for _ in range(count)
+    ]
+
+
+def test_mlp_training_equals_eager_and_replays():
+    def make():
+        return mt.nn.Sequential(
+            mt.nn.Linear(12, 32), mt.nn.GELU(), mt.nn.Dropout(0.2), mt.nn.Linear(32, 5)
+        )
+
+    eager, twin, losses, compiled_losses, compiled = _train_side_by_side(
+        make, _batches((16, 12), 5), mt.nn.functional.cross_entropy, steps=6
+    )
+    np.testing.assert_allclose(compiled_losses, losses, rtol=1e-6)
+    _assert_same_state(eager, twin)
+    assert _replays(compiled) == 4  # the first two calls capture, eagerly
+
+
+def test_cnn_with_batch_norm_and_inplace_relu_equals_eager():
+    def make():
+        return mt.nn.Sequential(
+            mt.nn.Conv2d(3, 8, 3, padding=1),
+            mt.nn.BatchNorm2d(8),
+            mt.nn.ReLU(inplace=True),
+            mt.nn.MaxPool2d(2),
+            mt.nn.Flatten(),
+            mt.nn.Linear(8 * 4 * 4, 4),
+        )
+
+    eager, twin, losses, compiled_losses, compiled = _train_side_by_side(
+        make, _batches((6, 3, 8, 8), 4), mt.nn.functional.cross_entropy
+    )
+    np.testing.assert_allclose(compiled_losses, losses, rtol=1e-5)
+    _assert_same_state(eager, twin)  # running statistics too
+    assert _replays(compiled) == 3
+    # eval mode is a new set of guards: the running statistics normalize, as eagerly
+    eager.eval()
+    twin.eval()
+    x = _batches((6, 3, 8, 8), 4, seed=1)[0][0]
+    for _ in range(3):
+        np.testing.assert_allclose(compiled(x).numpy(), eager(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_transformer_layer_equals_eager():
+    def make():
+        return mt.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True)
+
+    rng = np.random.default_rng(3)
+    batches = [
+        (
+            mt.tensor(rng.standard_normal((2, 5, 16)).astype(np.float32)),
+            mt.tensor(rng.standard_normal((2, 5, 16)).astype(np.float32)),
+        )
+        for _ in range(3)
+    ]
+    eager, twin, losses, compiled_losses, _ = _train_side_by_side(
+        make, batches, mt.nn.functional.mse_loss
+    )
+    np.testing.assert_allclose(compiled_losses, losses, rtol=1e-5)
+    _assert_same_state(eager, twin)
+
+
+def test_embedding_lstm_reads_each_batch_indices():
+    class CharModel(mt.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = mt.nn.Embedding(11, 8, padding_idx=0)
+            self.lstm = mt.nn.LSTM(8, 16, batch_first=True)
+            self.head = mt.nn.Linear(16, 11)
+
+        def forward(self, tokens):
+            out, _ = self.lstm(self.embed(tokens))
+            return self.head(out).reshape(-1, 11)
+
+    rng = np.random.default_rng(5)
+    batches = [
+        (mt.tensor(rng.integers(0, 11, (3, 7))), mt.tensor(rng.integers(0, 11, 21)))
+        for _ in range(4)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompileWarning)
+        eager, twin, losses, compiled_losses, _ = _train_side_by_side(
+            CharModel, batches, mt.nn.functional.cross_entropy, steps=8
+        )
+    np.testing.assert_allclose(compiled_losses, losses, rtol=1e-5)
+    _assert_same_state(eager, twin)
+
+
+def test_gradients_reach_inputs_and_several_outputs():
+    w = mt.randn(4, 4, requires_grad=True)
+
+    def f(x, y):
+        h = (x @ w).tanh()
+        return {"sum": (h * y).sum(), "h": h, "scale": 2}
+
+    compiled = mt.compile(f)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        xv, yv = rng.standard_normal((2, 3, 4)).astype(np.float32)
+        grads = []
+        for fn in (f, compiled):
+            x, y = mt.tensor(xv, requires_grad=True), mt.tensor(yv, requires_grad=True)
+            w.grad = None
+            out = fn(x, y)
+            assert out["scale"] == 2
+            (out["sum"] + out["h"].square().mean()).backward()
+            grads.append((x.grad.numpy(), y.grad.numpy(), w.grad.numpy(), out["h"].numpy()))
+        for eager_value, compiled_value in zip(*grads, strict=True):
+            np.testing.assert_allclose(compiled_value, eager_value, rtol=1e-6, atol=1e-7)
+    assert compiled.compiled.replays == 2
+    assert out["sum"].grad_fn.name == "CompiledBackward"
+
+
+def test_new_shapes_and_frozen_parameters_capture_again():
+    model = mt.nn.Linear(3, 2)
+    compiled = mt.compile(model)
+    for rows in (4, 4, 4, 5, 5, 5):
+        x = mt.randn(rows, 3)
+        np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy(), rtol=1e-6)
+    assert compiled._compiled.captures == 4 and compiled._compiled.replays == 2
+    model.weight.requires_grad_(False)
+    for _ in range(3):
+        model.bias.grad = None
+        compiled(mt.randn(4, 3)).sum().backward()
+        assert model.weight.grad is None and model.bias.grad is not None
+
+
+def test_replaced_parameter_is_read_after_a_new_capture():
+    model = mt.nn.Linear(3, 2)
+    compiled = mt.compile(model)
+    x = mt.randn(4, 3)
+    for _ in range(3):
+        compiled(x)
+    model.weight = mt.nn.Parameter(mt.zeros(2, 3))
+    np.testing.assert_allclose(compiled(x).numpy(), model(x).numpy())
+    np.testing.assert_allclose(compiled(x).numpy(), np.broadcast_to(model.bias.numpy(), (4, 2)))
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        (lambda x: x * 2 if x.sum() > 0 else x * 3, "read a tensor's values"),
+        (lambda x: x * mt.randn(*x.shape), "random numbers outside an op"),
+        (lambda x: x * float(x.mean()), "read a tensor's values"),
+        (lambda x: x * mt.tensor(x.numpy().mean()), "read a tensor's values"),
+    ],
+    ids=["branch", "randn", "float", "numpy"],
+)
+def test_what_a_replay_cannot_repeat_runs_eagerly_with_a_warning(body, reason):
+    compiled = mt.compile(body)
+    rng = np.random.default_rng(1)
+    with pytest.warns(CompileWarning, match=reason):
+        compiled(mt.tensor(rng.standard_normal(5).astype(np.float32)))
+    for _ in range(3):
+        xv = rng.standard_normal(5).astype(np.float32)
+        mt.manual_seed(7)
+        got = compiled(mt.tensor(xv)).numpy()
+        mt.manual_seed(7)
+        np.testing.assert_allclose(got, body(mt.tensor(xv)).numpy())
+    assert compiled.compiled.replays == 0
+    with pytest.raises(GraphError, match=reason):
+        mt.compile(body, fullgraph=True)(mt.tensor(xv))
+
+
+def test_a_constant_computed_from_the_data_outside_the_ops_is_caught():
+    def scaled(x):  # .array read by numpy: invisible to the recorder, caught by two captures
+        return x * mt.tensor(np.float32(x.array.std()))
+
+    compiled = mt.compile(scaled)
+    rng = np.random.default_rng(2)
+    xs = [mt.tensor(rng.standard_normal(6).astype(np.float32)) for _ in range(4)]
+    with pytest.warns(CompileWarning, match="change between calls"):
+        compiled(xs[0])
+        compiled(xs[1])
+    for x in xs[2:]:
+        np.testing.assert_allclose(compiled(x).numpy(), scaled(x).numpy())
+
+
+def test_training_step_with_backward_and_optimizer_inside_runs_eagerly():
+    model = mt.nn.Linear(3, 1)
+    optimizer = mt.optim.SGD(model.parameters(), lr=0.1)
+
+    @mt.compile
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = mt.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    x, y = mt.randn(8, 3), mt.randn(8, 1)
+    with pytest.warns(CompileWarning, match="backward"):
+        step(x, y)
+    before = model.weight.numpy().copy()
+    step(x, y)
+    assert not np.array_equal(model.weight.numpy(), before)  # each call trains
+
+
+def test_custom_function_inside_runs_eagerly():
+    class Cube(mt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * grad
+
+    compiled = mt.compile(lambda x: Cube.apply(x).sum())
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.warns(CompileWarning, match="Cube"):
+        compiled(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 12.0])
+
+
+def test_parameter_changed_before_backward_raises_as_eagerly():
+    model = mt.nn.Sequential(mt.nn.Linear(3, 3), mt.nn.Tanh(), mt.nn.Linear(3, 1))
+    compiled = mt.compile(model)
+    x = mt.randn(2, 3)
+    for _ in range(2):
+        compiled(x)
+    out = compiled(x)
+    with mt.no_grad():
+        model[2].weight.mul_(2)
+    with pytest.raises(GraphError, match="modified by an in-place operation"):
+        out.sum().backward()
+
+
+def test_create_graph_and_a_second_backward_through_a_replay_raise_naming_it():
+    compiled = mt.compile(lambda x: (x * x).sum())
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(3):
+        out = compiled(x)
+    with pytest.raises(GraphError, match="CompiledBackward.*create_graph"):
+        mt.grad(out, x, create_graph=True)
+    (g,) = mt.grad(out, x, retain_graph=True)
+    np.testing.assert_allclose(g.numpy(), [2.0, 4.0])
+    with pytest.raises(GraphError, match="CompiledBackward: a compiled program's backward runs"):
+        mt.grad(out, x)
+    out = compiled(x)
+    out.backward()
+    with pytest.raises(GraphError, match="second time"):
+        out.backward()
+
+
+def test_anomaly_mode_and_open_tapes_run_eagerly():
+    compiled = mt.compile(lambda x: (x * 2).exp())
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(3):
+        compiled(x)
+    with mt.autograd.detect_anomaly():
+        out = compiled(x)
+    assert out.grad_fn.name != "CompiledBackward"
+    assert compiled.compiled.replays == 1
+
+
+def test_optimized_module_reads_through_and_keeps_pytorch_state_keys():
+    model = mt.nn.Linear(3, 2)
+    compiled = mt.compile(model)
+    assert compiled._orig_mod is model
+    assert compiled.weight is model.weight and compiled.in_features == 3
+    assert list(compiled.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert mt.compile(model, disable=True) is model
+    with pytest.raises(mt.errors.DTypeError, match="module or function"):
+        mt.compile(3)
+
+
+def test_an_argument_that_is_not_a_tensor_runs_eagerly_with_the_reason():
+    compiled = mt.compile(lambda x, a: mt.tensor(a) * x)
+    with pytest.warns(CompileWarning, match="ndarray"):
+        out = compiled(mt.ones(2), np.array([1.0, 2.0], np.float32))
+    np.testing.assert_allclose(out.numpy(), [1.0, 2.0])
