@@ -16,7 +16,9 @@ import numpy as np
 
 from .autograd.grad_mode import recording
 from .errors import ArgumentError, DeviceError, DTypeError
-from .runtime import background_compile, numba_pool
+from .runtime import background_compile, float_warnings, numba_pool
+
+float_warnings.quiet_minitrain_modules()  # numpy's inf and nan warnings: PyTorch has none
 
 cupy = None  # the cupy module once a CUDA device has been asked for, else None
 cupyx = None  # CuPy's extras (scatter_add, scipy.special), imported with it

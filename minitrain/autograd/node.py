@@ -60,8 +60,9 @@ def check_saved_unwritten(op, ctx, seq: int) -> None:
             raise GraphError(
                 f"{op.grad_kernel}: '{name}', a value {op.name} saved for its backward, was "
                 f"modified by an in-place operation: saved at version {written[0]}, now at "
-                f"version {written[1]}. Clone it before changing it, or change it after "
-                f"backward"
+                f"version {written[1]}. Change it only after this backward (an optimizer's "
+                f"step() before backward() is the usual cause: call backward first), or write "
+                f"into a clone of it instead"
             )
 
 

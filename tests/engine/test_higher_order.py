@@ -680,3 +680,33 @@ def test_create_graph_builds_a_graph_even_under_no_grad_as_torch(torch):
         assert g.requires_grad
         (gg,) = lib.autograd.grad(g.sum(), x)
         np.testing.assert_allclose(value(gg), 6 * X, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["relu", "leaky_relu", "hardtanh", "relu6", "clamp", "maximum"],
+)
+def test_a_piecewise_linear_gradient_stays_in_the_graph_with_a_zero_derivative(name, torch):
+    """relu's gradient under create_graph is a mask of the input's values times the incoming
+    gradient, a constant: it stays joined to the input (as PyTorch's ThresholdBackwardBackward
+    does), so the next derivative is zeros, not an error."""
+    forms = {
+        "relu": lambda m, v: m.relu(v),
+        "leaky_relu": lambda m, v: m.nn.functional.leaky_relu(v, 0.1),
+        "hardtanh": lambda m, v: m.nn.functional.hardtanh(v),
+        "relu6": lambda m, v: m.nn.functional.relu6(v),
+        "clamp": lambda m, v: m.clamp(v, -1.0, 1.0),
+        "maximum": lambda m, v: m.maximum(v, m.tensor(0.7)),
+    }
+    values = [1.5, -2.0, 0.5, 3.0]
+    x = mt.tensor(values, requires_grad=True)
+    (g,) = mt.grad(forms[name](mt, x).sum(), x, create_graph=True)
+    assert g.requires_grad
+    (second,) = mt.grad(g.sum(), x)
+    np.testing.assert_array_equal(second.numpy(), np.zeros(4, np.float32))
+    t = torch.tensor(values, requires_grad=True)
+    (expected,) = torch.autograd.grad(forms[name](torch, t).sum(), t, create_graph=True)
+    np.testing.assert_allclose(g.numpy(), expected.detach().numpy())
+    if expected.requires_grad:  # PyTorch's clamp and maximum leave it a constant
+        (expected_second,) = torch.autograd.grad(expected.sum(), t)
+        np.testing.assert_array_equal(second.numpy(), expected_second.clone().numpy())

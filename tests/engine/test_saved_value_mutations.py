@@ -464,3 +464,15 @@ def test_ops_that_save_other_values_than_torchs_differ_as_documented(torch, case
                 case(lib)
         else:
             case(lib)
+
+
+def test_an_optimizer_step_before_backward_is_named_as_the_likely_cause():
+    model = minitrain.nn.Sequential(minitrain.nn.Linear(3, 3), minitrain.nn.Linear(3, 1))
+    optimizer = minitrain.optim.SGD(model.parameters(), lr=0.1)
+    loss = model(minitrain.randn(4, 3)).square().sum()
+    optimizer.zero_grad()
+    loss.backward(retain_graph=True)
+    optimizer.step()  # changes the second weight, which the recorded graph saved
+    with pytest.raises(GraphError, match=r"now at version \d+\. Change it only after") as e:
+        loss.backward()
+    assert "optimizer's step() before backward()" in str(e.value)

@@ -55,14 +55,24 @@ def test_embedding_padding_idx_out_of_range_raises(padding_idx):
 def test_embedding_padding_idx_matches_torch(torch, padding_idx):
     rng = np.random.default_rng(1)
     weight = rng.standard_normal((5, 3))
-    indices = np.array([[0, 2, 4], [4, -1, 2]])
+    indices = np.array([[0, 2, 4], [4, 1, 2]])
     upstream = rng.standard_normal(indices.shape + (3,))
     ours = mt.tensor(weight, requires_grad=True)
     out = F.embedding(indices, ours, padding_idx=padding_idx)
     out.backward(upstream)
     theirs = torch.tensor(weight, requires_grad=True)
-    # PyTorch takes no negative indices: the same rows counted from the start
-    want = torch.nn.functional.embedding(torch.tensor(indices % 5), theirs, padding_idx)
+    want = torch.nn.functional.embedding(torch.tensor(indices), theirs, padding_idx)
     want.backward(torch.tensor(upstream))
     np.testing.assert_array_equal(out.array, want.detach().numpy())
     np.testing.assert_allclose(ours.grad.array, theirs.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("index", [-1, -5, 5, 7])
+def test_embedding_refuses_an_index_outside_its_rows_as_pytorch(index, torch):
+    weight = np.arange(10, dtype=np.float32).reshape(5, 2)
+    with pytest.raises(IndexError, match="index out of range"):
+        torch.nn.functional.embedding(torch.tensor([0, index]), torch.from_numpy(weight))
+    with pytest.raises(IndexError, match=r"embedding: index out of range.*\[0, 5\)"):
+        mt.nn.functional.embedding(mt.tensor([0, index]), mt.tensor(weight))
+    with pytest.raises(IndexError, match="embedding: index out of range"):
+        mt.nn.Embedding(5, 2)(mt.tensor([[index]]))

@@ -112,17 +112,19 @@ def embedding(
 
 
 def _check_embedding_indices(indices, weight_shape: tuple) -> None:
+    """Every index is a row of the weight, in [0, rows): PyTorch's IndexError for any other,
+    a negative one too (numpy would read -1 as the last row)."""
     rows = weight_shape[0]
-    if indices.size and (indices.min() < -rows or indices.max() >= rows):
+    if indices.size and (indices.min() < 0 or indices.max() >= rows):
         raise IndexOutOfRangeError(
-            f"embedding: indices must lie in [{-rows}, {rows}) for a weight of shape "
-            f"{weight_shape}, got values from {indices.min()} to {indices.max()}"
+            f"embedding: index out of range: indices must lie in [0, {rows}) for a weight of "
+            f"shape {weight_shape}, got values from {indices.min()} to {indices.max()}"
         )
 
 
 def _not_padding(indices, rows: int, pad_row: int):
     """Where the looked-up row is not the padding row, as (*indices.shape, 1)."""
-    return (indices % rows != pad_row)[..., None]
+    return (indices != pad_row)[..., None]
 
 
 _BAG_MODES = ("sum", "mean", "max")

@@ -216,7 +216,7 @@ class Op(metaclass=_OpType):
                     f"a {type(g).__name__} for input '{cls.input_name(index)}'; it must return "
                     f"Tensors (or None): it computed with something other than ctx.xp"
                 )
-        return grads
+        return tuple(_joined(ctx, node, g) for g in grads)
 
     @classmethod
     def input_name(cls, index: int) -> str:
@@ -471,6 +471,26 @@ class Op(metaclass=_OpType):
         return ctx, out
 
 
+def _joined(ctx, node, grad):
+    """A gradient a create_graph backward computed as a constant, joined with a derivative of
+    zero to the inputs that require grad and whose values the op saved for it. relu's is the
+    incoming gradient (a constant) where a mask of its input's values lets it through: as a
+    function of the input it is piecewise constant, and PyTorch's stays in the graph
+    (ThresholdBackwardBackward reads the input), so the next derivative gives zeros, not an
+    error. A gradient the op's saved values do not shape (x * 3.0's) stays a constant, as
+    PyTorch's does."""
+    if grad is None or grad.requires_grad:
+        return grad
+    saved = node.ctx.__dict__
+    read = {index for name, index in node.op.saved_inputs if saved.get(name) is not None}
+    if node.op.saves_output and saved.get("out") is not None:
+        read = range(len(node.parents))
+    for index in sorted(read):
+        if node.parents[index] is not None:
+            grad = ZeroDerivative.apply(grad, input_place(ctx, index))
+    return grad
+
+
 def _tensor_ctx(node, grad) -> Ctx:
     """A copy of `node`'s ctx for its backward under create_graph: each saved input and `out`
     as a Tensor in the graph, so that what the backward computes from them is differentiable
@@ -595,6 +615,28 @@ class SavedInput(Op, register=False):
     def backward(ctx, grad):
         """dsource = grad (the engine casts it to the source's dtype)."""
         return grad
+
+
+class ZeroDerivative(Op, register=False):
+    """`value` itself, joined to `anchor` with a derivative of zero: `_joined`'s link. Its
+    output is a view of value's memory."""
+
+    name = "zero_derivative"
+    inputs = ("value", "anchor")
+    views = True
+    exact_dtype = True
+
+    @staticmethod
+    def forward(ctx, value, anchor):
+        return value.view()
+
+    @staticmethod
+    def backward(ctx, grad):
+        """dvalue = grad, danchor = 0."""
+        if not ctx.needs_grad[1]:
+            return grad, None
+        zeros = device_module(ctx).zeros(ctx.shapes[1], ctx.dtypes[1])
+        return grad, Tensor.wrap(zeros) if isinstance(grad, Tensor) else zeros
 
 
 def _note_view(ctx, view, source, array, records) -> None:
