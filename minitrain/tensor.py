@@ -175,6 +175,8 @@ class Tensor(InPlaceMethods):
             )
         if value:
             _check_grad_dtype(self.array, "requires_grad")
+        if recording.capture is not None:  # minitrain.compile: a replay would not set it
+            recording.capture.breaks("requires_grad was set during the call")
         self._requires_grad = bool(value)
 
     @property
@@ -232,6 +234,8 @@ class Tensor(InPlaceMethods):
     def register_hook(self, hook) -> RemovableHandle:
         """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces
         the gradient. Returns a handle whose `remove()` takes the hook off."""
+        if recording.capture is not None:
+            recording.capture.breaks("register_hook was called (a replay registers no hook)")
         if not self.requires_grad:
             raise GraphError("register_hook: the tensor does not require grad")
         if not callable(hook):
@@ -249,6 +253,8 @@ class Tensor(InPlaceMethods):
 
     def retain_grad(self) -> None:
         """Keep this non-leaf tensor's gradient in `.grad` during backward (leaves always do)."""
+        if recording.capture is not None:
+            recording.capture.breaks("retain_grad was called (a replay keeps no gradient)")
         if not self.requires_grad:
             raise GraphError("retain_grad: the tensor does not require grad")
         if self.node is not None:

@@ -17,12 +17,13 @@ and a call inside another capture run eagerly, unrecorded."""
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 
 from ..autograd.grad_mode import recording
+from ..autograd.versions import owner
 from ..errors import DTypeError, GraphError
 from ..nn import Module
-from ..nn.modules.module import table_changes
 from ..runtime.defaults import get_default_dtype
 from ..tensor import Tensor
 from .program import Program, Replay, record_region
@@ -40,14 +41,15 @@ class CompileWarning(UserWarning):
 
 
 class _Entry:
-    """What is known of one set of guards: a first capture awaiting its twin, the program, or
-    why it runs eagerly."""
+    """What is known of one set of guards: the programs captured for it (one per state of the
+    modules and tensors they read: a model in training and in eval mode, say), the first
+    captures awaiting their twins, or why it runs eagerly."""
 
-    __slots__ = ("first", "program", "reasons")
+    __slots__ = ("programs", "pending", "reasons")
 
     def __init__(self):
-        self.first: Program | None = None
-        self.program: Program | None = None
+        self.programs: list[Program] = []
+        self.pending: list[Program] = []
         self.reasons: list[str] | None = None
 
 
@@ -55,10 +57,8 @@ class CompiledFunction:
     """A function (or a module's call) whose calls replay captured programs: see the module
     docstring. `fn` is called exactly as given for captures and eager runs."""
 
-    def __init__(self, fn, name: str, fullgraph: bool = False, state=None):
+    def __init__(self, fn, name: str, fullgraph: bool = False):
         self.fn, self.name, self.fullgraph = fn, name, fullgraph
-        self.state = state  # a Module: its parameters and buffers are guarded by identity
-        self.state_count = -1  # table_changes.count when they were last walked
         self.entries: dict = {}
         self.captures = 0  # how many captures ran (each an eager call)
         self.replays = 0
@@ -68,29 +68,26 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)  # eager, recorded op by op as the caller expects
         tensors: list[Tensor] = []
         try:
-            key = (_guard((args, kwargs), tensors), recording.enabled, get_default_dtype())
+            key = (_guard((args, kwargs), tensors, {}), recording.enabled, get_default_dtype())
             hash(key)
         except _UnguardableError as reason:
-            return self._eager(None, str(reason), args, kwargs)
+            return self._eager(str(reason), args, kwargs)
         entry = self.entries.get(key)
         if entry is None:
-            if len(self.entries) >= CACHE_LIMIT:
-                return self._eager(
-                    None,
-                    f"{CACHE_LIMIT} sets of guards captured already (input shapes, dtypes or "
-                    f"modes keep changing)",
-                    args,
-                    kwargs,
-                )
             entry = self.entries[key] = _Entry()
-        program = entry.program
-        if program is not None:
-            if program.holds() and self._state_holds(program):
-                self.replays += 1
-                return _replay(program, tensors)
-            entry.program = None  # a parameter, buffer or training flag changed: again
         if entry.reasons is not None:
             return self.fn(*args, **kwargs)
+        for program in entry.programs:
+            if program.holds(tensors):
+                self.replays += 1
+                return _replay(program, tensors)
+        if sum(len(e.programs) + len(e.pending) for e in self.entries.values()) >= CACHE_LIMIT:
+            return self._eager(
+                f"{CACHE_LIMIT} programs captured already (input shapes, dtypes, modes or the "
+                f"modules' attributes keep changing)",
+                args,
+                kwargs,
+            )
         return self._capture(entry, tensors, args, kwargs)
 
     def _capture(self, entry: _Entry, tensors, args, kwargs):
@@ -102,35 +99,38 @@ class CompiledFunction:
             recording.capture = None
         self.captures += 1
         outputs: list = []
+        shape = None
         try:
             shape = _outputs(result, recorder, outputs)
         except _UnguardableError as reason:
             recorder.breaks(str(reason))
+        _check_outside(recorder, outputs)
         if recorder.reasons:
             self._give_up(entry, recorder.reasons)
             return result
-        program = Program(recorder, outputs)
+        program = Program(recorder, outputs, None if isinstance(self.fn, Module) else self.fn)
         program.shape = shape
-        program.state = self._state()
-        if entry.first is None:
-            entry.first = program
+        # its twin: a first capture made with the modules and tensors it read as they are now
+        twin = next((p for p in entry.pending if p.holds(tensors)), None)
+        if twin is None:
+            entry.pending.append(program)
             return result
-        difference = program.same_as(entry.first)
-        entry.first = None
+        entry.pending.remove(twin)
+        difference = program.same_as(twin)
         if difference is not None:
             self._give_up(entry, [difference])
             return result
-        entry.program = program
+        entry.programs.append(program)
         return result
 
     def _give_up(self, entry: _Entry, reasons: list[str]) -> None:
-        entry.first, entry.program, entry.reasons = None, None, list(reasons)
+        entry.programs, entry.pending, entry.reasons = [], [], list(reasons)
         message = f"minitrain.compile: {self.name} runs eagerly: " + "; ".join(reasons)
         if self.fullgraph:
             raise GraphError(message + " (fullgraph=True)")
         warnings.warn(message, CompileWarning, stacklevel=4)
 
-    def _eager(self, entry, reason: str, args, kwargs):
+    def _eager(self, reason: str, args, kwargs):
         if self.fullgraph:
             raise GraphError(f"minitrain.compile: {self.name}: {reason} (fullgraph=True)")
         warnings.warn(
@@ -138,34 +138,28 @@ class CompiledFunction:
         )
         return self.fn(*args, **kwargs)
 
-    def _state(self) -> list | None:
-        if self.state is None:
-            return None
-        self.state_count = table_changes.count
-        return [(t, t.array) for t in _state_tensors(self.state)]
 
-    def _state_holds(self, program: Program) -> bool:
-        """A module's parameters and buffers are the tensors and arrays they were at the capture
-        (the ops' attributes may hold a buffer's array: batch norm's running statistics). The
-        module's tables are walked again only when some module's have changed since."""
-        state = program.state
-        if state is None:
-            return True
-        if table_changes.count != self.state_count:
-            current = _state_tensors(self.state)
-            if len(current) != len(state) or any(
-                t is not held for t, (held, _) in zip(current, state, strict=True)
-            ):
-                return False
-            self.state_count = table_changes.count
-        for tensor, array in state:
-            if tensor.array is not array:
-                return False
-        return True
-
-
-def _state_tensors(module: Module) -> list[Tensor]:
-    return [p for p in module.parameters()] + [b for b in module.buffers()]
+def _check_outside(recorder: Recorder, outputs: list) -> None:
+    """Break the capture where the function reads, or returns, what a replay cannot stand in
+    for: a tensor from outside that is itself in a graph (its graph would be kept and walked
+    again at every replay: pass it as an argument), and returned values that share memory with
+    each other or with an argument or a ref (a replay returns new arrays)."""
+    for tensor in recorder.refs:
+        if tensor.node is not None:
+            recorder.breaks(
+                "a tensor read from outside the function is itself the result of recorded ops "
+                "(pass it as an argument)"
+            )
+    memories = {}
+    for tensor in [*recorder.arguments, *recorder.refs]:
+        memories.setdefault(id(owner(tensor.array)), "an argument or a tensor from outside")
+    for kind, slot in outputs:
+        if kind not in ("slot", "array") or slot < len(recorder.argument_slots):
+            continue
+        memory = id(owner(recorder.array_of(slot)))
+        if memory in memories:
+            recorder.breaks(f"a returned value shares its memory with {memories[memory]}")
+        memories[memory] = "another returned value"
 
 
 def _replay(program: Program, tensors: list[Tensor]):
@@ -188,6 +182,8 @@ def _replay(program: Program, tensors: list[Tensor]):
             leaves.append(value)
         elif kind == "ref":
             leaves.append(program.refs[value])
+        elif kind == "array":  # made outside the ops from a slot's array: no gradient
+            leaves.append(Tensor.wrap(values[value]))
         elif value < program.argument_count:
             leaves.append(tensors[value])
         else:
@@ -206,20 +202,32 @@ class _UnguardableError(Exception):
 _CONSTANTS = (bool, int, float, str, bytes, type(None), type(Ellipsis), slice, complex)
 
 
-def _guard(value, tensors: list):
-    """The guard of an argument structure: tensors by shape, dtype, strides, device and
-    requires_grad (each appended to `tensors`), numbers and strings by value, tuples, lists
-    and dicts by their items."""
+def _guard(value, tensors: list, seen: dict):
+    """The guard of an argument structure: tensors by shape, dtype, strides, device,
+    requires_grad and which earlier argument they are, if one (each appended to `tensors`;
+    `seen`: their positions by id), numbers and strings by value (a float by its sign too:
+    -0.0 is not 0.0), tuples, lists and dicts by their items."""
     if isinstance(value, Tensor):
+        same = seen.setdefault(id(value), len(tensors))
         tensors.append(value)
         array = value.array
-        return ("tensor", array.shape, array.dtype, array.strides, type(array), value.requires_grad)
+        return (
+            "tensor",
+            array.shape,
+            array.dtype,
+            array.strides,
+            type(array),
+            value.requires_grad,
+            same,
+        )
+    if isinstance(value, float):
+        return (float, value if value == value else "nan", math.copysign(1.0, value))
     if isinstance(value, _CONSTANTS):
         return (type(value), value)
     if isinstance(value, (tuple, list)):
-        return (type(value), tuple(_guard(v, tensors) for v in value))
+        return (type(value), tuple(_guard(v, tensors, seen) for v in value))
     if isinstance(value, dict):
-        return (dict, tuple((k, _guard(v, tensors)) for k, v in value.items()))
+        return (dict, tuple((k, _guard(v, tensors, seen)) for k, v in value.items()))
     if hasattr(value, "dtype") and hasattr(value, "shape"):
         raise _UnguardableError(
             f"an argument is a {type(value).__name__}, not a Tensor (make it one with "
@@ -232,16 +240,17 @@ def _outputs(result, recorder: Recorder, leaves: list):
     """The shape of a result structure, its leaves appended to `leaves` as Program.outputs
     says."""
     if isinstance(result, Tensor):
-        slot = recorder.producer_of(result)
-        if slot is None:
+        made = recorder.producer_of(result)
+        if made is None:
             raise _UnguardableError(
                 "the function returned a tensor made outside the ops (a new tensor from Python "
                 "values, or one read from outside)"
             )
-        if slot in recorder.ref_slots:
+        kind, slot = made
+        if kind == "slot" and slot in recorder.ref_slots:
             leaves.append(("ref", recorder.ref_slots.index(slot)))
         else:
-            leaves.append(("slot", slot))
+            leaves.append((kind, slot))
         return "leaf"
     if isinstance(result, _CONSTANTS):
         leaves.append(("constant", result))
@@ -276,9 +285,7 @@ class OptimizedModule(Module):
         super().__init__()
         self._orig_mod = module
         object.__setattr__(
-            self,
-            "_compiled",
-            CompiledFunction(module, type(module).__name__, fullgraph, state=module),
+            self, "_compiled", CompiledFunction(module, type(module).__name__, fullgraph)
         )
 
     def forward(self, *args, **kwargs):

@@ -23,6 +23,7 @@ from ..autograd.deferred import SliceSum, materialized
 from ..autograd.node import array_backward, check_saved_unwritten, fit_grad
 from ..autograd.versions import clock
 from ..errors import GraphError
+from ..nn.modules.module import Module
 from ..ops.core.ctx import Ctx
 from ..ops.core.op import Op
 from ..tensor import Tensor
@@ -40,14 +41,23 @@ class Program:
     for. `outputs`: per returned value, ("slot", n) for a value the program makes or an
     argument, ("ref", n) for a tensor from outside, ("constant", value) for anything else."""
 
-    def __init__(self, recorder: Recorder, outputs: list):
+    def __init__(self, recorder: Recorder, outputs: list, fn=None):
         self.steps = recorder.steps
         self.slot_count = recorder.slot_count
         self.argument_count = len(recorder.argument_slots)
         self.refs = list(recorder.refs)
         self.ref_slots = list(recorder.ref_slots)
         self.ref_state = [(t, t.array, t.requires_grad) for t in self.refs]
-        self.modules = list(recorder.modules.values())
+        self.modules = [ModuleState(module) for module in recorder.modules.values()]
+        self.function = None if fn is None else FunctionState(fn)
+        # an argument that is also a tensor the function reads otherwise (a global, a module's
+        # parameter): which way each op read it cannot be told, so the program is that call's
+        reachable = {id(t) for state in self.modules for t, _ in state.arrays}
+        if self.function is not None:
+            reachable.update(id(v) for _, _, v in self.function.values if isinstance(v, Tensor))
+        self.pinned = tuple(
+            (index, t) for index, t in enumerate(recorder.arguments) if id(t) in reachable
+        )
         self.outputs = outputs
         self.argument_grads = [t.requires_grad for t in recorder.arguments]
         # the slots a replay's gradient flows into: arguments and refs that require grad
@@ -55,18 +65,25 @@ class Program:
             slot for slot, t in zip(self.ref_slots, self.refs, strict=True) if t.requires_grad
         ]
         self.differentiable = _differentiable_slots(self)
+        self.frees = _last_uses(self)
 
-    def holds(self) -> bool:
+    def holds(self, arguments=None) -> bool:
         """Whether what the program read from outside is as it was: every ref's array (the
-        same array object: its shape, dtype and strides too) and requires_grad, every module's
-        training flag."""
+        same array object: its shape, dtype and strides too) and requires_grad, every module
+        that ran and the function's own globals (ModuleState, FunctionState), and `arguments`
+        (the call's tensors, where given) the same tensors wherever the capture's were ones the
+        function also reads otherwise."""
+        if arguments is not None:
+            for index, tensor in self.pinned:
+                if arguments[index] is not tensor:
+                    return False
         for tensor, array, requires_grad in self.ref_state:
             if tensor.array is not array or tensor._requires_grad is not requires_grad:
                 return False
-        for module, training in self.modules:
-            if module.training is not training:
+        for state in self.modules:
+            if not state.holds():
                 return False
-        return True
+        return self.function is None or self.function.holds()
 
     def same_as(self, other: Program) -> str | None:
         """None where `other`, a capture of a call with the same guards, recorded the same
@@ -113,6 +130,103 @@ class Program:
         return None
 
 
+class ModuleState:
+    """What a program holds for about one module that ran: its plain attributes (numbers,
+    strings, flags such as `training`, tuples of them, by value; tensors by identity), its
+    parameter, buffer and child tables (entry by entry, by identity), and the array of each
+    parameter and buffer (an op's attribute may hold one: batch norm's running statistics).
+    A replay is right only while all of them are as they were when it was captured."""
+
+    __slots__ = ("module", "attrs", "tables", "arrays")
+
+    def __init__(self, module):
+        self.module = module
+        self.attrs = tuple(
+            (name, value) for name, value in module.__dict__.items() if _plain(value)
+        )
+        tables = (module._parameters, module._buffers, module._modules)
+        self.tables = tuple((table, tuple(table.items())) for table in tables)
+        held = (*module._parameters.values(), *module._buffers.values())
+        self.arrays = tuple((t, t.array) for t in held if t is not None)
+
+    def holds(self) -> bool:
+        fields = self.module.__dict__
+        for name, value in self.attrs:
+            current = fields.get(name, _MISSING)
+            if current is not value and (
+                isinstance(value, Tensor) or not _same_value(current, value)
+            ):
+                return False
+        for table, items in self.tables:
+            if len(table) != len(items):
+                return False
+            for name, value in items:
+                if table.get(name, _MISSING) is not value:
+                    return False
+        for tensor, array in self.arrays:
+            if tensor.array is not array:
+                return False
+        return True
+
+
+class FunctionState:
+    """What a program holds for about the compiled function itself, where it is a function:
+    the globals its code names and the variables it closes over, where they are numbers,
+    strings, flags, tensors or modules (tensors and modules by identity: a global rebound to
+    another tensor is read through the new one only after a new capture). Names read by the
+    functions it calls are not seen: those are the function's own to keep."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, fn):
+        code = getattr(fn, "__code__", None)
+        values = []
+        if code is not None:
+            namespace = getattr(fn, "__globals__", {})
+            for name in code.co_names:
+                if name in namespace and _guarded(namespace[name]):
+                    values.append((namespace, name, namespace[name]))
+            for cell in getattr(fn, "__closure__", None) or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if _guarded(value):
+                    values.append((cell, None, value))
+        self.values = tuple(values)
+
+    def holds(self) -> bool:
+        for where, name, value in self.values:
+            current = where.get(name, _MISSING) if name is not None else _cell(where)
+            if current is not value and (
+                not _plain(value) or isinstance(value, Tensor) or not _same_value(current, value)
+            ):
+                return False
+        return True
+
+
+def _cell(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
+
+
+def _guarded(value) -> bool:
+    return _plain(value) or isinstance(value, Module)
+
+
+_MISSING = object()
+
+
+def _plain(value) -> bool:
+    """A module attribute a program guards: a number, string, flag, None, a tuple of them, or
+    a tensor (by identity)."""
+    if isinstance(value, (bool, int, float, str, type(None), Tensor)):
+        return True
+    return type(value) is tuple and all(_plain(v) for v in value)
+
+
 class Replay:
     """One run of a program on a call's arguments: its values, and the ctx each recorded op
     keeps for the backward (None once its backward ran), with the clock number it ran at."""
@@ -135,6 +249,7 @@ class Replay:
         """Every step, in order: ops through Op.forward_arrays, writes as write_in_place makes
         them (the producer's saved values adjusted as inplace.py adjusts them)."""
         values, ctxs, ticks = self.values, self.ctxs, self.ticks
+        frees = self.program.frees
         for index, step in enumerate(self.program.steps):
             if type(step) is not OpStep:
                 if type(step) is ArrayStep:
@@ -148,6 +263,8 @@ class Replay:
                         values[step.out] = result
                 else:
                     self._write(step)
+                for slot in frees[index]:
+                    values[slot] = None
                 continue
             arrays = [
                 values[slot] if slot >= 0 else constant
@@ -179,6 +296,8 @@ class Replay:
                 ctxs[index] = ctx
                 ticks[index] = next(clock.numbers)
             values[step.out] = out
+            for slot in frees[index]:  # read for the last time: its array goes, as eagerly
+                values[slot] = None
 
     def _write(self, step) -> None:
         values = self.values
@@ -204,9 +323,10 @@ class Replay:
         program, values = self.program, self.values
         if self.spent:
             raise GraphError(
-                "CompiledBackward: a compiled program's backward runs once (it frees each op's "
-                "saved values as it goes, whatever retain_graph says); call the module "
-                "uncompiled to walk its graph twice"
+                "CompiledBackward: a compiled call's backward runs once, for all its returned "
+                "values together (it frees each op's saved values as it goes, whatever "
+                "retain_graph says): sum what you differentiate into one backward, or call the "
+                "module uncompiled to walk its graph twice"
             )
         grads = [None] * program.slot_count
         for slot, grad in output_grads.items():
@@ -228,9 +348,10 @@ class Replay:
                 continue
             if ctx is None:
                 raise GraphError(
-                    "CompiledBackward: a compiled program's backward runs once (it frees each "
-                    "op's saved values as it goes, whatever retain_graph says); call the module "
-                    "uncompiled to walk its graph twice"
+                    "CompiledBackward: a compiled call's backward runs once, for all its returned "
+                    "values together (it frees each op's saved values as it goes, whatever "
+                    "retain_graph says): sum what you differentiate into one backward, or call "
+                    "the module uncompiled to walk its graph twice"
                 )
             grads[step.out] = None
             if latest > self.ticks[index]:  # an in-place write since this op ran
@@ -304,7 +425,6 @@ class RegionOutput(Op, register=False):
     inputs = ("packed",)
     attrs = ("start", "stop", "shape", "index", "region")
     exact_dtype = True
-    views = True
 
     @staticmethod
     def forward(ctx, packed):
@@ -349,6 +469,30 @@ def record_region(replay: Replay, sources: list[Tensor]) -> dict:
         made[slot] = out if out.dtype == array.dtype else out.to(array.dtype)
         start = stop
     return made
+
+
+def _last_uses(program: Program) -> list[tuple[int, ...]]:
+    """Per step, the slots it reads for the last time, which a replay lets go of after it (as
+    an eager run drops an intermediate nothing refers to any more; the ctxs keep what the
+    backward reads): every slot read by a step, but the returned ones and the arguments."""
+    last: dict[int, int] = {}
+    for index, step in enumerate(program.steps):
+        if type(step) is OpStep:
+            reads = [*step.operands, *(slot for _, _, slot in step.attr_slots)]
+        elif type(step) is ArrayStep:
+            reads = list(step.operands)
+        else:
+            reads = [step.target, step.result]
+        for slot in reads:
+            if slot >= 0:
+                last[slot] = index
+    kept = {slot for kind, slot in program.outputs if kind in ("slot", "array")}
+    kept.update(range(program.argument_count))
+    frees: list[list[int]] = [[] for _ in program.steps]
+    for slot, index in last.items():
+        if slot not in kept:
+            frees[index].append(slot)
+    return [tuple(slots) for slots in frees]
 
 
 def _differentiable_slots(program: Program) -> list[int]:

@@ -109,13 +109,14 @@ class Recorder:
         self._slots: dict[int, int] = {}  # id(tensor) -> its current slot
         self._arrays: dict[int, int] = {}  # id(array) -> slot whose array it is
         self._keep: list = []  # what the ids above belong to, alive until the capture ends
+        self._slot_arrays: dict[int, object] = {}  # slot -> its array in this capture
         self._producer: dict[int, int] = {}  # slot -> index of the step that made it
         self._pending_write = None  # the array write_in_place is about to note
         self._saved: list[tuple] = []  # per step, the memory its ctx saved (for `write`)
         self.ref_slots: list[int] = []
         self.argument_slots = [self._new_slot(t) for t in self.arguments]
         self.in_op = 0  # inside an op's forward: its random draws are its own
-        self.modules: dict[int, tuple] = {}  # id -> (module, its training flag), as they ran
+        self.modules: dict[int, object] = {}  # id -> each module whose forward ran
 
     # -- slots -----------------------------------------------------------------------------
 
@@ -124,8 +125,13 @@ class Recorder:
         self.slot_count += 1
         self._slots[id(tensor)] = slot
         self._arrays[id(tensor.array)] = slot
+        self._slot_arrays[slot] = tensor.array
         self._keep.append(tensor)
         return slot
+
+    def array_of(self, slot: int):
+        """The array slot `slot` held in this capture."""
+        return self._slot_arrays[slot]
 
     def _slot_of(self, tensor: Tensor) -> int:
         """The slot of an op's tensor operand: its own, or a new ref for a tensor from outside
@@ -216,6 +222,7 @@ class Recorder:
         self._saved.append(())
         self._slots[id(target)] = out
         self._arrays[id(array)] = out
+        self._slot_arrays[out] = array
 
     def _outside(self) -> set[int]:
         return set(self.argument_slots) | set(self.ref_slots)
@@ -244,17 +251,28 @@ class Recorder:
             out = self.slot_count
             self.slot_count += 1
             self._arrays[id(result)] = out
+            self._slot_arrays[out] = result
             self._keep.append(result)
         self.steps.append(ArrayStep(fn, tuple(operands), constants, out))
         self._saved.append(())
 
     def module_ran(self, module) -> None:
-        """An nn.Module's forward ran: the program holds for its current training flag only."""
-        self.modules.setdefault(id(module), (module, module.training))
+        """An nn.Module's forward ran: the program holds only while the module's attributes and
+        state are as they are after this call (program.ModuleState); its forward hooks are
+        Python code a replay would not run."""
+        if module._forward_hooks or module._forward_pre_hooks:
+            self.breaks(f"{type(module).__name__} has forward hooks (a replay runs no hook)")
+        self.modules.setdefault(id(module), module)
 
-    def producer_of(self, tensor) -> int | None:
-        """The slot of a tensor the function returned, or None for one it never saw."""
-        return self._slots.get(id(tensor))
+    def producer_of(self, tensor) -> tuple[str, int] | None:
+        """Where a tensor the function returned comes from: ("slot", n) for one the program
+        made or took, ("array", n) for a tensor made outside the ops around a slot's array (a
+        comparison's result, a detach(): no gradient), None for one it never saw."""
+        slot = self._slots.get(id(tensor))
+        if slot is not None:
+            return "slot", slot
+        slot = self._arrays.get(id(tensor.array))
+        return None if slot is None else ("array", slot)
 
     def breaks(self, reason: str) -> None:
         """Something happened that a replay would not repeat: the capture cannot be used."""

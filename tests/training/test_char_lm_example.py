@@ -48,6 +48,19 @@ def test_tiny_char_lm_beats_the_unigram_entropy_and_its_checkpoint_reloads(tmp_p
         assert sample.startswith("The ") and len(sample) == len("The ") + 300
 
 
+@pytest.mark.parametrize("arch", ["gpt", "lstm"])
+def test_compiled_training_gives_the_eager_loss_curve(tmp_path, arch):
+    sizes = {**train_char_lm.TINY, "arch": arch, "steps": 20, "eval_every": 10}
+    eager = train_char_lm.main(train_char_lm.Config(**sizes), out=str(tmp_path / "eager"))
+    compiled = train_char_lm.main(
+        train_char_lm.Config(**sizes, compile=True), out=str(tmp_path / "compiled")
+    )
+    assert len(compiled["history"]) == len(eager["history"]) == 3
+    for ours, theirs in zip(compiled["history"], eager["history"], strict=True):
+        assert ours["train"] == pytest.approx(theirs["train"], rel=1e-5)
+        assert ours["val"] == pytest.approx(theirs["val"], rel=1e-5)
+
+
 def test_learning_rate_warms_up_then_decays_by_a_cosine():
     config = train_char_lm.Config(steps=100, warmup=10, min_lr_ratio=0.1)
     factors = [train_char_lm.learning_rate_factor(step, config) for step in range(101)]

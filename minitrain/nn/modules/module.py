@@ -18,17 +18,6 @@ from ...tensor import Tensor
 from ..utils.zero_grad import zero_grads
 
 
-class _TableChanges:
-    """How many times any module's parameter, buffer or child table has changed (an entry
-    added, replaced or removed): a compiled module (minitrain.compile) walks its state again
-    only when this has moved since it last did."""
-
-    count = 0
-
-
-table_changes = _TableChanges()
-
-
 class Parameter(Tensor):
     """A Tensor that is a module's parameter: a leaf that requires grad by default, registered
     when assigned to a Module attribute."""
@@ -121,14 +110,9 @@ class Module:
                 f"cannot assign '{name}' before Module.__init__() is called "
                 f"(call super().__init__() first in {type(self).__name__}.__init__)"
             )
+        if recording.capture is not None:  # a replay would not set it again
+            recording.capture.breaks(f"{type(self).__name__}.{name} was set during the call")
         params, buffers, modules = self._parameters, self._buffers, self._modules
-        if (
-            isinstance(value, (Parameter, Module))
-            or name in params
-            or name in buffers
-            or (name in modules)
-        ):
-            table_changes.count += 1
         # a replaced entry keeps its place in its table (and so in state_dict() and forward
         # order), as in PyTorch: only the other tables forget the name
         if isinstance(value, Parameter):
@@ -183,7 +167,6 @@ class Module:
             if name in table:
                 del table[name]
                 self._non_persistent.discard(name)
-                table_changes.count += 1
                 return
         object.__delattr__(self, name)
 
@@ -201,7 +184,6 @@ class Module:
                 f"got {type(param).__name__}"
             )
         self._parameters[name] = param
-        table_changes.count += 1
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Register state that is not a parameter (running statistics): saved in the state dict
@@ -212,7 +194,6 @@ class Module:
                 f"register_buffer: '{name}' must be a Tensor or None, got {type(tensor).__name__}"
             )
         self._buffers[name] = tensor
-        table_changes.count += 1
         if persistent:
             self._non_persistent.discard(name)
         else:
@@ -226,7 +207,6 @@ class Module:
                 f"add_module: '{name}' must be a Module or None, got {type(module).__name__}"
             )
         self._modules[name] = module
-        table_changes.count += 1
 
     register_module = add_module
 

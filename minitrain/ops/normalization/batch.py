@@ -24,7 +24,8 @@ from ...tensor import Tensor
 from ..core import numba_math
 from ..core.checks import check_eps, check_floating, check_real, check_same_shape, check_shape
 from ..core.op import Op, array_of, as_tensor
-from ..pointwise.arithmetic import add, div, mul, sqrt
+from ..pointwise.arithmetic import add, div, mul, neg, sqrt
+from ..pointwise.conversion import cast
 from ..reductions import reduction
 from ..shapes.shape import reshape
 from .common import (
@@ -463,7 +464,6 @@ def batch_norm(
     eps, momentum = check_eps(caller, eps), check_real(caller, "momentum", momentum)
     if (running_mean is None) != (running_var is None):
         raise ArgumentError(f"{caller}: give both running_mean and running_var, or neither")
-    running_mean, running_var = array_of(running_mean), array_of(running_var)
     if training or running_mean is None:
         return BatchNorm.apply(
             x,
@@ -471,18 +471,27 @@ def batch_norm(
             bias,
             eps=eps,
             momentum=momentum,
-            running_mean=running_mean,
-            running_var=running_var,
+            running_mean=array_of(running_mean),
+            running_var=array_of(running_var),
         )
     _check_batch_norm(
-        caller, x.array, array_of(weight), array_of(bias), running_mean, running_var, training=False
+        caller,
+        x.array,
+        array_of(weight),
+        array_of(bias),
+        array_of(running_mean),
+        array_of(running_var),
+        training=False,
     )
     _, shape = _channel_axes(x.ndim)
     dtype = param_dtype(x.dtype, array_of(weight), array_of(bias))
-    gain = (1 / x.xp.sqrt(running_var + eps)).astype(dtype)
+    # ops on the running statistics themselves, not numpy on their arrays: a compiled
+    # module's replay reads them as they are then (after load_state_dict, after training)
+    running_mean, running_var = as_tensor(running_mean), as_tensor(running_var)
+    gain = cast(div(1.0, sqrt(add(running_var, eps))), dtype)
     if weight is not None:
         gain = mul(weight, gain)
-    shift = mul(-running_mean.astype(dtype), gain)
+    shift = mul(neg(cast(running_mean, dtype)), gain)
     if bias is not None:
         shift = add(shift, bias)
     return add(mul(x, reshape(gain, shape)), reshape(shift, shape))

@@ -11,6 +11,7 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...errors import DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.op import Op
+from ..core.operands import array_step
 from ..core.variants import variants
 
 __all__ = ["cast", "cast_first", "eq", "ge", "gt", "le", "lt", "ne", "to_device"]
@@ -105,8 +106,8 @@ def _compared(name: str, ufunc_name: str, input, other):  # noqa: A002
     xp = backend.array_module(x, y)
     if xp is not np:
         backend.check_same_device(name, (x, y))
-    try:
-        return Tensor(getattr(xp, ufunc_name)(x, y))
+    try:  # outside the ops: a step of a compiled program of its own (array_step)
+        return Tensor(array_step(getattr(xp, ufunc_name), x, y))
     except ValueError:
         raise ShapeError(
             f"{name}: shapes do not broadcast: input {np.shape(x)} and other {np.shape(y)}"

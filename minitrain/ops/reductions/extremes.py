@@ -18,6 +18,7 @@ from ...errors import ArgumentError, DTypeError, ShapeError
 from ...tensor import Tensor
 from ..core.checks import NOT_BOOL, normalize_axis, require_kind
 from ..core.op import Op
+from ..core.operands import array_step
 from ..core.variants import variants
 from ..pointwise import conversion
 from ..pointwise.arithmetic import maximum, minimum
@@ -157,7 +158,12 @@ def _arg(name, x, dim, keepdim):
         if array.ndim and len(dims) != 1:
             raise ShapeError(f"{name}: takes one dim, got {dim!r}")
         dim = dims[0] if dims else None  # a 0-d tensor's dim 0 (or -1): its one element
-    return Tensor(getattr(array, name)(axis=dim, keepdims=keepdim))
+    # outside the ops: a step of a compiled program of its own (array_step)
+    return Tensor(array_step(_arg_of, array, name, dim, keepdim))
+
+
+def _arg_of(array, name: str, dim, keepdim: bool):
+    return getattr(array, name)(axis=dim, keepdims=keepdim)
 
 
 @variants("function", "method")

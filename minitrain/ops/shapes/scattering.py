@@ -16,6 +16,7 @@ from ...errors import ArgumentError, DTypeError, GraphError, IndexOutOfRangeErro
 from ...tensor import Tensor
 from ..core.checks import normalize_one_axis
 from ..core.op import Op, array_of, device_module, shape_of
+from ..core.operands import array_step
 from ..core.promotion import dtype_of
 from ..core.variants import variants
 from .indexing import along, gather, getitem, setitem
@@ -49,6 +50,10 @@ def _index_array(caller: str, index, name: str = "index", int64_only: bool = Fal
     if array.dtype not in allowed:
         wanted = "int64" if int64_only else "int64 or int32"
         raise DTypeError(f"{caller}: {name} must be an {wanted} tensor, got dtype {array.dtype}")
+    return array_step(_as_int64, array)  # a compiled program's step (array_step)
+
+
+def _as_int64(array):
     return array.astype(np.int64)
 
 
@@ -181,9 +186,9 @@ def index_select(input, dim: int, index):
     array = _index_array("index_select", index)
     if array.ndim > 1:
         raise ShapeError(f"index_select: index must be 1-d (or 0-d), got shape {array.shape}")
-    array = array.reshape(-1)
+    array = array_step(np.reshape, array, (-1,))  # a compiled program's step (array_step)
     dim = normalize_one_axis(dim, len(shape), "index_select") or 0
-    _check_range("index_select", array, dim, shape[dim] if shape else 1, shape)
+    array_step(_check_range, "index_select", array, dim, shape[dim] if shape else 1, shape)
     if shape:
         return getitem(input, (slice(None),) * dim + (array,))
     if array.size != 1:
@@ -549,7 +554,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):
     array = _index_array("index_add", index)
     if array.ndim > 1:
         raise ShapeError(f"index_add: index must be 1-d (or 0-d), got shape {array.shape}")
-    array = array.reshape(-1)
+    array = array_step(np.reshape, array, (-1,))  # a compiled program's step (array_step)
     _check_same_dtype("index_add", input, source, "source")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
         raise DTypeError(f"index_add: alpha must be a number, got {alpha!r}")
@@ -567,7 +572,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):
             f"index_add: source must have input's shape {shape} but {array.size} (the number "
             f"of indices) along dim {dim}, that is {expected}; got {shape_of(source)}"
         )
-    _check_range("index_add", array, dim, limits[dim], shape)
+    array_step(_check_range, "index_add", array, dim, limits[dim], shape)
     if alpha != 1:
         source1 = source1 * (int(alpha) if dtype_of(input).kind in "biu" else alpha)
     xp = backend.array_module(array_of(x1))
