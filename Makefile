@@ -11,7 +11,7 @@ BENCH_ARGS ?=
 # Only the folders that exist (ruff fails on a missing path).
 LINT_PATHS := $(wildcard minitrain tests benchmarks examples docs/*.py)
 
-.PHONY: install test demo bench gpu-check lint clean notebooks dist wheel-check docs docs-serve docs-check
+.PHONY: install test demo fuzz bench gpu-check lint clean notebooks dist wheel-check docs docs-serve docs-check
 
 install: $(STAMP)
 
@@ -36,6 +36,11 @@ test: install
 
 demo: install
 	$(BIN)/python examples/train_digits.py
+
+# The property tests with many more examples each, new ones every run (hypothesis's "fuzz"
+# profile, tests/conftest.py); `make test` runs them with a few dozen, the same every run.
+fuzz: install
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests -k properties $(PYTEST_ARGS)
 
 # Re-execute the notebooks top to bottom and store them with their outputs.
 notebooks: install

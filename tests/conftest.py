@@ -11,6 +11,17 @@ import pytest
 # processes of their own (minitrain/runtime/background_compile.py)
 os.environ.setdefault("MINITRAIN_COMPILE_IN_BACKGROUND", "0")
 
+try:
+    from hypothesis import settings
+except ImportError:  # the property tests skip without it
+    settings = None
+if settings is not None:
+    # "ci": a few dozen examples per property, the same ones every run (derandomized), so that
+    # CI stays bounded and repeatable; "fuzz" (`make fuzz`): many more, new ones each run
+    settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True)
+    settings.register_profile("fuzz", max_examples=2000, deadline=None)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 
 @pytest.fixture
 def torch():
