@@ -184,6 +184,8 @@ class Tensor(InPlaceMethods):
         """The accumulated gradient, a Tensor, or None. Any Tensor may be assigned (an optimizer
         casts its dtype and checks its shape); backward accumulates only into one of this
         tensor's shape."""
+        if recording.capture is not None:  # minitrain.compile: a replay would read the old one
+            recording.capture.breaks(".grad was read during the call")
         return self._grad
 
     @grad.setter

@@ -31,9 +31,12 @@ from .recorder import Recorder
 
 __all__ = ["CompileWarning", "CompiledFunction", "OptimizedModule", "compile"]
 
-# Captures of one function for new guards before it runs eagerly for any further ones (as
-# torch.compile's recompile limit, torch._dynamo.config.cache_size_limit).
+# Sets of guards (input shapes, dtypes, modes) one function captures before it runs eagerly
+# for any further ones (as torch.compile's recompile limit, its cache_size_limit)
 CACHE_LIMIT = 8
+# Programs one set of guards keeps (one per state of what they read: training and eval mode,
+# say), the least recently replayed let go first (with what it held: a replaced weight's array)
+PROGRAMS_PER_GUARDS = 4
 
 
 class CompileWarning(UserWarning):
@@ -74,20 +77,22 @@ class CompiledFunction:
             return self._eager(str(reason), args, kwargs)
         entry = self.entries.get(key)
         if entry is None:
+            if len(self.entries) >= CACHE_LIMIT:
+                return self._eager(
+                    f"{CACHE_LIMIT} sets of guards captured already (input shapes, dtypes or "
+                    f"modes keep changing)",
+                    args,
+                    kwargs,
+                )
             entry = self.entries[key] = _Entry()
         if entry.reasons is not None:
             return self.fn(*args, **kwargs)
-        for program in entry.programs:
+        for index, program in enumerate(entry.programs):
             if program.holds(tensors):
+                if index:  # the most recently replayed first
+                    entry.programs.insert(0, entry.programs.pop(index))
                 self.replays += 1
                 return _replay(program, tensors)
-        if sum(len(e.programs) + len(e.pending) for e in self.entries.values()) >= CACHE_LIMIT:
-            return self._eager(
-                f"{CACHE_LIMIT} programs captured already (input shapes, dtypes, modes or the "
-                f"modules' attributes keep changing)",
-                args,
-                kwargs,
-            )
         return self._capture(entry, tensors, args, kwargs)
 
     def _capture(self, entry: _Entry, tensors, args, kwargs):
@@ -113,14 +118,14 @@ class CompiledFunction:
         # its twin: a first capture made with the modules and tensors it read as they are now
         twin = next((p for p in entry.pending if p.holds(tensors)), None)
         if twin is None:
-            entry.pending.append(program)
+            entry.pending = [*entry.pending[-(PROGRAMS_PER_GUARDS - 1) :], program]
             return result
         entry.pending.remove(twin)
         difference = program.same_as(twin)
         if difference is not None:
             self._give_up(entry, [difference])
             return result
-        entry.programs.append(program)
+        entry.programs = [program, *entry.programs[: PROGRAMS_PER_GUARDS - 1]]
         return result
 
     def _give_up(self, entry: _Entry, reasons: list[str]) -> None:
@@ -180,8 +185,11 @@ def _replay(program: Program, tensors: list[Tensor]):
     for kind, value in program.outputs:
         if kind == "constant":
             leaves.append(value)
-        elif kind == "ref":
-            leaves.append(program.refs[value])
+        elif kind == "ref":  # one the function makes anew at each call: a new one, as eagerly
+            fresh = value in program.fresh_refs
+            leaves.append(
+                Tensor.wrap(program.ref_values[value].copy()) if fresh else program.refs[value]
+            )
         elif kind == "array":  # made outside the ops from a slot's array: no gradient
             leaves.append(Tensor.wrap(values[value]))
         elif value < program.argument_count:
@@ -204,11 +212,11 @@ _CONSTANTS = (bool, int, float, str, bytes, type(None), type(Ellipsis), slice, c
 
 def _guard(value, tensors: list, seen: dict):
     """The guard of an argument structure: tensors by shape, dtype, strides, device,
-    requires_grad and which earlier argument they are, if one (each appended to `tensors`;
-    `seen`: their positions by id), numbers and strings by value (a float by its sign too:
-    -0.0 is not 0.0), tuples, lists and dicts by their items."""
+    requires_grad and which earlier argument holds the same array, if one (each appended to
+    `tensors`; `seen`: their positions by the id of their array), numbers and strings by value
+    (a float by its sign too: -0.0 is not 0.0), tuples, lists and dicts by their items."""
     if isinstance(value, Tensor):
-        same = seen.setdefault(id(value), len(tensors))
+        same = seen.setdefault(id(value.array), len(tensors))  # as the recorder tells them
         tensors.append(value)
         array = value.array
         return (

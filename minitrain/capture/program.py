@@ -16,6 +16,8 @@ through it raises, naming it."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from ..autograd import Node
@@ -48,16 +50,37 @@ class Program:
         self.refs = list(recorder.refs)
         self.ref_slots = list(recorder.ref_slots)
         self.ref_state = [(t, t.array, t.requires_grad) for t in self.refs]
-        self.modules = [ModuleState(module) for module in recorder.modules.values()]
+        # the modules that ran, their descendants (a child's weight read without its call) and
+        # a compiled bound method's own module
+        ran = list(recorder.modules.values())
+        owner_module = getattr(fn, "__self__", None)
+        if isinstance(owner_module, Module):
+            ran.append(owner_module)
+        held = {}
+        for module in ran:
+            for descendant in module.modules():
+                held.setdefault(id(descendant), descendant)
+        self.modules = [ModuleState(module) for module in held.values()]
         self.function = None if fn is None else FunctionState(fn)
         # an argument that is also a tensor the function reads otherwise (a global, a module's
         # parameter): which way each op read it cannot be told, so the program is that call's
-        reachable = {id(t) for state in self.modules for t, _ in state.arrays}
+        reachable = {id(array) for state in self.modules for _, array in state.arrays}
         if self.function is not None:
-            reachable.update(id(v) for _, _, v in self.function.values if isinstance(v, Tensor))
+            reachable.update(
+                id(v.array) for _, _, v in self.function.values if isinstance(v, Tensor)
+            )
         self.pinned = tuple(
-            (index, t) for index, t in enumerate(recorder.arguments) if id(t) in reachable
+            (index, t) for index, t in enumerate(recorder.arguments) if id(t.array) in reachable
         )
+        self.fresh_refs: frozenset = frozenset()  # refs the function makes anew at each call
+        # the values, as the capture read them, of the refs that are no module's state and no
+        # global's (made inside the function, or closed over): compared with the twin's, before
+        # the caller can change one it was returned
+        self.ref_values = {
+            index: t.array.copy()
+            for index, t in enumerate(self.refs)
+            if id(t.array) not in reachable
+        }
         self.outputs = outputs
         self.argument_grads = [t.requires_grad for t in recorder.arguments]
         # the slots a replay's gradient flows into: arguments and refs that require grad
@@ -117,32 +140,43 @@ class Program:
                     )
         if len(self.refs) != len(other.refs):
             return "two calls with the same input shapes read different tensors from outside"
-        for mine, theirs in zip(self.refs, other.refs, strict=True):
+        fresh = set()
+        for index, (mine, theirs) in enumerate(zip(self.refs, other.refs, strict=True)):
             # a tensor the function made without an op (minitrain.tensor(...)) is a new one at
             # each call: a constant only if its values are the same
-            if mine is not theirs and not _same_value(mine.array, theirs.array):
-                return (
-                    "a tensor made inside the function without an op holds values that change "
-                    "between calls (minitrain.tensor of a tensor's values?)"
-                )
+            if mine is not theirs:
+                if mine.requires_grad:
+                    return (
+                        "a tensor that requires grad is made inside the function at each call "
+                        "(a new leaf a replay cannot make)"
+                    )
+                fresh.add(index)
+                if not _same_value(self.ref_values.get(index), other.ref_values.get(index)):
+                    return (
+                        "a tensor made inside the function without an op holds values that "
+                        "change between calls (minitrain.tensor of a tensor's values?)"
+                    )
+        self.fresh_refs = frozenset(fresh)
         if self.outputs != other.outputs:
             return "two calls with the same input shapes returned different values"
         return None
 
 
 class ModuleState:
-    """What a program holds for about one module that ran: its plain attributes (numbers,
-    strings, flags such as `training`, tuples of them, by value; tensors by identity), its
-    parameter, buffer and child tables (entry by entry, by identity), and the array of each
-    parameter and buffer (an op's attribute may hold one: batch norm's running statistics).
-    A replay is right only while all of them are as they were when it was captured."""
+    """What a program holds for about one module that ran (or a descendant of one): its
+    attributes (numbers, strings, flags such as `training` and tuples of them by value; any
+    other, a tensor, a function, a list, by identity), its parameter, buffer and child tables
+    (entry by entry, by identity), the array of each parameter and buffer (an op's attribute
+    may hold one: batch norm's running statistics), and that it has no forward hooks (a replay
+    runs none). A replay is right only while all of them are as they were when it was
+    captured."""
 
     __slots__ = ("module", "attrs", "tables", "arrays")
 
     def __init__(self, module):
         self.module = module
         self.attrs = tuple(
-            (name, value) for name, value in module.__dict__.items() if _plain(value)
+            (name, value) for name, value in module.__dict__.items() if name not in _MODULE_TABLES
         )
         tables = (module._parameters, module._buffers, module._modules)
         self.tables = tuple((table, tuple(table.items())) for table in tables)
@@ -150,12 +184,13 @@ class ModuleState:
         self.arrays = tuple((t, t.array) for t in held if t is not None)
 
     def holds(self) -> bool:
-        fields = self.module.__dict__
+        module = self.module
+        if module._forward_hooks or module._forward_pre_hooks:
+            return False
+        fields = module.__dict__
         for name, value in self.attrs:
             current = fields.get(name, _MISSING)
-            if current is not value and (
-                isinstance(value, Tensor) or not _same_value(current, value)
-            ):
+            if current is not value and (not _plain(value) or not _same_value(current, value)):
                 return False
         for table, items in self.tables:
             if len(table) != len(items):
@@ -183,16 +218,15 @@ class FunctionState:
         values = []
         if code is not None:
             namespace = getattr(fn, "__globals__", {})
-            for name in code.co_names:
-                if name in namespace and _guarded(namespace[name]):
+            for name in sorted(_names(code)):
+                if name in namespace:
                     values.append((namespace, name, namespace[name]))
             for cell in getattr(fn, "__closure__", None) or ():
                 try:
                     value = cell.cell_contents
                 except ValueError:  # an empty cell
                     continue
-                if _guarded(value):
-                    values.append((cell, None, value))
+                values.append((cell, None, value))
         self.values = tuple(values)
 
     def holds(self) -> bool:
@@ -212,11 +246,22 @@ def _cell(cell):
         return _MISSING
 
 
-def _guarded(value) -> bool:
-    return _plain(value) or isinstance(value, Module)
+def _names(code) -> set[str]:
+    """The global names `code` reads, with those of the code nested in it (a comprehension's,
+    a lambda's: their own code objects since Python 3.11)."""
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _names(constant)
+    return names
 
 
 _MISSING = object()
+# a module's own tables, which ModuleState holds entry by entry (or, the hooks, as empty)
+_MODULE_TABLES = frozenset(
+    {"_parameters", "_buffers", "_modules", "_non_persistent", "_forward_hooks"}
+    | {"_forward_pre_hooks"}
+)
 
 
 def _plain(value) -> bool:
@@ -238,8 +283,11 @@ class Replay:
         values = [None] * program.slot_count
         for slot, tensor in enumerate(arguments):
             values[slot] = tensor.array
-        for slot, tensor in zip(program.ref_slots, program.refs, strict=True):
-            values[slot] = tensor.array
+        fresh, snapshots = program.fresh_refs, program.ref_values
+        for index, (slot, tensor) in enumerate(zip(program.ref_slots, program.refs, strict=True)):
+            # a constant the function makes at each call: as the capture made it (the tensor
+            # itself went to the caller, who may have changed it since)
+            values[slot] = snapshots[index] if index in fresh else tensor.array
         self.values = values
         self.ctxs = [None] * len(program.steps)
         self.ticks = [0] * len(program.steps)

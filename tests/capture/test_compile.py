@@ -524,3 +524,73 @@ def test_a_replay_lets_go_of_intermediates_as_eagerly():
     replay = mt.capture.program.Replay(program, [x])
     replay.forward()
     assert sum(v is not None for v in replay.values) == 2  # the argument and the result
+
+
+def test_second_review_regressions():
+    """What a second reading found: an argument that shares its array with a parameter, a global
+    function rebound, a global read in a comprehension, a function attribute swapped, an uncalled
+    child's weight replaced, a bound method after eval(), hooks added after the capture, .grad
+    read inside, a returned constant changed in place by the caller."""
+    weight = mt.randn(3)
+    compiled = mt.compile(lambda x: x * 2 + weight)
+    _three_calls_then(compiled, weight.detach())
+    x = mt.randn(3)
+    np.testing.assert_array_equal(compiled(x).numpy(), (x * 2 + weight).numpy())
+
+    global _ACTIVATION
+    _ACTIVATION = mt.relu
+    activated = mt.compile(_activated)
+    v = mt.tensor([-1.0, 0.5, 2.0])
+    _three_calls_then(activated, v)
+    _ACTIVATION = mt.tanh
+    np.testing.assert_allclose(activated(v).numpy(), np.tanh([-1.0, 0.5, 2.0]) * 3, rtol=1e-6)
+
+    class Reads(mt.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.act = mt.nn.Linear(3, 3), mt.relu
+
+        def forward(self, x):
+            return self.act(x @ self.emb.weight)
+
+    model = Reads()
+    compiled = mt.compile(model)
+    _three_calls_then(compiled, v.reshape(1, 3))
+    model.act = mt.tanh
+    model.emb.weight = mt.nn.Parameter(mt.ones(3, 3) * 0.5)
+    np.testing.assert_allclose(compiled(v.reshape(1, 3)).numpy(), model(v.reshape(1, 3)).numpy())
+
+    net = mt.nn.Sequential(mt.nn.Linear(3, 3), mt.nn.Dropout(0.5))
+    forward = mt.compile(net.forward)
+    _three_calls_then(forward, v.reshape(1, 3))
+    net.eval()
+    np.testing.assert_allclose(forward(v.reshape(1, 3)).numpy(), net(v.reshape(1, 3)).numpy())
+
+    layer = mt.nn.Linear(3, 3)
+    compiled = mt.compile(layer)
+    _three_calls_then(compiled, v.reshape(1, 3))
+    layer.register_forward_hook(lambda module, args, out: out * 0)
+    with pytest.warns(CompileWarning, match="forward hooks"):
+        np.testing.assert_array_equal(compiled(v.reshape(1, 3)).numpy(), np.zeros((1, 3)))
+    with pytest.warns(CompileWarning, match=r"\.grad was read"):
+        mt.compile(lambda p: p.grad)(mt.ones(2, requires_grad=True))
+
+    def scaled(x):
+        constant = mt.tensor(2.0)
+        return x * constant, constant
+
+    made = mt.compile(scaled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        for _ in range(5):
+            constant = made(v)[1]
+            np.testing.assert_array_equal(constant.numpy(), 2.0)
+            constant.add_(10)  # the caller's own: the next call makes a new one, as eagerly
+    assert made.compiled.replays == 3
+
+
+_ACTIVATION = None
+
+
+def _activated(x):
+    return sum(_ACTIVATION(x) for _ in range(3))

@@ -18,8 +18,8 @@ def _runtime_warnings(fn) -> tuple[list[str], object]:
     pytest's error::RuntimeWarning), with minitrain's filter installed, and fn's result."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.resetwarnings()
-        warnings.filterwarnings("default")
         mt.runtime.float_warnings.quiet_minitrain_modules()
+        warnings.filterwarnings("default", append=True)  # after it, as Python's default action
         result = fn()
     return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)], result
 
@@ -55,3 +55,11 @@ def test_a_fresh_process_prints_no_warning_for_log_of_zero():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stderr.count("RuntimeWarning") == 1 and "<string>" in run.stderr
+
+
+def test_the_users_own_error_filter_still_wins():
+    code = "import minitrain as mt; mt.log(mt.tensor([0.0]))"
+    run = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", code], capture_output=True, text=True
+    )
+    assert run.returncode != 0 and "divide by zero encountered in log" in run.stderr

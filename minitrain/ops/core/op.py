@@ -618,17 +618,16 @@ class SavedInput(Op, register=False):
 
 
 class ZeroDerivative(Op, register=False):
-    """`value` itself, joined to `anchor` with a derivative of zero: `_joined`'s link. Its
-    output is a view of value's memory."""
+    """`value`, joined to `anchor` with a derivative of zero: `_joined`'s link. Its output is a
+    copy (only create_graph makes one), so that the gradient it gives can change in place."""
 
     name = "zero_derivative"
     inputs = ("value", "anchor")
-    views = True
     exact_dtype = True
 
     @staticmethod
     def forward(ctx, value, anchor):
-        return value.view()
+        return value.copy()
 
     @staticmethod
     def backward(ctx, grad):
