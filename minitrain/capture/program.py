@@ -39,9 +39,11 @@ __all__ = ["CompiledRegion", "Program", "Replay", "record_region"]
 
 class Program:
     """The steps one capture recorded, what the call's outputs are, and what it reads from
-    outside: `refs` (read live at each replay) and the modules whose training flags it holds
-    for. `outputs`: per returned value, ("slot", n) for a value the program makes or an
-    argument, ("ref", n) for a tensor from outside, ("constant", value) for anything else."""
+    outside: `refs` (read live at each replay, but the constants the function makes at each
+    call), the modules and the function's globals it holds for (`holds`). `outputs`: per
+    returned value, ("slot", n) for a value the program makes or an argument, ("array", n) for
+    a tensor made outside the ops around one (no gradient), ("ref", n) for a tensor from
+    outside, ("constant", value) for anything else; `shape` (set by compiled.py) how they nest."""
 
     def __init__(self, recorder: Recorder, outputs: list, fn=None):
         self.steps = recorder.steps
@@ -82,7 +84,6 @@ class Program:
             if id(t.array) not in reachable
         }
         self.outputs = outputs
-        self.argument_grads = [t.requires_grad for t in recorder.arguments]
         # the slots a replay's gradient flows into: arguments and refs that require grad
         self.sources = [slot for slot, t in enumerate(recorder.arguments) if t.requires_grad] + [
             slot for slot, t in zip(self.ref_slots, self.refs, strict=True) if t.requires_grad
