@@ -394,3 +394,18 @@ def test_topk_by_partition_picks_what_the_full_stable_order_does():
         for descending in (True, False):
             want = take_along(stable_order(x, dim, descending), dim, 0, k)
             np.testing.assert_array_equal(first_in_order(x, dim, k, descending), want)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_float32_var_and_std_of_huge_values_stay_finite_as_pytorch(name, torch):
+    """The squared deviations are summed in float64 (PyTorch's CPU accumulation), and std takes
+    its root before the cast: in float32 they overflowed to inf near 2e19."""
+    values = np.array([[2.6087637e19, 0.0, 0.0, 2.1300465e19]], np.float32)
+    x = mt.tensor(values, requires_grad=True)
+    t = torch.tensor(values, requires_grad=True)
+    ours, theirs = getattr(mt, name)(x, dim=1), getattr(torch, name)(t, dim=1)
+    assert ours.dtype == mt.float32 and np.isfinite(ours.numpy()).all()
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5)

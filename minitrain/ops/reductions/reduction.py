@@ -250,17 +250,19 @@ def _over_dof(ctx, numerator: float) -> float:
 
 
 def _centered_variance(ctx, x):
-    """var / std's forward: x - mean(x), and the variance with the reduced dims kept (size 1);
-    nan (no elements, or 0 / 0) or inf where there are no degrees of freedom, as in PyTorch."""
+    """var / std's forward: x - mean(x), and the variance with the reduced dims kept (size 1),
+    in float64 for a narrower x (the caller casts it, std after its square root); nan (no
+    elements, or 0 / 0) or inf where there are no degrees of freedom, as in PyTorch."""
     if count_reduced(x.shape, ctx.axis):
         centered = x - x.mean(axis=ctx.axis, keepdims=True)
     else:
         centered = x - x.sum(axis=ctx.axis, keepdims=True) * np.nan  # empty, as x is
-    squares = (centered * centered).sum(axis=ctx.axis, keepdims=True)
+    # squared and summed in float64 for a narrower float, as PyTorch's CPU kernels accumulate:
+    # in float32, values near 2e19 overflow to inf where PyTorch's variance is finite
+    wide = centered if centered.dtype.itemsize >= 8 else centered.astype(np.float64)
+    squares = (wide * wide).sum(axis=ctx.axis, keepdims=True)
     dof = _dof(ctx, x.shape)
-    if dof:
-        return centered, squares / dof
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # no degrees of freedom: inf and nan
         return centered, squares / dof
 
 
@@ -312,6 +314,7 @@ class Var(Op):
     def forward(ctx, x):
         centered, variance = _centered_variance(ctx, x)
         ctx.save(centered=centered)
+        variance = variance.astype(x.dtype, copy=False)
         return variance if ctx.keepdims else variance.squeeze(axis=ctx.axis)
 
     @staticmethod
@@ -345,7 +348,7 @@ class Std(Op):
     @staticmethod
     def forward(ctx, x):
         centered, variance = _centered_variance(ctx, x)
-        std = ctx.xp.sqrt(variance)
+        std = ctx.xp.sqrt(variance).astype(x.dtype, copy=False)
         out = std if ctx.keepdims else std.squeeze(axis=ctx.axis)
         ctx.save(centered=centered, out=out)
         return out
