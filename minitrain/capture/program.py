@@ -21,7 +21,8 @@ import types
 import numpy as np
 
 from ..autograd import Node
-from ..autograd.deferred import SliceSum, materialized
+from ..autograd.deferred import materialized
+from ..autograd.function import FunctionOutput
 from ..autograd.node import array_backward, check_saved_unwritten, fit_grad
 from ..autograd.versions import clock
 from ..errors import GraphError
@@ -30,9 +31,6 @@ from ..ops.core.ctx import Ctx
 from ..ops.core.op import Op
 from ..tensor import Tensor
 from .recorder import ArrayStep, OpStep, Recorder, replaced
-
-_new_object = object.__new__
-_FLOAT64 = np.dtype(np.float64)
 
 __all__ = ["CompiledRegion", "Program", "Replay", "record_region"]
 
@@ -190,8 +188,7 @@ class ModuleState:
             return False
         fields = module.__dict__
         for name, value in self.attrs:
-            current = fields.get(name, _MISSING)
-            if current is not value and (not _plain(value) or not _same_value(current, value)):
+            if not _unchanged(fields.get(name, _MISSING), value):
                 return False
         for table, items in self.tables:
             if len(table) != len(items):
@@ -233,11 +230,18 @@ class FunctionState:
     def holds(self) -> bool:
         for where, name, value in self.values:
             current = where.get(name, _MISSING) if name is not None else _cell(where)
-            if current is not value and (
-                not _plain(value) or isinstance(value, Tensor) or not _same_value(current, value)
-            ):
+            if not _unchanged(current, value):
                 return False
         return True
+
+
+def _unchanged(current, value) -> bool:
+    """Whether an attribute or global a program guards still holds what it held: the same
+    object, or, for a number, string, flag or tuple of them, an equal one (a tensor or any
+    other object only itself)."""
+    return current is value or (
+        _plain(value) and not isinstance(value, Tensor) and _same_value(current, value)
+    )
 
 
 def _cell(cell):
@@ -324,22 +328,9 @@ class Replay:
                 attrs = dict(attrs)
                 for name, path, slot in step.attr_slots:
                     attrs[name] = replaced(attrs[name], path, values[slot])
-            if step.lean:  # Op.forward_arrays with what the dtypes decide decided at capture
-                ctx = _new_object(Ctx)
-                fields = ctx.__dict__
-                fields["op"], fields["xp"] = step.op, np
-                fields["needs_grad"], fields["records"] = step.needs_grad, step.records
-                if attrs:
-                    fields.update(attrs)
-                out = step.op._run_forward(ctx, arrays)
-                if type(out) is not np.ndarray:
-                    out = np.asarray(out)  # a scalar (numpy's reductions)
-                if step.may_cast and out.dtype == _FLOAT64:
-                    out = out.astype(np.float32)
-            else:
-                ctx, out = step.op.forward_arrays(
-                    arrays, step.dtypes_in, step.numpy_number, attrs, step.needs_grad, step.records
-                )
+            ctx, out = step.op.forward_arrays(
+                arrays, step.dtypes_in, step.numpy_number, attrs, step.needs_grad, step.records
+            )
             if step.records:
                 ctx.shapes, ctx.dtypes = step.shapes, step.dtypes
                 ctxs[index] = ctx
@@ -464,26 +455,13 @@ class CompiledRegion(Op, register=False):
         return tuple(ctx.replay.backward(output_grads))
 
 
-class RegionOutput(Op, register=False):
-    """One of several returned values of a replay: a slice of the packed output of its Node;
-    its backward places the gradient at the slice (a SliceSum: the values' gradients add up in
-    one array) and tells the region which values received one."""
+class RegionOutput(FunctionOutput, register=False):
+    """One of several returned values of a replay, as of a custom Function's: a slice of the
+    packed output of its Node, in its own dtype; its backward places the gradient at the slice
+    and tells the region (`core`) which values received one."""
 
     name = "compiled_output"
     grad_kernel = "CompiledBackward"
-    inputs = ("packed",)
-    attrs = ("start", "stop", "shape", "index", "region")
-    exact_dtype = True
-
-    @staticmethod
-    def forward(ctx, packed):
-        return packed[ctx.start : ctx.stop].reshape(ctx.shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        """dpacked = zeros with grad, flattened, at [start:stop]."""
-        ctx.region.received.add(ctx.index)
-        return SliceSum(ctx.shapes[0], (slice(ctx.start, ctx.stop),), grad.reshape(-1))
 
 
 def record_region(replay: Replay, sources: list[Tensor]) -> dict:
@@ -512,10 +490,15 @@ def record_region(replay: Replay, sources: list[Tensor]) -> dict:
     for index, (slot, array) in enumerate(zip(slots, arrays, strict=True)):
         stop = start + array.size
         ctx.layout.append((slot, start, stop, array.shape))
-        out = RegionOutput.apply(
-            whole, start=start, stop=stop, shape=array.shape, index=index, region=ctx
+        made[slot] = RegionOutput.apply(
+            whole,
+            start=start,
+            stop=stop,
+            shape=array.shape,
+            dtype=array.dtype,
+            index=index,
+            core=ctx,
         )
-        made[slot] = out if out.dtype == array.dtype else out.to(array.dtype)
         start = stop
     return made
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from ..autograd.versions import owner
 from ..tensor import Tensor
 
@@ -44,8 +45,6 @@ class OpStep:
         "dtypes",
         "dtypes_in",
         "numpy_number",
-        "lean",
-        "may_cast",
         "name",
     )
 
@@ -151,7 +150,7 @@ class Recorder:
 
     def _array_slot(self, value) -> int:
         """The slot whose array `value` is (an index read from an argument's `.array`), or -1."""
-        if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
+        if backend.is_array(value):
             return self._arrays.get(id(value), -1)
         return -1
 
@@ -180,21 +179,8 @@ class Recorder:
             OpStep(op, tuple(operands), tuple(constants), attrs, attr_slots, out, ctx)
         )
         step = self.steps[-1]
-        dtypes = step.dtypes_in = tuple(getattr(a, "dtype", None) for a in given)
+        step.dtypes_in = tuple(getattr(a, "dtype", None) for a in given)
         step.numpy_number = any(isinstance(a, np.generic) for a in given)
-        pair = op._promoted_indices
-        promotes = bool(pair) and (
-            step.numpy_number
-            or (
-                dtypes[pair[0]] is not dtypes[pair[1]]
-                and dtypes[pair[0]] is not None
-                and dtypes[pair[1]] is not None
-            )
-        )
-        # what Op.forward_arrays decides from dtypes alone, decided once: a replay of a numpy op
-        # that promotes nothing runs the forward straight away (Replay.forward)
-        step.lean = ctx.xp is np and not promotes
-        step.may_cast = not op.exact_dtype and not any(d == np.float64 for d in dtypes)
         saved = ctx.saved_values().values() if ctx.records else ()
         self._saved.append(tuple(owner(v) for v in saved if hasattr(v, "base")))
 
@@ -283,7 +269,7 @@ class Recorder:
 def _arrays_in(value, path: tuple):
     """(path, array) for each array in `value`, itself or nested in tuples and lists (an
     index tuple), `path` the positions that lead to it."""
-    if isinstance(value, np.ndarray) or hasattr(value, "__cuda_array_interface__"):
+    if backend.is_array(value):
         yield path, value
     elif isinstance(value, (tuple, list)):
         for position, item in enumerate(value):
