@@ -284,7 +284,7 @@ def _add_rows(target, rows, indexed_dims: int, values) -> bool:
 
 def scatter_max(xp, target, index, values) -> None:
     """target[index] = maximum(target[index], values), each repeated index taking part (NaN
-    wins): np.maximum.at, or cupyx.scatter_max."""
+    wins): np.maximum.at, or cupy.maximum.at (see _cupy_scatter)."""
     if xp is np:
         np.maximum.at(target, index, values)
     else:
@@ -299,23 +299,29 @@ def scatter_min(xp, target, index, values) -> None:
         _cupy_scatter("min", target, index, values)
 
 
-# The dtypes CuPy's scatters take (those of CUDA's atomics) where the index holds integer arrays.
+# The dtypes CuPy's scatters take (those of CUDA's atomics) where the index holds integer arrays:
+# CuPy 13's (CuPy 14 takes int64 too; carried either way).
 _CUPY_SCATTER_DTYPES = {
     "add": frozenset({"float16", "float32", "float64", "int32", "uint32", "uint64"}),
     "max": frozenset({"float32", "float64", "int32", "uint32", "uint64"}),
     "min": frozenset({"float32", "float64", "int32", "uint32", "uint64"}),
 }
+_CUPY_UFUNCS = {"add": "add", "max": "maximum", "min": "minimum"}
 _SIGN_BIT = np.uint64(1 << 63)
 
 
 def _cupy_scatter(op: str, target, index, values) -> None:
-    """cupyx.scatter_{op}(target, index, values) for a target of any integer, bool or float
-    dtype: one CuPy's atomics lack is carried by one they have, the result the same. int64 as
-    uint64 (the same bits add alike; for max and min the sign bit flipped, which keeps the
-    order), float16 as float32, bool and the narrower ints as uint32 / int32 (sums wrap back on
-    the cast, as numpy's do; bool's add is or, its max or, its min and)."""
-    scatter = getattr(cupyx, f"scatter_{op}")
+    """cupy.add.at / maximum.at / minimum.at (CuPy's scatters; op "add", "max" or "min") for a
+    target of any integer, bool or float dtype: one CuPy's atomics lack is carried by one they
+    have, the result the same. int64 as uint64 (the same bits add alike; for max and min the
+    sign bit flipped, which keeps the order), float16's add as float32, bool and the narrower
+    ints as uint32 / int32 (sums wrap back on the cast, as numpy's do; bool's add is or, its max
+    or, its min and). Floats' max and min go by integer keys (_cupy_scatter_float_extreme)."""
+    scatter = getattr(cupy, _CUPY_UFUNCS[op]).at  # cupyx.scatter_*: deprecated in CuPy 14
     dtype = target.dtype
+    if op != "add" and dtype.kind == "f":
+        _cupy_scatter_float_extreme(op, target, index, values)
+        return
     if dtype.name in _CUPY_SCATTER_DTYPES[op] or dtype.kind not in "biuf":
         scatter(target, index, values)
         return
@@ -331,6 +337,33 @@ def _cupy_scatter(op: str, target, index, values) -> None:
         carrier = target.astype(wide)
         scatter(carrier, index, values.astype(wide))
         target[...] = carrier.astype(dtype)
+
+
+def _cupy_scatter_float_extreme(op: str, target, index, values) -> None:
+    """scatter max or min into a floating target by integer keys in the floats' order. CuPy's
+    own float atomicMax and atomicMin (14.2) go through fmaxf / fminf: a float64 is rounded to
+    float32 (the target's reached elements too, whether replaced or not) and a NaN loses to any
+    number, where numpy's maximum.at keeps float64 and lets NaN win. The keys are the floats'
+    bits with the magnitude bits of negatives flipped, so that a larger float is a larger signed
+    integer; every NaN is made the key that wins (the largest for max, the smallest for min).
+    float16 goes as float32, exactly."""
+    dtype = target.dtype
+    work = target.astype(np.float32) if dtype == np.float16 else target
+    key_dtype = np.dtype(np.int32 if work.dtype == np.float32 else np.int64)
+    info = np.iinfo(key_dtype)
+    nan_key = key_dtype.type(info.max if op == "max" else info.min)
+    magnitude = key_dtype.type(info.max)  # every bit but the sign
+
+    def keys(floats):
+        bits = floats.view(key_dtype)
+        ordered = cupy.where(bits < 0, bits ^ magnitude, bits)
+        return cupy.where(cupy.isnan(floats), nan_key, ordered)
+
+    carried = keys(work)
+    values = cupy.ascontiguousarray(cupy.asarray(values, dtype=work.dtype))
+    _cupy_scatter(op, carried, index, keys(values))
+    floats = cupy.where(carried < 0, carried ^ magnitude, carried).view(work.dtype)
+    target[...] = floats.astype(dtype, copy=False)
 
 
 def _flat_positions(target, index):

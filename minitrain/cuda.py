@@ -9,8 +9,8 @@ from . import backend
 from .errors import DeviceError
 
 __all__ = [
-    "is_available", "device_count", "current_device", "synchronize", "manual_seed",
-    "manual_seed_all",
+    "is_available", "device_count", "current_device", "init", "is_initialized", "synchronize",
+    "manual_seed", "manual_seed_all",
 ]  # fmt: skip
 
 
@@ -22,6 +22,17 @@ def is_available() -> bool:
 def device_count() -> int:
     """How many GPUs CuPy sees (0 without CuPy, a driver or a GPU)."""
     return backend.cuda_device_count()
+
+
+def init() -> None:
+    """Set up the GPU state now rather than on a device's first use (torch.cuda.init): CuPy is
+    imported and the GPU found; a DeviceError saying what is missing where no GPU can be used."""
+    _cupy("init")
+
+
+def is_initialized() -> bool:
+    """Whether the GPU state is set up: a CUDA device used, or `init` called."""
+    return backend.cupy is not None
 
 
 def current_device() -> int:

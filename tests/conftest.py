@@ -83,4 +83,5 @@ def cuda_device(request, monkeypatch):
             pytest.fail(f"MINITRAIN_TEST_DEVICE=cuda, but no real CUDA device: {missing}")
         if missing:
             pytest.skip(f"no real CUDA device: {missing}")
+        mt.cuda.init()  # tests that reach backend.cupy directly find it imported
     return mt.device("cuda")

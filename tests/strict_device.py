@@ -426,7 +426,8 @@ class _Device:
 
 # The dtypes CuPy's scatters (cupyx.scatter_add / max / min, and add.at, maximum.at, minimum.at
 # through them) take where the index holds integer arrays: those of CUDA's atomics. A boolean
-# mask, or slices and ints alone, scatter by other kernels with no such limit.
+# mask, or slices and ints alone, scatter by other kernels with no such limit. CuPy 13's list:
+# CuPy 14 takes int64 as well (minitrain carries it either way).
 _SCATTER_DTYPES = {
     "add": ("int32", "float16", "float32", "float64", "uint32", "uint64"),
     "max": ("int32", "float32", "float64", "uint32", "uint64"),
@@ -444,9 +445,25 @@ def _scatter(op: str, ufunc):
             raise TypeError(
                 f"scatter_{op} only supports {', '.join(_SCATTER_DTYPES[op])} as data type"
             )
-        ufunc.at(target._memory, key, _unwrap(values, f"scatter_{op}"))
+        values = _unwrap(values, f"scatter_{op}")
+        if op != "add" and target.dtype.kind == "f" and _by_integer_arrays(key):
+            _fmaxf_scatter(op, target._memory, key, values)
+        else:
+            ufunc.at(target._memory, key, values)
 
     return scatter
+
+
+def _fmaxf_scatter(op: str, memory, key, values) -> None:
+    """CuPy's float atomicMax / atomicMin as they compute (cupy/_core/include/cupy/atomics.cuh,
+    CuPy 14.2, seen on an H200): through fmaxf / fminf, in float32, so a float64 target's
+    reached elements come back rounded to float32 (replaced or not), and a NaN loses to any
+    number."""
+    reached = np.zeros(memory.shape, dtype=bool)
+    reached[key] = True
+    single = memory.astype(np.float32)
+    (np.fmax if op == "max" else np.fmin).at(single, key, np.asarray(values, np.float32))
+    memory[reached] = single[reached]
 
 
 def _by_integer_arrays(key) -> bool:

@@ -92,6 +92,7 @@ def test_minitrain_cuda_answers_without_cupy(no_cupy):
         (mt.cuda.current_device, "current_device"),
         (mt.cuda.synchronize, "synchronize"),
         (lambda: mt.cuda.synchronize(0), "synchronize"),
+        (mt.cuda.init, "init"),
     ):
         with pytest.raises(DeviceError, match=f"cuda.{name}: .*pip install 'minitrain\\[cuda\\]'"):
             call()
@@ -102,6 +103,7 @@ def test_minitrain_cuda_answers_without_cupy(no_cupy):
     with pytest.raises(DTypeError, match="cuda.manual_seed_all: seed must be an int"):
         mt.cuda.manual_seed_all(1.5)
     mt.manual_seed(3)  # the CPU's generator is seeded; the GPUs' once CuPy is there
+    assert mt.cuda.is_initialized() is False  # init raised: nothing set up
     assert mt.device("cuda") == backend.Device("cuda", 0)  # naming a device needs no GPU
 
 
@@ -153,6 +155,8 @@ def test_cupy_without_a_gpu_is_a_device_error_saying_so(monkeypatch, count, mess
 
 
 def test_minitrain_cuda_with_a_gpu(cuda_device):
+    mt.cuda.init()
+    assert mt.cuda.is_initialized() is True
     assert mt.cuda.is_available() is True
     count = mt.cuda.device_count()
     assert count >= 1

@@ -57,6 +57,18 @@ def test_logcumsumexp_scans_long_rows_as_on_the_cpu(cuda_device):
     _same(x_d.grad, x.grad, rtol=1e-12, atol=1e-14)  # parts that cancel: summed in another order
 
 
+def _scatter_on_device(op: str, ufunc, target, index, values):
+    """(minitrain's scatter `op` of values into target at index, on the device, brought back;
+    numpy's ufunc.at of the same)."""
+    want = target.copy()
+    ufunc.at(want, index, values)
+    xp = backend.cupy
+    got = xp.asarray(target)
+    scatter = getattr(backend, f"scatter_{op}")
+    scatter(xp, got, tuple(xp.asarray(i) for i in index), xp.asarray(values))
+    return backend.to_device(got, CPU), want
+
+
 SCATTER_DTYPES = [np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_, np.float16]
 
 
@@ -70,26 +82,40 @@ def test_scatter_in_dtypes_cupy_atomics_lack(cuda_device, dtype, op, ufunc):
         info = np.iinfo(np.int64)
         values[0, 0], values[1, 1], target[4, 2] = info.min, info.max, info.min + 1
     index = (np.array([0, 2, 2, 4, 0, 0, 1, 4])[:, None], np.arange(3)[None, :])  # repeats
-    want = target.copy()
-    ufunc.at(want, index, values)
-    xp = backend.cupy
-    got = xp.asarray(target)
-    scatter = getattr(backend, f"scatter_{op}")
-    scatter(xp, got, tuple(xp.asarray(i) for i in index), xp.asarray(values))
+    got, want = _scatter_on_device(op, ufunc, target, index, values)
     assert got.dtype == dtype
-    np.testing.assert_array_equal(backend.to_device(got, CPU), want)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("op", ["add", "max"])
-def test_cupy_atomics_refuse_int64_where_minitrain_carries_it(cuda_device, op):
-    """What the carriers are for: CuPy's own scatter refuses an int64 target (so does the
-    stand-in's, as faithful to it)."""
+def test_cupy_atomics_refuse_int16_where_minitrain_carries_it(cuda_device, op):
+    """What the carriers are for: CuPy's own scatter refuses an int16 target (CuPy 13 an int64
+    one too; the stand-in is as strict as CuPy 13)."""
     xp = backend.cupy
-    target = xp.zeros(3, dtype=np.int64)
+    target = xp.zeros(3, dtype=np.int16)
     with pytest.raises(TypeError, match="only supports"):
-        getattr(backend.cupyx, f"scatter_{op}")(
-            target, xp.asarray([0, 0]), xp.asarray([1, 2], dtype=np.int64)
+        getattr(xp, {"add": "add", "max": "maximum"}[op]).at(
+            target, xp.asarray([0, 0]), xp.asarray([1, 2], dtype=np.int16)
         )
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("op, ufunc", [("max", np.maximum), ("min", np.minimum)])
+def test_scatter_max_min_keep_the_dtype_and_let_nan_win(cuda_device, dtype, op, ufunc):
+    """numpy's maximum.at to the bit, where CuPy's float atomics (fmaxf / fminf) round a float64
+    to float32, the target's reached elements included, and let NaN lose to any number."""
+    rng = np.random.default_rng(4)
+    target = rng.standard_normal((6, 3)).astype(dtype)  # not float32-representable in float64
+    values = rng.standard_normal((9, 3)).astype(dtype)
+    values[2, 1] = np.nan  # reaches row 4 with others after it
+    target[5, 0] = np.nan  # reached by numbers only
+    values[0, 2], values[3, 2] = np.inf, -np.inf
+    values[6, 0], target[1, 1] = -0.0, -np.inf
+    index = (np.array([0, 4, 4, 5, 0, 1, 1, 4, 5])[:, None], np.arange(3)[None, :])
+    got, want = _scatter_on_device(op, ufunc, target, index, values)
+    assert got.dtype == dtype
+    assert np.isnan(got[4, 1]) and np.isnan(got[5, 0])
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int64])
