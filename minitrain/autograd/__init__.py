@@ -1,11 +1,11 @@
 """minitrain.autograd: the engine, a layer below Tensor (which imports it): grad_mode.py (the
-grad and anomaly modes, per thread), versions.py (the in-place writes each memory has seen and
-the rules on views), anomaly.py (anomaly mode's checks), deferred.py (sums kept in pieces),
-node.py (Node), hooks.py, walk.py (the backward walk), api.py (backward and grad), tape.py (the
-Tape), gradcheck.py (finite-difference checks), and boundary.py, through which the engine's
-edges see the Tensor class; and, as `minitrain.autograd.functional`, PyTorch's functional
-higher-order API (vjp, jvp, jacobian, hessian, hvp, vhp), which is built from ops and so imported
-by the package once ops exist.
+grad modes, per thread, and anomaly mode, process-wide), versions.py (the in-place writes each
+memory has seen and the rules on views), anomaly.py (anomaly mode's checks), deferred.py (sums
+kept in pieces), node.py (Node), hooks.py, walk.py (the backward walk), api.py (backward and
+grad), tape.py (the Tape), gradcheck.py (finite-difference checks), and boundary.py, through
+which the engine's edges see the Tensor class; and, as `minitrain.autograd.functional`,
+PyTorch's functional higher-order API (vjp, jvp, jacobian, hessian, hvp, vhp), which is built
+from ops and so imported by the package once ops exist.
 
 The grad modes are re-exported here as PyTorch has them: `minitrain.autograd.no_grad`, ..."""
 

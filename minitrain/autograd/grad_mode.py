@@ -1,6 +1,6 @@
-"""Grad modes: whether ops are recorded (no_grad, enable_grad, set_grad_enabled) and whether
-anomaly mode checks them (detect_anomaly, set_detect_anomaly), per thread, as context managers
-and decorators; and `recording`, the per-thread state the engine reads."""
+"""Grad modes: whether ops are recorded (no_grad, enable_grad, set_grad_enabled: per thread)
+and whether anomaly mode checks them (detect_anomaly, set_detect_anomaly: process-wide, as
+PyTorch's), as context managers and decorators; and `recording`, the state the engine reads."""
 
 from __future__ import annotations
 
@@ -12,20 +12,41 @@ from ..errors import DTypeError
 
 
 class RecordingState(threading.local):
-    """What recording looks at, per thread: whether it is on, whether anomaly mode is, the open
-    tapes, the innermost scope (any object: nn.Module opens one with itself around its
-    forward) that each new Node remembers, so that whoever reads the graph can group its ops,
-    and the capture of minitrain.compile, which every op, in-place write, value read and random
-    draw reports to while it runs (minitrain/capture/recorder.py)."""
+    """What recording looks at, per thread: whether it is on, the open tapes, the innermost
+    scope (any object: nn.Module opens one with itself around its forward) that each new Node
+    remembers, so that whoever reads the graph can group its ops, and the capture of
+    minitrain.compile, which every op, in-place write, value read and random draw reports to
+    while it runs (minitrain/capture/recorder.py); and, the same for every thread, whether
+    anomaly mode is on (`anomaly`)."""
 
     def __init__(self):
         self.enabled = True
-        self.anomaly = False
         self.tapes: list = []  # the open autograd.Tapes
         self.scope = None
         self.capture = None  # minitrain.compile's Recorder while it captures (capture/)
 
+    # Anomaly mode is process-wide, as PyTorch's (its AnomalyMode is one static flag): a program
+    # that turns it on at the top checks the ops its other threads run too (a DataParallel-style
+    # replica per thread, a training loop on a worker thread), and one thread's block turns it
+    # off for all when it closes. Read through `recording` like the per-thread modes, so that the
+    # engine asks one object for every mode (a property costs what an attribute does here).
+    @property
+    def anomaly(self) -> bool:
+        """Whether anomaly mode is on (in every thread)."""
+        return _process_wide.anomaly
 
+    @anomaly.setter
+    def anomaly(self, on: bool) -> None:
+        _process_wide.anomaly = on
+
+
+class _ProcessWide:
+    """The modes every thread shares (set through `recording`)."""
+
+    anomaly = False
+
+
+_process_wide = _ProcessWide()
 recording = RecordingState()
 
 
@@ -72,9 +93,9 @@ def _in_mode(fn, make_mode):
 
 
 class _GradMode:
-    """Context manager and decorator that sets grad recording (or, as `mode = "anomaly"`,
-    anomaly mode) for the current thread. Decorates with or without the call: `@no_grad()` and
-    `@no_grad` alike, as PyTorch's."""
+    """Context manager and decorator that sets grad recording for the current thread (or, as
+    `mode = "anomaly"`, anomaly mode for every thread). Decorates with or without the call:
+    `@no_grad()` and `@no_grad` alike, as PyTorch's."""
 
     enabled: bool
     mode = "enabled"  # the field of `recording` it sets
@@ -141,7 +162,7 @@ class detect_anomaly(_GradMode):  # noqa: N801
     output and every gradient its backward sends are checked for nan and inf, and the first one
     raises a GraphError naming the op, the phase, statistics of what it read, and the line of
     user code that ran it (minitrain/autograd/anomaly.py). Slow; off by default and free when
-    off."""
+    off. Process-wide, as PyTorch's: every thread checks while the block is open."""
 
     mode = "anomaly"
     enabled = True
@@ -155,5 +176,5 @@ class set_detect_anomaly(set_grad_enabled):  # noqa: N801
 
 
 def is_anomaly_enabled() -> bool:
-    """Whether anomaly mode is on (per thread)."""
+    """Whether anomaly mode is on (process-wide, as PyTorch's: the same in every thread)."""
     return recording.anomaly

@@ -16,20 +16,23 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import os
-import threading
 from collections.abc import Callable, Sequence
 
 from . import background_compile, blas
-from .blas import blas_threads
+from .blas import blas_threads, unheld_blas_threads  # noqa: F401 (callers read blas_threads here)
 from .environment import switched_off
 
 
 def side_by_side_threads() -> int:
-    """Threads side_by_side would run chunks on from here: BLAS's on the main thread, else 1
-    (1 too where MINITRAIN_SIDE_BY_SIDE=0)."""
+    """Shares to cut work into for side_by_side: BLAS's threads (1 where
+    MINITRAIN_SIDE_BY_SIDE=0), the same on every thread, and while the main thread holds BLAS
+    at one thread. How a batch is cut decides how its sums round (a conv's weight gradient is
+    summed share by share), so a model cuts and sums alike whichever thread runs it; off the
+    main thread its shares run one after another, their GEMMs on BLAS's own threads (OpenBLAS
+    may round a long sum differently on two threads than on one)."""
     if switched_off("MINITRAIN_SIDE_BY_SIDE"):
         return 1
-    return blas_threads() if threading.current_thread() is threading.main_thread() else 1
+    return unheld_blas_threads()
 
 
 @functools.cache

@@ -76,7 +76,7 @@ ALLOWED_UPWARD = {
     ),
     ("minitrain.backend", "minitrain.autograd.grad_mode"): (
         "a device-side check runs at once under anomaly mode, which backend reads from the "
-        "per-thread recording state"
+        "engine's recording state"
     ),
     ("minitrain.tensor", "minitrain.ops"): _OPS_FOR_TENSOR,
     ("minitrain.tensor", "minitrain.ops.pointwise.arithmetic"): _OPS_FOR_TENSOR

@@ -4,7 +4,6 @@ naming the op, the phase, what it read, and the line of user code that ran it.""
 from __future__ import annotations
 
 import inspect
-import threading
 
 import numpy as np
 import pytest
@@ -94,15 +93,6 @@ def test_set_detect_anomaly_as_a_call_a_context_and_a_decorator():
         return autograd.is_anomaly_enabled()
 
     assert inside() and not autograd.is_anomaly_enabled()
-
-
-def test_anomaly_mode_is_per_thread():
-    seen = []
-    with autograd.detect_anomaly():
-        thread = threading.Thread(target=lambda: seen.append(autograd.is_anomaly_enabled()))
-        thread.start()
-        thread.join()
-    assert seen == [False]
 
 
 def test_finite_values_pass_and_gradients_are_unchanged():

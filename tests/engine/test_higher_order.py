@@ -710,3 +710,17 @@ def test_a_piecewise_linear_gradient_stays_in_the_graph_with_a_zero_derivative(n
     if expected.requires_grad:  # PyTorch's clamp and maximum leave it a constant
         (expected_second,) = torch.autograd.grad(expected.sum(), t)
         np.testing.assert_array_equal(second.numpy(), expected_second.clone().numpy())
+
+
+@pytest.mark.parametrize("keepdim", [True, False])
+def test_a_zero_dim_output_saved_as_a_numpy_scalar_keeps_its_dtype_under_create_graph(keepdim):
+    """numpy's reductions of a 0-d array return numpy scalars; an op that saves one as its
+    output (norm does) must still read it as a float64 0-d tensor in its create_graph backward.
+    Read as a number, it promoted with the 1 of a `where` to float32, and the second derivative
+    of |x| came out 2.4e-8 instead of 0 (found by the reductions' property tests)."""
+    x = mt.tensor(0.5, dtype=mt.float64, requires_grad=True)
+    out = mt.norm(x, p=2, dim=0, keepdim=keepdim)
+    (first,) = mt.grad((out * 0.7).sum(), x, create_graph=True)
+    (second,) = mt.grad((first * 1.3).sum(), x)
+    assert first.dtype == mt.float64 and first.item() == 0.7
+    assert second.item() == 0.0  # d/dx (0.7 * x / |x|) is exactly 0 for x = 0.5

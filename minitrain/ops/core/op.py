@@ -501,14 +501,19 @@ def _tensor_ctx(node, grad) -> Ctx:
     ctx.xp = backend.array_module(grad)  # a Tensor's module: graph math (ops/core/graph_math.py)
     saved = ctx.__dict__
     for name, index in node.op.saved_inputs:
-        value = saved.get(name)
-        if isinstance(value, np.generic):  # numpy's arithmetic on a 0-d array gives these
-            value = np.asarray(value)
+        value = _zero_dim(saved.get(name))
         if backend.is_array(value):  # not None, nor a number given for the input
             saved[name] = _input_tensor(node, index, value)
     if node.op.saves_output and saved.get("out") is not None:
-        saved["out"] = _in_graph(saved["out"], node)
+        saved["out"] = _in_graph(_zero_dim(saved["out"]), node)
     return ctx
+
+
+def _zero_dim(value):
+    """A numpy scalar (numpy's arithmetic and reductions on 0-d arrays give these) as the 0-d
+    array it stands for: in a Tensor, a scalar would promote as a Python number does (a
+    float64 one with an int to float32)."""
+    return np.asarray(value) if isinstance(value, np.generic) else value
 
 
 def _in_graph(array, node) -> Tensor:

@@ -188,7 +188,9 @@ class Norm(Op):
     def forward(ctx, x):
         xp, p = ctx.xp, ctx.p
         wide = elementwise.widened(x)  # float16's squares overflow at 256
-        if p == 2:
+        if count_reduced(x.shape, ctx.axis) == 1:  # |x| itself (the reduced dims are all 1),
+            total = xp.abs(wide)  # as PyTorch: x * x would overflow above 1.34e154
+        elif p == 2:
             total = xp.sqrt((wide * wide).sum(axis=ctx.axis, keepdims=True))
         else:
             total = (xp.abs(wide) ** p).sum(axis=ctx.axis, keepdims=True) ** (1 / p)
