@@ -14,7 +14,9 @@ __all__ = ["write_atomically"]
 
 
 def write_atomically(path: str, write: Callable[[IO[bytes]], None], caller: str = "save") -> None:
-    """Write a file through a temporary one in the same directory, then rename it onto `path`."""
+    """Write a file through a temporary one in the same directory, then rename it onto `path`.
+    An OSError on the way (a full disk, a failing fsync or rename) leaves any previous file as
+    it was and no temporary, and is raised again naming `path`, its errno kept, chained."""
     if not path or path.endswith(("/", os.sep)) or os.path.isdir(path):
         raise IsADirectoryError(
             errno.EISDIR, f"{caller}: the path names a directory, not a file", path
@@ -26,6 +28,15 @@ def write_atomically(path: str, write: Callable[[IO[bytes]], None], caller: str 
     if os.path.exists(target) and not os.access(target, os.W_OK):
         # a rename would replace a file that writing it in place may not: leave it as it is
         raise PermissionError(errno.EACCES, f"{caller}: the file is read-only", path)
+    try:
+        _write_then_rename(directory, target, write)
+    except OSError as exc:
+        # the OSError of a write or an fsync names no file, the one of a rename the temporary
+        raise _naming_the_file(exc, path, caller) from exc
+    _fsync_directory(directory)
+
+
+def _write_then_rename(directory: str, target: str, write: Callable[[IO[bytes]], None]) -> None:
     temp_path, descriptor = _create_temporary(directory, os.path.basename(target))
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -40,7 +51,18 @@ def write_atomically(path: str, write: Callable[[IO[bytes]], None], caller: str 
         with contextlib.suppress(OSError):
             os.unlink(temp_path)
         raise
-    _fsync_directory(directory)
+
+
+def _naming_the_file(exc: OSError, path: str, caller: str) -> OSError:
+    """`exc` again, naming the file that could not be written (OSError picks the subclass
+    of its errno: ENOSPC stays an OSError, EACCES a PermissionError)."""
+    message = (
+        f"{caller}: could not write the file ({exc.strerror or exc}); a file already there is "
+        f"left as it was"
+    )
+    if exc.errno is None:
+        return OSError(f"{message}: {path!r}")
+    return OSError(exc.errno, message, path)
 
 
 def _create_temporary(directory: str, name: str) -> tuple[str, int]:

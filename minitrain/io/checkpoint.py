@@ -31,6 +31,7 @@ STRUCTURE_MEMBER = "__minitrain__"  # the archive member holding the JSON docume
 # without pickle. Object arrays (and structured ones) would need pickle, which can run code.
 _ARRAY_KINDS = frozenset("biufcSUMm")
 _NON_FINITE = ("nan", "inf", "-inf")
+_CHUNK_BYTES = 1 << 18  # arrays are read in chunks of this size, as numpy reads them
 
 
 def encode_checkpoint(state: Any) -> dict[str, np.ndarray]:
@@ -155,8 +156,16 @@ class _Arrays:
     def read(self, member: str, path: str) -> np.ndarray:
         info = self.archive.getinfo(f"{member}.npy")
         with self.archive.open(info) as stream:
-            shape, _, dtype = _read_npy_header(stream, self.name, member)
-            data_bytes = info.file_size - stream.tell()
+            shape, fortran_order, dtype = _read_npy_header(stream, self.name, member)
+            self._check_header(member, path, shape, dtype, info.file_size - stream.tell())
+            # the sizes agree, so this reads the member to its end, where zipfile checks its
+            # checksum
+            array = _read_npy_data(stream, math.prod(shape), dtype)
+        return array.reshape(shape[::-1]).T if fortran_order else array.reshape(shape)
+
+    def _check_header(
+        self, member: str, path: str, shape: tuple[int, ...], dtype: np.dtype, data_bytes: int
+    ) -> None:
         if dtype.hasobject:
             raise CheckpointError(
                 f"load: {self.name!r} is damaged or unsafe: the array {member!r} for {path} holds "
@@ -170,9 +179,6 @@ class _Arrays:
                 f"{data_bytes} bytes of data, its header (shape {shape}, dtype {dtype}) needs "
                 f"{needed}"
             )
-        # the sizes agree, so numpy reads the member to its end, where its checksum is checked
-        with self.archive.open(info) as stream:
-            return np.lib.format.read_array(stream, allow_pickle=False)
 
 
 def _read_npy_header(stream: IO[bytes], name: str, member: str):
@@ -186,6 +192,20 @@ def _read_npy_header(stream: IO[bytes], name: str, member: str):
         f"load: {name!r} is damaged: the array {member!r} is in .npy format version {version}, "
         f"which minitrain never writes"
     )
+
+
+def _read_npy_data(stream: IO[bytes], count: int, dtype: np.dtype) -> np.ndarray:
+    """The `count` items that follow a .npy header, read in chunks as numpy's read_array reads
+    them (a member is never held twice in memory)."""
+    array = np.ndarray(count, dtype=dtype)  # np.empty cannot make zero-width string dtypes
+    if dtype.itemsize == 0:
+        return array
+    per_chunk = max(1, _CHUNK_BYTES // dtype.itemsize)
+    for start in range(0, count, per_chunk):
+        stop = min(start + per_chunk, count)
+        data = stream.read((stop - start) * dtype.itemsize)
+        array[start:stop] = np.frombuffer(data, dtype=dtype, count=stop - start)
+    return array
 
 
 def _read_document(arrays: _Arrays, name: str) -> dict[str, Any]:

@@ -148,6 +148,7 @@ def _load_from(file: IO[bytes], name: str, target, weights_only, unpickler_argum
     file.seek(start)
     try:
         with zipfile.ZipFile(file) as archive:
+            _refuse_encrypted_members(archive, name)
             if f"{STRUCTURE_MEMBER}.npy" not in archive.namelist() and is_torch_archive(archive):
                 return read_torch_checkpoint(
                     archive, name, target, weights_only, **unpickler_arguments
@@ -166,6 +167,17 @@ def _load_from(file: IO[bytes], name: str, target, weights_only, unpickler_argum
         raise CheckpointError(
             f"load: {name!r} is truncated or damaged ({type(exc).__name__}: {exc})"
         ) from exc
+
+
+def _refuse_encrypted_members(archive: zipfile.ZipFile, name: str) -> None:
+    """Neither minitrain nor PyTorch encrypts a member: the flag is a damaged bit, which zipfile
+    would report as a RuntimeError asking for a password."""
+    for info in archive.infolist():
+        if info.flag_bits & 0x1:
+            raise CheckpointError(
+                f"load: {name!r} is damaged: its member {info.filename!r} is marked as "
+                f"encrypted, which minitrain and PyTorch never write"
+            )
 
 
 def _looks_like_safetensors(head: bytes) -> bool:

@@ -239,6 +239,7 @@ class Optimizer:
                 f"{name}.load_state_dict: expected a dict with 'state' and 'param_groups', as "
                 f"state_dict() returns"
             )
+        _check_layout(name, state_dict)
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ArgumentError(
@@ -289,6 +290,23 @@ class Optimizer:
                 lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _check_layout(name: str, state_dict: dict[str, Any]) -> None:
+    """The containers of a saved optimizer state as state_dict() makes them, checked before
+    anything is read from them: a damaged one is named, not met as a KeyError or TypeError."""
+    state, groups = state_dict["state"], state_dict["param_groups"]
+    if not isinstance(state, dict) or not isinstance(groups, (list, tuple)):
+        raise ArgumentError(
+            f"{name}.load_state_dict: 'state' must be a dict and 'param_groups' a list, got "
+            f"{type(state).__name__} and {type(groups).__name__}"
+        )
+    for index, group in enumerate(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("params"), (list, tuple)):
+            raise ArgumentError(
+                f"{name}.load_state_dict: parameter group {index} must be a dict with a "
+                f"'params' list of parameter indices, got {repr(group)[:80]}"
+            )
 
 
 def _check_ordered(caller: str, params) -> None:

@@ -467,7 +467,11 @@ class Module:
             value = state_dict[key]
             array = value.array if isinstance(value, Tensor) else value
             if not hasattr(array, "shape"):
-                array = np.asarray(array)
+                try:
+                    array = np.asarray(array)
+                except ValueError:  # a ragged list
+                    problems.append(f"'{key}': a {type(value).__name__} that is not an array")
+                    continue
             if tuple(array.shape) != target.shape:
                 problems.append(
                     f"'{key}': shape {tuple(array.shape)} in the state dict, "
@@ -475,7 +479,10 @@ class Module:
                 )
             elif array.dtype.kind not in "fiub":
                 problems.append(f"'{key}': dtype {array.dtype} cannot be loaded")
-            values[key] = array
+            else:
+                # cast here, where a cast may fail (np.errstate, -W error on an overflow), not
+                # halfway through the copies below
+                values[key] = array.astype(target.array.dtype, copy=False)
         if problems:
             raise StateDictError(
                 f"load_state_dict for {type(self).__name__}: " + "; ".join(problems)
