@@ -20,6 +20,8 @@ from .compat import (  # noqa: A004
 )
 from .creation import (
     arange,
+    as_tensor,
+    asarray,
     empty,
     empty_like,
     eye,
@@ -69,9 +71,9 @@ cuda.amp = amp  # torch.cuda.amp.GradScaler, torch.cuda.amp.autocast (the same c
 __version__ = "0.2.0"
 
 __all__ = [
-    "Tensor", "Size", "tensor", "zeros", "ones", "empty", "empty_like", "full", "randn", "rand",
-    "arange", "eye", "linspace", "randint", "randperm", "sparse_coo_tensor",
-    "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
+    "Tensor", "Size", "tensor", "as_tensor", "asarray", "zeros", "ones", "empty", "empty_like",
+    "full", "randn", "rand", "arange", "eye", "linspace", "randint", "randperm",
+    "sparse_coo_tensor", "zeros_like", "ones_like", "full_like", "randn_like", "rand_like",
     "float16", "float32", "float64", "int32", "int64",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Tape", "grad",
     "gradcheck", "gradgradcheck", "Device", "device", "manual_seed",

@@ -1,6 +1,7 @@
-"""The functions that create tensors (tensor, zeros, ones, empty, full, randn, rand, arange,
-eye, linspace, randint, randperm and the *_like ones), and the dtype names they take. Each takes
-`device=` and makes its array there: on a GPU, CuPy allocates it and cupy.random draws it."""
+"""The functions that create tensors (tensor, as_tensor and asarray, zeros, ones, empty, full,
+randn, rand, arange, eye, linspace, randint, randperm and the *_like ones), and the dtype names
+they take. Each takes `device=` and makes its array there: on a GPU, CuPy allocates it and
+cupy.random draws it."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from .runtime.generator import numpy_source
 from .tensor import Tensor
 
 __all__ = [
-    "tensor", "zeros", "empty", "ones", "full", "randn", "rand", "arange", "eye", "linspace",
-    "randint", "randperm", "zeros_like", "empty_like", "ones_like", "full_like", "randn_like",
-    "rand_like", "sparse_coo_tensor",
+    "tensor", "as_tensor", "asarray", "zeros", "empty", "ones", "full", "randn", "rand", "arange",
+    "eye", "linspace", "randint", "randperm", "zeros_like", "empty_like", "ones_like", "full_like",
+    "randn_like", "rand_like", "sparse_coo_tensor",
 ]  # fmt: skip
 
 
@@ -33,6 +34,44 @@ def tensor(data, dtype=None, requires_grad: bool = False, device=None) -> Tensor
     if array is data or (isinstance(data, Tensor) and array is data.array):
         array = array.copy()
     return Tensor(array, requires_grad=requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """data as a tensor, sharing its memory where no cast or move is needed (PyTorch's
+    as_tensor): a Tensor comes back itself (`data.to(device, dtype)` where either differs, in
+    its graph); a numpy or CuPy array of that dtype on that device is wrapped, its strides kept
+    and writes showing through both ways; anything else (lists, numbers, another dtype) is
+    copied as `tensor` copies it."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if device is None and get_default_device().type != "cpu":
+        device = get_default_device()
+    return Tensor(as_array(data, dtype, device))
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False) -> Tensor:
+    """PyTorch's asarray: `as_tensor`, where copy=True always copies and copy=False refuses a
+    cast or move that would need a copy; requires_grad makes the result a leaf that requires
+    grad (a Tensor with a graph is detached first, as PyTorch's is)."""
+    if copy is True:
+        out = tensor(obj.detach() if isinstance(obj, Tensor) else obj, dtype=dtype, device=device)
+    else:
+        out = as_tensor(obj, dtype=dtype, device=device)
+        if copy is False and not _shares_memory(out, obj):
+            raise ArgumentError(
+                f"asarray: copy=False, but {type(obj).__name__} needs a copy to become a tensor "
+                f"of dtype {out.dtype} on {out.device}"
+            )
+    if requires_grad:
+        out = out.detach().requires_grad_(True)
+    return out
+
+
+def _shares_memory(out: Tensor, obj) -> bool:
+    array = obj.array if isinstance(obj, Tensor) else obj
+    if not backend.is_array(array):
+        return False
+    return backend.array_module(array).shares_memory(out.array, array)
 
 
 def _made(device, make, requires_grad: bool = False) -> Tensor:
@@ -232,46 +271,55 @@ def _integer_range(caller: str, dtype, low: int, high: int) -> np.dtype:
     return dtype
 
 
-def _like(t: Tensor, dtype, device):
+def _like(caller: str, t: Tensor, dtype, device):
+    """The dtype and device a `*_like` function makes its tensor with."""
+    if not isinstance(t, Tensor):
+        raise DTypeError(f"{caller}: argument 'input' must be a Tensor, got {type(t).__name__}")
     return dict(dtype=t.dtype if dtype is None else dtype, device=device or t.device)
 
 
 def zeros_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """Zeros of `t`'s shape, in `t`'s dtype and on its device unless `dtype` or `device` is
     given."""
-    return zeros(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+    like = _like("zeros_like", t, dtype, device)
+    return zeros(t.shape, requires_grad=requires_grad, **like)
 
 
 def empty_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """An uninitialized tensor (see `empty`) of `t`'s shape, in `t`'s dtype and on its device
     unless `dtype` or `device` is given."""
-    return empty(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+    like = _like("empty_like", t, dtype, device)
+    return empty(t.shape, requires_grad=requires_grad, **like)
 
 
 def ones_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """Ones of `t`'s shape, in `t`'s dtype and on its device unless `dtype` or `device` is
     given."""
-    return ones(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+    like = _like("ones_like", t, dtype, device)
+    return ones(t.shape, requires_grad=requires_grad, **like)
 
 
 def full_like(t: Tensor, fill_value, dtype=None, requires_grad=False, device=None) -> Tensor:
     """A tensor of `t`'s shape filled with `fill_value`, in `t`'s dtype (`fill_value` cast to
     it) and on its device unless `dtype` or `device` is given."""
-    return full(t.shape, fill_value, requires_grad=requires_grad, **_like(t, dtype, device))
+    like = _like("full_like", t, dtype, device)
+    return full(t.shape, fill_value, requires_grad=requires_grad, **like)
 
 
 def randn_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """Standard normal samples (see `randn`) of `t`'s shape, in `t`'s dtype and on its device
     unless `dtype` or `device` is given. An integer dtype truncates the samples toward zero
     (PyTorch refuses one)."""
-    return randn(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+    like = _like("randn_like", t, dtype, device)
+    return randn(t.shape, requires_grad=requires_grad, **like)
 
 
 def rand_like(t: Tensor, dtype=None, requires_grad: bool = False, device=None) -> Tensor:
     """Uniform samples in [0, 1) (see `rand`) of `t`'s shape, in `t`'s dtype and on its device
     unless `dtype` or `device` is given. An integer dtype truncates every sample to 0 (PyTorch
     refuses one)."""
-    return rand(t.shape, requires_grad=requires_grad, **_like(t, dtype, device))
+    like = _like("rand_like", t, dtype, device)
+    return rand(t.shape, requires_grad=requires_grad, **like)
 
 
 def sparse_coo_tensor(

@@ -219,3 +219,66 @@ def test_detach_shares_data_and_has_no_node():
     np.testing.assert_array_equal(d.numpy(), [3.0, 6.0])
     assert y.node is not None and y.requires_grad
     assert (d * 2.0).node is None
+
+
+def test_as_tensor_shares_negatively_strided_memory_that_torch_refuses(torch):
+    data = np.flip(np.arange(6.0))
+    ours = minitrain.as_tensor(data)
+    assert ours.array.strides == (-8,) and _memory_shared(ours.array, data)
+    np.testing.assert_array_equal(ours.numpy(), [5, 4, 3, 2, 1, 0])
+    with pytest.raises(ValueError, match="negative"):
+        torch.as_tensor(data)
+
+
+def _memory_shared(a, b) -> bool:
+    return np.shares_memory(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize(
+    "make, dtype, shared",
+    [
+        (lambda: np.arange(12.0).reshape(3, 4), None, True),
+        (lambda: np.arange(12.0).reshape(3, 4)[:, ::2], None, True),
+        (lambda: np.arange(6, dtype=np.int32), None, True),
+        (lambda: np.arange(6.0), "float32", False),
+        (lambda: [1.0, 2.5], None, False),
+        (lambda: 3, None, False),
+    ],
+)
+def test_as_tensor_shares_memory_where_torch_does(make, dtype, shared, torch):
+    data = make()
+    ours = minitrain.as_tensor(data, dtype=None if dtype is None else getattr(minitrain, dtype))
+    theirs = torch.as_tensor(data, dtype=None if dtype is None else getattr(torch, dtype))
+    assert ours.dtype == np.dtype(str(theirs.dtype).removeprefix("torch."))
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    if isinstance(data, np.ndarray):
+        assert _memory_shared(ours.array, data) is shared
+        assert _memory_shared(theirs.numpy(), data) is shared
+        if shared:  # a write shows through, both ways
+            data[(0,) * data.ndim] += 1
+            assert ours.array[(0,) * data.ndim] == data[(0,) * data.ndim]
+
+
+def test_as_tensor_of_a_tensor_is_itself_or_its_cast_in_the_graph():
+    x = minitrain.tensor([1.0, 2.0], requires_grad=True)
+    assert minitrain.as_tensor(x) is x
+    assert minitrain.as_tensor(x, dtype=minitrain.float32, device="cpu") is x
+    cast = minitrain.as_tensor(x, dtype=minitrain.float64)
+    assert cast.dtype == np.float64 and cast.requires_grad
+    cast.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+
+
+def test_asarray_copies_or_refuses_as_torch_does(torch):
+    data = np.arange(4.0)
+    assert _memory_shared(minitrain.asarray(data).array, data)
+    assert not _memory_shared(minitrain.asarray(data, copy=True).array, data)
+    with pytest.raises(minitrain.errors.ArgumentError, match="asarray: copy=False, but ndarray"):
+        minitrain.asarray(data, dtype=minitrain.float32, copy=False)
+    with pytest.raises(ValueError):  # PyTorch refuses the same call
+        torch.asarray(data, dtype=torch.float32, copy=False)
+    x = minitrain.tensor([1.0, 2.0], requires_grad=True)
+    leaf = minitrain.asarray(x * 2, requires_grad=True)
+    assert leaf.requires_grad and leaf.grad_fn is None
+    np.testing.assert_array_equal(leaf.detach().numpy(), [2.0, 4.0])
