@@ -506,3 +506,27 @@ def test_attention_grad_refuses_bad_shapes():
         )
     with pytest.raises(ShapeError, match=r"dropout_mask must be boolean"):
         ops.attention_grad(out, q, k, v, out, lse, dropout_mask=np.ones((2, 3, 5)), dropout_p=0.5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_row_of_all_nan_scores_is_nan_not_a_masked_row(causal, torch):
+    """The numba kernel's row max passes over nan, so a row whose every score was nan looked
+    like a row whose every key is masked, and gave 0 (found by the extreme-value properties);
+    its softmax is nan, as PyTorch's, while a fully masked row still gives 0."""
+    rng = np.random.default_rng(5)
+    q, v = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 3))
+    k = rng.standard_normal((2, 5, 4))
+    k[0] = np.nan  # every score of batch 0 is nan
+    ours = F.scaled_dot_product_attention(
+        mt.tensor(q), mt.tensor(k), mt.tensor(v), is_causal=causal
+    )
+    theirs = torch.nn.functional.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(k), torch.tensor(v), is_causal=causal
+    )
+    assert np.isnan(ours.numpy()[0]).all() and np.isnan(theirs.numpy()[0]).all()
+    np.testing.assert_allclose(ours.numpy()[1], theirs.numpy()[1], rtol=1e-10)
+    masked = np.zeros((3, 5), bool)
+    out = F.scaled_dot_product_attention(
+        mt.tensor(q), mt.tensor(k), mt.tensor(v), attn_mask=mt.tensor(masked)
+    )
+    np.testing.assert_array_equal(out.numpy()[1], np.zeros((3, 3)))

@@ -58,6 +58,22 @@ def _load_row(row, limit, scale, bias, index, i):
                 row[j] = row[j] * scale + mask_row[j]
 
 
+def _nan_in(row, otherwise):
+    """A nan of `row` if it holds one, else `otherwise` (a numba kernel's helper)."""
+    for value in row:
+        if value != value:
+            return value
+    return otherwise
+
+
+def _nan_max(a, b):
+    """max(a, b), nan where either is (Python's max keeps its first argument against a nan; a
+    numba kernel's helper)."""
+    if a != a or b != b:
+        return a + b
+    return a if a >= b else b
+
+
 @functools.cache
 def _kernels() -> SimpleNamespace:
     """The numba path's row kernels, defined on first use (importing minitrain does not import
@@ -74,6 +90,8 @@ def _kernels() -> SimpleNamespace:
     )
     helper(_row_limit)
     helper(_load_row)
+    helper(_nan_in)
+    helper(_nan_max)
 
     @backend.jit(nogil=True, fastmath=_FASTMATH)
     def forward_block(
@@ -103,9 +121,11 @@ def _kernels() -> SimpleNamespace:
                     limit = _row_limit(i, row0, col0, keys, causal)
                     _load_row(row, limit, scale, bias, mask_of[h, g], i)
                     block_top = numba_math.row_max(row[:limit]) if limit else minus_inf
+                    if block_top == minus_inf:  # all masked, or all nan (row_max passes nan)
+                        block_top = _nan_in(row[:limit], minus_inf)
                     row[limit:] = zero
                     old = top[h, g, i]
-                    new = max(old, block_top)
+                    new = _nan_max(old, block_top)  # a nan score makes the row nan, as PyTorch's
                     if new == -np.inf:  # every key so far is masked
                         row[:limit] = zero
                         rescale[h, g, i] = 1
