@@ -15,6 +15,9 @@ __all__ = [
     "use_deterministic_algorithms",
 ]
 
+# use_deterministic_algorithms' warn_only, False until it is called (as PyTorch's)
+_warn_only = False
+
 
 class inference_mode(no_grad):  # noqa: N801 (PyTorch's name)
     """PyTorch's inference_mode, as minitrain's no_grad: nothing is recorded inside the block

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
 
 from .. import backend
 from ..tensor import Tensor
@@ -61,6 +64,8 @@ class ASGD(Optimizer):
     def _check_group(self, group: dict[str, Any]) -> None:
         super()._check_group(group)
         check_range("ASGD", "weight_decay", group["weight_decay"], 0.0)
+        for option in ("lambd", "alpha", "t0"):  # any real number, as PyTorch's (NaN refused)
+            check_range("ASGD", option, group[option], -math.inf)
 
     def _update(self, param: Tensor, grad, group: dict[str, Any]) -> None:
         xp, data = backend.array_module(param.array), param.array
@@ -83,5 +88,9 @@ class ASGD(Optimizer):
             ax += (data - ax) * state["mu"]
         else:
             ax[...] = data
-        state["eta"] = lr / ((1 + lambd * lr * step) ** group["alpha"])
+        # in float64 as PyTorch's tensors: a power past the largest float is inf (eta 0), a
+        # negative base's fractional power nan, where Python's floats raise or turn complex
+        with np.errstate(all="ignore"):
+            decay = np.float64(1 + lambd * lr * step) ** np.float64(group["alpha"])
+        state["eta"] = float(lr / decay)
         state["mu"] = 1 / max(1, step - group["t0"])

@@ -21,6 +21,13 @@ from ..tensor import Tensor
 ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
 
 
+# the on/off options an optimizer may take (foreach and fused also None: PyTorch's default),
+# refused unless bools before a step branches on one (an amsgrad of {} reached a numba kernel)
+_FLAGS = ("amsgrad", "maximize", "nesterov", "centered", "decoupled_weight_decay", "capturable",
+          "differentiable", "foreach", "fused")  # fmt: skip
+_OPTIONAL = ("foreach", "fused")
+
+
 def check_range(caller: str, name: str, value, low: float, high: float | None = None) -> None:
     """Raise unless `value` is a real number with `low <= value`, and `value < high` when `high`
     is given (NaN fails both)."""
@@ -144,7 +151,14 @@ class Optimizer:
 
     def _check_group(self, group: dict[str, Any]) -> None:
         """Raise for options the optimizer cannot run with (subclasses extend it)."""
-        check_range(type(self).__name__, "lr", group["lr"], 0.0)
+        name = type(self).__name__
+        check_range(name, "lr", group["lr"], 0.0)
+        for flag in _FLAGS:
+            value = group.get(flag, False)
+            if not isinstance(value, (bool, np.bool_)) and not (
+                value is None and flag in _OPTIONAL
+            ):
+                raise DTypeError(f"{name}: {flag} must be a bool, got {value!r}")
 
     # The update
 

@@ -185,6 +185,14 @@ def test_use_deterministic_algorithms_is_pytorchs_switch():
     assert not mt.are_deterministic_algorithms_enabled()
 
 
+def test_warn_only_reads_false_before_use_deterministic_algorithms_is_called():
+    # a fresh process: this one's tests may have called it (a NameError there before the fix)
+    code = "import minitrain as mt; print(mt.is_deterministic_algorithms_warn_only_enabled())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_use_deterministic_algorithms_refuses_a_non_bool():
     import pytest
 

@@ -266,3 +266,22 @@ def test_rectangular_nested_sequences_still_make_tensors():
         minitrain.tensor(np.arange(6.0).reshape(2, 3)).gather(1, [[2, 0], [1, 1]]).array,
         [[2.0, 0.0], [4.0, 4.0]],
     )
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder", "logaddexp", "floor_divide"])
+def test_binary_math_refuses_an_operand_that_is_not_a_number(name):
+    # a str reached the dtype promotion and raised AttributeError ('str' has no 'ndim')
+    with pytest.raises(
+        DTypeError, match=f"{name}: other must be a Tensor, an array or a number, got str"
+    ):
+        getattr(minitrain, name)(minitrain.ones(2), "foo")
+
+
+@pytest.mark.parametrize("name", ["eq", "ne", "lt", "le", "gt", "ge"])
+def test_comparisons_refuse_strings_naming_the_op(name):
+    # numpy's UFuncTypeError leaked for a str or a list of str
+    x = minitrain.ones(2)
+    with pytest.raises(DTypeError, match=f"{name}: other must be a Tensor, an array or a number"):
+        getattr(minitrain, name)(x, "foo")
+    with pytest.raises(DTypeError, match=f"{name}: cannot compare input of dtype float32"):
+        getattr(minitrain, name)(x, ["a", "b"])

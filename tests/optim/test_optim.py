@@ -9,7 +9,7 @@ import pytest
 
 import minitrain
 from minitrain import optim
-from minitrain.errors import DTypeError, ShapeError
+from minitrain.errors import ArgumentError, DTypeError, ShapeError
 
 SHAPES = [(3, 4), (5,), ()]
 
@@ -724,3 +724,31 @@ def test_zero_grad_in_place_counts_its_write():
     before = w.grad._version
     optim.SGD([w], lr=0.1).zero_grad(set_to_none=False)
     assert w.grad._version == before + 1
+
+
+@pytest.mark.parametrize("flag", ["amsgrad", "maximize"])
+def test_adam_refuses_a_flag_that_is_not_a_bool_before_any_step(flag):
+    # an amsgrad of {'a': 1} was taken, and the step then failed in a numba kernel
+    param = minitrain.ones(3, requires_grad=True)
+    with pytest.raises(DTypeError, match=f"Adam: {flag} must be a bool, got {{'a': 1}}"):
+        optim.Adam([param], **{flag: {"a": 1}})
+
+
+def test_asgd_refuses_options_that_are_not_numbers_before_changing_a_parameter():
+    # an alpha of object() was taken, and the step raised a TypeError after writing the param
+    param = minitrain.ones(3, requires_grad=True)
+    with pytest.raises(DTypeError, match="ASGD: alpha must be a real number, got object"):
+        optim.ASGD([param], alpha=object())
+    with pytest.raises(ArgumentError, match="ASGD: lambd must be >= -inf, got nan"):
+        optim.ASGD([param], lambd=float("nan"))
+
+
+def test_asgd_with_a_huge_alpha_steps_with_eta_zero_rather_than_overflowing():
+    # (1 + lambd * lr * step) ** alpha raised Python's OverflowError in the step
+    param = minitrain.tensor(np.ones(3), requires_grad=True)
+    param.grad = minitrain.tensor(np.ones(3))
+    optimizer = optim.ASGD([param], lr=0.1, alpha=2**62)
+    optimizer.step()
+    optimizer.step()
+    assert optimizer.state[param]["eta"] == 0.0
+    np.testing.assert_allclose(param.array, 1 - 0.1 * 1.0001 * 1)  # only the first step moved it

@@ -282,3 +282,14 @@ def test_asarray_copies_or_refuses_as_torch_does(torch):
     leaf = minitrain.asarray(x * 2, requires_grad=True)
     assert leaf.requires_grad and leaf.grad_fn is None
     np.testing.assert_array_equal(leaf.detach().numpy(), [2.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    "like", ["zeros_like", "ones_like", "empty_like", "rand_like", "randn_like", "full_like"]
+)
+def test_like_constructors_refuse_what_is_not_a_tensor(like):
+    args = (None, 1.0) if like == "full_like" else (None,)
+    with pytest.raises(
+        DTypeError, match=f"{like}: argument 'input' must be a Tensor, got NoneType"
+    ):
+        getattr(minitrain, like)(*args)

@@ -45,6 +45,14 @@ def _check_kinds(caller: str, kinds: str, wanted: str, **operands) -> None:
     """Refuse operands whose promoted dtype (PyTorch's result_type) is not of `kinds` (numpy's
     kind letters: "b" bool, "iu" integers, "f" floating), as PyTorch refuses them: a DTypeError
     naming the caller and each operand's dtype."""
+    for name, value in operands.items():
+        if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.generic)) and not (
+            backend.is_array(value)
+        ):
+            raise DTypeError(
+                f"{caller}: {name} must be a Tensor, an array or a number, got "
+                f"{type(value).__name__}"
+            )
     values = [as_array(v) if isinstance(v, (list, tuple)) else v for v in operands.values()]
     if result_type(values).kind not in kinds:
         given = ", ".join(f"{name} {_described(value)}" for name, value in operands.items())

@@ -102,12 +102,25 @@ def to_device(x, device):
 
 def _compared(name: str, ufunc_name: str, input, other):  # noqa: A002
     """`ufunc_name` (numpy's) of input and other, broadcast, as a bool tensor outside the graph."""
+    for argument, value in (("input", input), ("other", other)):
+        if not isinstance(value, (Tensor, bool, int, float, list, tuple, np.generic)) and not (
+            backend.is_array(value)
+        ):
+            raise DTypeError(
+                f"{name}: {argument} must be a Tensor, an array or a number, got "
+                f"{type(value).__name__}"
+            )
     x, y = (v.array if isinstance(v, Tensor) else v for v in (input, other))
     xp = backend.array_module(x, y)
     if xp is not np:
         backend.check_same_device(name, (x, y))
     try:  # outside the ops: a step of a compiled program of its own (array_step)
         return Tensor(array_step(getattr(xp, ufunc_name), x, y))
+    except TypeError:  # numpy's UFuncTypeError: strings, objects
+        raise DTypeError(
+            f"{name}: cannot compare input of dtype {getattr(x, 'dtype', type(x).__name__)} "
+            f"with other of dtype {getattr(y, 'dtype', type(y).__name__)}"
+        ) from None
     except ValueError:
         raise ShapeError(
             f"{name}: shapes do not broadcast: input {np.shape(x)} and other {np.shape(y)}"
