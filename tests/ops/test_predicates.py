@@ -12,7 +12,7 @@ from reference import torch
 
 import minitrain as mt
 from minitrain import ops
-from minitrain.errors import ArgumentError, DTypeError, ShapeError
+from minitrain.errors import ArgumentError, DeviceError, DTypeError, ShapeError
 
 SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 1e-300])
 
@@ -354,3 +354,13 @@ def test_parameters_are_torchs(name):
         assert parameter in documented, f"torch.{name}: {documented}"
     method = ", ".join(list(inspect.signature(getattr(mt.Tensor, name)).parameters)[1:])
     assert method == FUNCTIONS[name].removeprefix("input").removeprefix(", ")
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+def test_a_logical_op_refuses_operands_on_two_devices(cuda_device, name):
+    """A CPU array beside a GPU one was compared (found by the bad-input fuzzer)."""
+    function = getattr(mt, name)
+    on_gpu = mt.tensor([True, False], device="cuda")
+    with pytest.raises(DeviceError, match=f"{name}: .*cpu.*cuda|{name}: .*cuda.*cpu"):
+        function(on_gpu, mt.tensor([True, True]))
+    assert function(on_gpu, mt.tensor([True, True], device="cuda")).device == cuda_device

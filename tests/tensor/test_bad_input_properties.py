@@ -1054,7 +1054,6 @@ KNOWN_DEVICE = {
     "F.threshold": "raised TypeError naming no function: '<=' not supported between instances o...",
     "minitrain.cat": "raised TypeError naming no function: 'int' object is not iterable",
     "minitrain.concat": "raised TypeError naming no function: 'float' object is not iterable",
-    "minitrain.logical_and": "took a cpu and a cuda tensor and returned a result",
     "minitrain.lt": "raised TypeError naming no function: '<' not supported between instances o...",
     "minitrain.maximum": "raised TypeError naming no function: '>=' not supported between insta...",
     "minitrain.meshgrid": "leaked AttributeError: 'int' object has no attribute 'reshape'",

@@ -62,7 +62,11 @@ def _described(value) -> str:
 
 
 def _broadcasting(caller: str, function, x, y):
-    """function(x, y), its broadcasting error a ShapeError naming the caller and both shapes."""
+    """function(x, y), its broadcasting error a ShapeError naming the caller and both shapes,
+    and operands on two devices a DeviceError naming both (a CPU number array beside a GPU
+    one would otherwise be copied over, or compared on the host)."""
+    if backend.cupy is not None and backend.array_module(x, y) is not np:
+        backend.check_same_device(caller, (x, y))
     try:
         return function(x, y)
     except ValueError:
