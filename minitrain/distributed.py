@@ -8,8 +8,18 @@ pickled) and write the result in place where PyTorch's do. Two things keep a ran
 every collective first all-gathers a small header (which collective, its op or root, the dtype
 and the shape), so ranks that pass different shapes all raise a DistributedError naming them;
 and every wait polls its requests against the group's timeout, so a rank whose partners never
-arrive raises after `timeout` instead of waiting forever. Without mpi4py a world of one still
-works; more processes need `pip install 'minitrain[distributed]'`.
+arrive raises after `timeout` instead of waiting forever. A wait that lasts also looks, a few
+times a second, whether the ranks on its own machine still run (their pids are exchanged at
+init): one that exited or was killed is named at once, without waiting for the timeout. Without
+mpi4py a world of one still works; more processes need `pip install 'minitrain[distributed]'`.
+
+When a rank dies, MPICH's mpiexec kills every other process of the job at once (and prints the
+dead one's pid and signal); with `mpiexec -disable-auto-cleanup` it sends the others SIGUSR1,
+which ends a Python process unless the program handles it: a program that ignores it
+(`signal.signal(signal.SIGUSR1, signal.SIG_IGN)`) has its waiting ranks raise the
+DistributedError above, naming the dead rank. A rank that ends with an uncaught Python exception
+blocks in MPI_Finalize, and the others wait out the timeout, unless the program was launched as
+`mpiexec -n N python -m mpi4py train.py`: mpi4py then aborts the whole job.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import importlib.util
 import numbers
 import os
 import pickle
+import socket
 import time
 from collections.abc import Callable
 
@@ -58,6 +69,8 @@ LAUNCHER_SIZE_VARIABLES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_S
 DTYPES = tuple(
     np.dtype(name) for name in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")
 )
+# How often a wait that lasts looks whether the ranks on its machine still run, in s.
+LIVENESS_INTERVAL = 0.25
 # A header: collective, its op or root, dtype, ndim, then the shape (numpy's 64 dims at most).
 _HEADER_SIZE = 4 + 64
 _COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "barrier", "all_gather_object")
@@ -78,10 +91,12 @@ _OP_CODES = {op: code for code, op in enumerate(ReduceOp)}
 
 class _World:
     """The default process group: mpi4py's MPI module and a duplicate of COMM_WORLD (None for
-    a world of one without mpi4py), this process's rank, the world size, the timeout in s."""
+    a world of one without mpi4py), this process's rank, the world size, the timeout in s, and
+    each rank's process as `_this_process()` gives it (empty until init has exchanged them)."""
 
     def __init__(self, mpi, comm, rank: int, size: int, timeout: float):
         self.mpi, self.comm, self.rank, self.size, self.timeout = mpi, comm, rank, size, timeout
+        self.processes: list = []
 
 
 _world: _World | None = None
@@ -152,7 +167,7 @@ def init_process_group(
                 f"{caller}: a world of {wanted} processes ({source}) needs MPI, and mpi4py is "
                 f"not installed: {INSTALL}"
             )
-        comm, size, my_rank = None, 1, 0
+        size, my_rank = 1, 0
     else:
         size, my_rank = mpi.COMM_WORLD.Get_size(), mpi.COMM_WORLD.Get_rank()
     if world_size != -1 and world_size != size:
@@ -164,13 +179,16 @@ def init_process_group(
         raise DistributedError(
             f"{caller}: rank={rank}, but MPI gave this process rank {my_rank}; leave rank out"
         )
+    world = _World(mpi, None, my_rank, size, seconds)
     if mpi is not None:
         # our own communicator, so that the user's mpi4py messages never meet ours
-        comm, request = mpi.COMM_WORLD.Idup()
+        world.comm, request = mpi.COMM_WORLD.Idup()
         _wait(_World(mpi, mpi.COMM_WORLD, my_rank, size, seconds), [request], caller)
         atexit.unregister(_free_at_exit)
         atexit.register(_free_at_exit)
-    _world = _World(mpi, comm, my_rank, size, seconds)
+        if size > 1:  # for the waits to tell a dead rank from a late one
+            world.processes = _gather_objects(world, _this_process(), caller)
+    _world = world
 
 
 def destroy_process_group(group=None) -> None:
@@ -392,19 +410,26 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
             f"{caller}: object_list must be a list of {world.size} entries (one per rank), got "
             f"{_describe_value(object_list)}"
         )
-    data = np.frombuffer(pickle.dumps(obj), np.uint8)
     if world.size == 1:
-        object_list[0] = pickle.loads(data.tobytes())
+        object_list[0] = pickle.loads(pickle.dumps(obj))
         return
-    headers = _agree(world, caller, len(data), None)
+    object_list[:] = _gather_objects(world, obj, caller)
+
+
+def _gather_objects(world: _World, obj, caller: str) -> list:
+    """Every rank's `obj`, pickled across, in rank order."""
+    data = np.frombuffer(pickle.dumps(obj), np.uint8)
+    headers = _agree(world, "all_gather_object", len(data), None)
     counts = [int(n) for n in headers[:, 1]]
     offsets = [0, *np.cumsum(counts)[:-1].tolist()]
     received = np.empty(sum(counts), np.uint8)
     mpi = world.mpi
     request = world.comm.Iallgatherv([data, mpi.BYTE], [received, (counts, offsets), mpi.BYTE])
     _wait(world, [request], caller)
-    for position, (start, count) in enumerate(zip(offsets, counts, strict=True)):
-        object_list[position] = pickle.loads(received[start : start + count].tobytes())
+    return [
+        pickle.loads(received[start : start + count].tobytes())
+        for start, count in zip(offsets, counts, strict=True)
+    ]
 
 
 def _agree(
@@ -425,17 +450,35 @@ def _agree(
     compared = 1 if caller == "all_gather_object" else _HEADER_SIZE  # objects differ in length
     for rank in range(1, world.size):
         if not np.array_equal(headers[rank, :compared], headers[0, :compared]):
+            first, other = _describe(headers, 0, caller), _describe(headers, rank, caller)
             raise DistributedError(
-                f"{caller}: the ranks disagree: rank 0 called {_describe(headers[0])}, rank "
-                f"{rank} called {_describe(headers[rank])}; every rank must call the same "
-                f"collective with tensors of the same shape and dtype"
+                f"{caller}: the ranks disagree: rank 0 called {first}, rank {rank} called "
+                f"{other}; every rank must call the same collective with tensors of the same "
+                f"shape and dtype"
             )
     return headers
 
 
-def _describe(header: np.ndarray) -> str:
-    """A header in words: `all_reduce(op=SUM) on a float32 tensor of shape (3, 4)`."""
-    name = _COLLECTIVES[header[0]]
+def _describe(headers: np.ndarray, rank: int, caller: str) -> str:
+    """Rank `rank`'s header in words: `all_reduce(op=SUM) on a float32 tensor of shape (3, 4)`.
+    What is no header (a rank's collective met another of another kind, which sent other data)
+    raises."""
+    header = headers[rank]
+    kind, argument, dtype, ndim = (int(n) for n in header[:4])
+    if not (
+        0 <= kind < len(_COLLECTIVES)
+        and 0 <= dtype <= len(DTYPES)
+        and 0 <= ndim <= _HEADER_SIZE - 4
+        and (_COLLECTIVES[kind] != "all_reduce" or 0 <= argument < len(ReduceOp))
+    ):
+        raise DistributedError(
+            f"{caller}: the ranks' collectives are out of step: rank {rank} sent "
+            f"{header[:8].tolist()}..., which is no collective's header, where this one waited "
+            f"for headers: its collective met another one (all_reduce_buffer's, as "
+            f"DistributedDataParallel's, send no header). Every rank must call the same "
+            f"collectives in the same order; the process group cannot be used any more"
+        )
+    name = _COLLECTIVES[kind]
     if name == "all_reduce":
         text = f"{name}(op={list(ReduceOp)[header[1]].name})"
     elif name == "broadcast":
@@ -449,15 +492,21 @@ def _describe(header: np.ndarray) -> str:
 
 
 def _wait(world: _World, requests: list, caller: str, timeout: float | None = None) -> None:
-    """Wait for MPI requests, polling (which also drives MPI's progress), until the timeout."""
+    """Wait for MPI requests, polling (which also drives MPI's progress), until the timeout;
+    raise at once if a rank on this machine no longer runs."""
     mpi = world.mpi
     if mpi.Request.Testall(requests):
         return
     limit = world.timeout if timeout is None else timeout
-    deadline = time.monotonic() + limit
+    now = time.monotonic()
+    deadline, next_look = now + limit, now + LIVENESS_INTERVAL
     polls, pause = 0, 1e-5
     while not mpi.Request.Testall(requests):
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > next_look:
+            _raise_if_ranks_died(world, caller)
+            next_look = now + LIVENESS_INTERVAL
+        if now > deadline:
             raise DistributedError(
                 f"{caller}: rank {world.rank} waited {limit:g} s for the other "
                 f"{world.size - 1} rank(s) and timed out; every rank must call the same "
@@ -468,6 +517,56 @@ def _wait(world: _World, requests: list, caller: str, timeout: float | None = No
         if polls > 1000:  # the partner is late, not just slow: stop spinning on its core
             time.sleep(pause)
             pause = min(2 * pause, 1e-3)
+
+
+def _this_process() -> tuple:
+    """What names this process to the other ranks: its machine's name, its kernel (the boot id:
+    two machines may share a name) and pid namespace (ranks in separate containers of one
+    machine see other pids; every machine's first namespace has the same number), its pid."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as boot_id:
+            namespace = f"{boot_id.read().strip()} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:  # not Linux: one namespace
+        namespace = ""
+    return socket.gethostname(), namespace, os.getpid()
+
+
+def _raise_if_ranks_died(world: _World, caller: str) -> None:
+    """Raise a DistributedError naming the ranks of this machine (and pid namespace) whose
+    process has ended: whatever this rank waits for from them will not come."""
+    here = _this_process()[:2]
+    dead = [
+        (rank, process)
+        for rank, process in enumerate(world.processes)
+        if rank != world.rank and process[:2] == here and not _runs(process[2])
+    ]
+    if not dead:
+        return
+    names = ", ".join(f"rank {rank} (pid {pid} on {host})" for rank, (host, _, pid) in dead)
+    raise DistributedError(
+        f"{caller}: {names} no longer runs: it exited or was killed while rank {world.rank} "
+        f"waited for it. The process group cannot be used any more: end the processes and "
+        f"start again, from the last checkpoint"
+    )
+
+
+def _runs(pid: int) -> bool:
+    """Whether the process `pid` runs (a zombie, dead but not yet reaped, does not)."""
+    if os.path.isdir("/proc/self"):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+        except FileNotFoundError:
+            return False
+        except (OSError, IndexError):
+            pass  # unreadable: ask the kernel
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    return True
 
 
 def _result(work: Work, async_op: bool):

@@ -128,7 +128,7 @@ def backward(
             if g is not None:
                 tensor._accumulate_grad(g)
 
-    propagate(tensors, seeds, retain_graph, inputs, create_graph, then=accumulate)
+    propagate(tensors, seeds, retain_graph, inputs, create_graph, accumulate, ready_hooks=True)
 
 
 def grad(

@@ -19,12 +19,14 @@ from .node import Node
 
 __all__ = [
     "RemovableHandle",
+    "RunningBackward",
     "fire_ready",
     "queue_callback",
     "queued_callbacks",
     "ready_watch",
     "register_gradient_ready_hook",
     "run_hooks",
+    "running_backward",
     "watching_ready",
 ]
 
@@ -116,8 +118,8 @@ def register_gradient_ready_hook(tensor, hook) -> RemovableHandle:
     node raises. Modelled on PyTorch's register_post_accumulate_grad_hook, which fires once
     `.grad` has changed: minitrain changes every `.grad` at the end of the walk (an error
     leaves them all as they were), so what runs after that goes to `queue_callback`. The hooks
-    do not fire in grad() or backward(inputs=...). Returns a handle whose remove() takes the
-    hook off."""
+    do not fire in grad(); in backward(inputs=...) they fire for the leaves among the inputs
+    (those whose `.grad` changes). Returns a handle whose remove() takes the hook off."""
     if getattr(tensor, "node", True) is not None or not tensor.requires_grad:
         raise GraphError(
             "register_gradient_ready_hook: the tensor must be a leaf that requires grad"
@@ -149,20 +151,40 @@ def queue_callback(callback) -> None:
         raise DTypeError(
             f"queue_callback: callback must be callable, got {type(callback).__name__}"
         )
-    stack[-1].append(callback)
+    stack[-1].callbacks.append(callback)
+
+
+class RunningBackward:
+    """A backward running in this thread, as running_backward() gives it: compare it by
+    identity (a hook tells by it whether it fires in the same backward as an earlier call, or
+    in a new one after a backward that raised); `inputs` are the tensors it is restricted to
+    (backward(inputs=...), grad()'s inputs), None for every leaf; `callbacks`, queue_callback's."""
+
+    __slots__ = ("callbacks", "inputs")
+
+    def __init__(self, inputs):
+        self.callbacks: list = []
+        self.inputs = inputs
+
+
+def running_backward() -> RunningBackward | None:
+    """The innermost backward running in this thread (None outside a backward)."""
+    stack = getattr(_queued, "stack", None)
+    return stack[-1] if stack else None
 
 
 @contextlib.contextmanager
-def queued_callbacks():
-    """The list queue_callback adds to while the backward run inside this block is this
-    thread's innermost (backwards nest: a hook may run one)."""
+def queued_callbacks(inputs=None):
+    """The list queue_callback adds to while the backward run inside this block, restricted to
+    `inputs` (None: every leaf), is this thread's innermost (backwards nest: a hook may run
+    one)."""
     stack = getattr(_queued, "stack", None)
     if stack is None:
         stack = _queued.stack = []
-    callbacks: list = []
-    stack.append(callbacks)
+    backward = RunningBackward(inputs)
+    stack.append(backward)
     try:
-        yield callbacks
+        yield backward.callbacks
     finally:
         stack.pop()
 

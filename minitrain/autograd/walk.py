@@ -43,7 +43,13 @@ def _sole_owner(grad, leaf) -> bool:
 
 
 def propagate(
-    roots, seeds, retain_graph: bool = False, capture=None, create_graph: bool = False, then=None
+    roots,
+    seeds,
+    retain_graph: bool = False,
+    capture=None,
+    create_graph: bool = False,
+    then=None,
+    ready_hooks: bool = False,
 ):
     """Propagate gradients from `roots` (tensors) seeded with `seeds`: the backward walk.
 
@@ -59,18 +65,20 @@ def propagate(
     grad mode), and the gradients it hands out carry the graph of how they were computed.
 
     `then(found)`, where given, runs after the walk with what it returned, before the callbacks
-    hooks queued (`queue_callback`), which run last.
+    hooks queued (`queue_callback`), which run last. `ready_hooks`: with `capture`, fire the
+    gradient-ready hooks of the captured leaves too (backward(inputs=...), whose `then` adds
+    their gradients to `.grad`); without it they fire for every leaf, and grad() fires none.
     """
     if background_compile.holding_blas:  # BLAS back to its threads once kernels are compiled
         background_compile.release_blas_when_done()
-    with queued_callbacks() as callbacks:  # queue_callback's, run once the walk is done
+    with queued_callbacks(capture) as callbacks:  # queue_callback's, run after the walk
         if not create_graph:
-            found = _walk(roots, seeds, retain_graph, capture, False)
+            found = _walk(roots, seeds, retain_graph, capture, False, ready_hooks)
         else:
             outer, recording.scope = recording.scope, BackwardScope()
             try:
                 with enable_grad():
-                    found = _walk(roots, seeds, retain_graph, capture, True)
+                    found = _walk(roots, seeds, retain_graph, capture, True, ready_hooks)
             finally:
                 recording.scope = outer
         if then is not None:
@@ -80,7 +88,7 @@ def propagate(
     return found
 
 
-def _walk(roots, seeds, retain_graph, capture, create_graph):
+def _walk(roots, seeds, retain_graph, capture, create_graph, ready_hooks=False):
     anomaly = recording.anomaly
     pending: dict = {}  # Node -> gradient of its output, summed over its consumers so far
     leaf_grads: dict = {}  # id(leaf) -> [leaf, summed gradient]
@@ -114,7 +122,11 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
     for root, grad in zip(roots, seeds, strict=True):
         send(root.node if root.node is not None else root, grad)
     fired = _NONE_FIRED  # leaves whose hooks ran when their gradient became final
-    watch = ready_watch(roots) if watching_ready() and capture is None else None
+    watch = None
+    if watching_ready() and (capture is None or ready_hooks):
+        watch = ready_watch(roots)
+        if capture is not None:
+            watch = [entry for entry in watch if entry[1] in capture_leaves]
     if watch:
         fired = set()
         fire_ready(watch, -heap[0][0] if heap else -1, leaf_grads, fired, create_graph)
@@ -182,6 +194,8 @@ def _walk(roots, seeds, retain_graph, capture, create_graph):
         if watch and watch[-1][0] > (next_seq := -heap[0][0] if heap else -1):
             fire_ready(watch, next_seq, leaf_grads, fired, create_graph)
 
+    if watch:  # capturing, the last node to pop may have been one that does not run
+        fire_ready(watch, -1, leaf_grads, fired, create_graph)
     # every hook and check runs before the first .grad changes: an error leaves them all as is
     for key, entry in leaf_grads.items():
         leaf = entry[0]

@@ -5,6 +5,9 @@ process on the global batch or as one rank of DistributedDataParallel on its sha
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import time
 
 import numpy as np
 
@@ -28,6 +31,13 @@ def mlp(seed: int) -> nn.Module:
     return nn.Sequential(
         nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3)
     ).double()
+
+
+class BrokenModule(nn.Module):
+    """A module with a bug: listing its parameters raises a RuntimeError, none of minitrain's."""
+
+    def named_parameters(self, *args, **kwargs):
+        raise RuntimeError("a bug in the user's module")
 
 
 def conv_bn(seed: int) -> nn.Module:
@@ -81,3 +91,72 @@ def share(array: np.ndarray) -> np.ndarray:
     rank, world = distributed.get_rank(), distributed.get_world_size()
     size = array.shape[1] // world
     return array[:, rank * size : (rank + 1) * size]
+
+
+def fail_in_backward(model, layer: int):
+    """Make the next backward through `model`'s `layer` raise a ValueError there, once: after
+    the later layers' gradients were bucketed (and their all-reduce started), before the
+    earlier ones. Returns the list of the tensor hooks' handles, to take them off."""
+    handles = []
+
+    def fail(grad):
+        raise ValueError("backward failed on purpose")
+
+    def watch(module, args, out):
+        handles.append(out.register_hook(fail))
+
+    forward_handle = model.module[layer].register_forward_hook(watch)
+    handles.append(forward_handle)
+    return handles
+
+
+def loss_on(model, x: np.ndarray, y: np.ndarray):
+    return ((model(mt.tensor(x)) - mt.tensor(y)) ** 2).mean()
+
+
+def gradients(module) -> dict:
+    return {
+        name: None if p.grad is None else p.grad.numpy().copy()
+        for name, p in module.named_parameters()
+    }
+
+
+def kill_in_backward(tensor) -> None:
+    """This process kills itself (SIGKILL) when the backward reaches `tensor`."""
+    tensor.register_hook(lambda grad: os.kill(os.getpid(), signal.SIGKILL))
+
+
+def checkpointed_training(
+    out: str, resume: bool, kill_at: int | None = None, clock: dict | None = None
+) -> dict:
+    """Train the MLP as DistributedDataParallel (SGD with momentum), rank 0 saving the model's
+    and the optimizer's state to out/checkpoint.mt after every step; `resume`: start from that
+    checkpoint; `kill_at`: rank 1 kills itself (SIGKILL) in the middle of that step's backward.
+    `clock["backward"]`: when the last backward began. Returns the parameters after the last
+    step."""
+    rank = distributed.get_rank()
+    inputs, targets = data((6,))
+    module = mlp(seed=0)
+    optimizer = OPTIMIZERS["sgd"](module.parameters())
+    path = os.path.join(out, "checkpoint.mt")
+    start = 0
+    if resume:
+        state = mt.load(path)
+        module.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start = state["step"]
+    model = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=0.001)
+    x_share, y_share = share(inputs), share(targets)
+    for step in range(start, STEPS):
+        optimizer.zero_grad()
+        if step == kill_at and rank == 1:  # after the last layer's bucket started
+            module[2].register_forward_hook(lambda m, a, out: kill_in_backward(out))
+        loss = loss_on(model, x_share[step], y_share[step])
+        if clock is not None:
+            clock["backward"] = time.monotonic()
+        loss.backward()
+        optimizer.step()
+        if rank == 0:
+            state = {"model": module.state_dict(), "optimizer": optimizer.state_dict()}
+            mt.save({**state, "step": step + 1}, path)
+    return {name: p.numpy().copy() for name, p in module.named_parameters()}

@@ -4,7 +4,10 @@ names and in-place results, and bad arguments refused before anything runs."""
 from __future__ import annotations
 
 import datetime
+import socket
+import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -171,3 +174,35 @@ def test_all_reduce_buffer_takes_contiguous_arrays_only(world):
     assert distributed.all_reduce_buffer(np.ones(4)).wait()
     with pytest.raises(DTypeError, match="C-contiguous numpy array"):
         distributed.all_reduce_buffer(np.ones((4, 4))[:, 0])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_rank_on_another_machine_of_the_same_name_is_not_taken_for_dead():
+    # another machine named alike, in its first pid namespace (4026531836 on every machine),
+    # whose rank's pid does not run here: only this machine's ranks are looked at
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    other = (socket.gethostname(), "another-boot-id pid:[4026531836]", ended.pid)
+    world = distributed._World(None, None, 0, 2, 1.0)
+    world.processes = [distributed._this_process(), other]
+    distributed._raise_if_ranks_died(world, "all_reduce")  # no error
+    world.processes[1] = (*distributed._this_process()[:2], ended.pid)  # this machine's
+    with pytest.raises(DistributedError, match=f"rank 1 \\(pid {ended.pid} on "):
+        distributed._raise_if_ranks_died(world, "all_reduce")
+
+
+def test_a_header_that_is_no_collectives_says_the_ranks_are_out_of_step():
+    # rank 1's all_reduce met a collective that sends no header (a bucket of
+    # DistributedDataParallel's): what arrived as its header is a float64 gradient's bits
+    def gather(header, headers):
+        headers[0] = header
+        headers[1] = np.float64(0.5).view(np.int64)
+
+    mpi = types.SimpleNamespace(Request=types.SimpleNamespace(Testall=lambda requests: True))
+    world = distributed._World(mpi, types.SimpleNamespace(Iallgather=gather), 0, 2, 1.0)
+    bits = int(np.float64(0.5).view(np.int64))
+    with pytest.raises(
+        DistributedError,
+        match=f"all_reduce: the ranks' collectives are out of step: rank 1 sent \\[{bits}, ",
+    ):
+        distributed._agree(world, "all_reduce", 0, np.ones(3))

@@ -128,10 +128,47 @@ def test_a_backward_that_raised_is_forgotten_by_the_next_forward(world):
     with pytest.raises(ValueError, match="failed"):
         loss_of(model, x).backward()  # after the last two layers' buckets started
     handle.remove()
-    assert model.reducing and model.next_bucket == 2
+    assert model.reducing is not None and model.next_bucket == 2
     assert all(p.grad is None for p in model.parameters())
     loss_of(model, x).backward()
-    assert not model.reducing
+    assert model.reducing is None
+    plain = mlp()
+    loss_of(plain, x).backward()
+    for p, q in zip(plain.parameters(), model.module.parameters(), strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6)
+
+
+def test_a_second_backward_without_forward_after_one_that_raised_averages(world):
+    model = DistributedDataParallel(mlp(), bucket_cap_mb=0.00005)
+    x = np.ones((2, 4), np.float32)
+    hidden = model.module[0](mt.tensor(x))
+    handle = hidden.register_hook(lambda grad: 1 / 0)
+    model.sync_this_backward = True  # what forward sets; here the forward ran layer by layer
+    loss = (model.module[1:](hidden) ** 2).mean()
+    with pytest.raises(ZeroDivisionError):
+        loss.backward(retain_graph=True)
+    handle.remove()
+    loss.backward()  # the same graph again, without a forward: it ends the failed one first
+    assert model.reducing is None and model.next_bucket == 0
+    plain = mlp()
+    loss_of(plain, x).backward()
+    for p, q in zip(plain.parameters(), model.module.parameters(), strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6)
+
+
+def test_backward_with_inputs_runs_the_averaging_for_the_parameters_among_them(world):
+    model = DistributedDataParallel(mlp(), bucket_cap_mb=0.00005)
+    finished = []
+    finish = model.finish_backward
+
+    def counted():
+        finished.append(1)
+        finish()
+
+    model.finish_backward = counted
+    x = np.ones((2, 4), np.float32)
+    loss_of(model, x).backward(inputs=list(model.module.parameters()))
+    assert finished == [1] and model.reducing is None
     plain = mlp()
     loss_of(plain, x).backward()
     for p, q in zip(plain.parameters(), model.module.parameters(), strict=True):
@@ -151,3 +188,87 @@ def test_dropping_the_wrapper_takes_its_hooks_off(world):
 def test_distributed_data_parallel_is_reachable_as_in_pytorch():
     assert nn.parallel.DistributedDataParallel is DistributedDataParallel
     assert distributed.ReduceOp.SUM.name == "SUM"
+
+
+def counting_collectives(monkeypatch) -> list:
+    """The names of the collectives DistributedDataParallel starts from now on, in order."""
+    started = []
+    for name in ("all_reduce_buffer", "broadcast", "all_reduce", "all_gather_object"):
+        original = getattr(distributed, name)
+
+        def counted(*args, original=original, name=name, **kwargs):
+            started.append(name)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(distributed, name, counted)
+    return started
+
+
+def test_a_training_step_runs_one_all_reduce_per_bucket_and_the_status(world, monkeypatch):
+    model = DistributedDataParallel(mlp(), bucket_cap_mb=0.00005)
+    optimizer = mt.optim.SGD(model.parameters(), lr=0.1)
+    x = np.ones((2, 4), np.float32)
+    loss_of(model, x).backward()
+    started = counting_collectives(monkeypatch)
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss = loss_of(model, x)
+        assert started == []  # the forward runs none: the last backward ran what it owed
+        loss.backward()
+        optimizer.step()
+        assert started == ["all_reduce_buffer"] * (len(model.buckets) + 1)
+        started.clear()
+
+
+def test_a_backward_that_raised_before_its_first_gradient_is_ended_by_the_next_forward(
+    world, monkeypatch
+):
+    model = DistributedDataParallel(mlp(), bucket_cap_mb=0.00005)
+    x = np.ones((2, 4), np.float32)
+    loss = loss_of(model, x)
+    loss.register_hook(lambda grad: 1 / 0)  # raises before any parameter's gradient
+    with pytest.raises(ZeroDivisionError):
+        loss.backward()
+    started = counting_collectives(monkeypatch)
+    loss = loss_of(model, x)  # runs the collectives the failed backward owed the other ranks
+    assert started == ["all_reduce_buffer"] * (len(model.buckets) + 1)
+    assert model.buckets[0].work is None and model.owed  # this forward's, now
+    loss.backward()
+    plain = mlp()
+    loss_of(plain, x).backward()
+    for p, q in zip(plain.parameters(), model.module.parameters(), strict=True):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6)
+
+
+def test_a_forward_without_backward_is_ended_by_the_next_and_raises_nothing(world, monkeypatch):
+    model = DistributedDataParallel(mlp(), bucket_cap_mb=0.00005)
+    x = np.ones((2, 4), np.float32)
+    loss_of(model, x)
+    started = counting_collectives(monkeypatch)
+    with mt.no_grad():
+        loss_of(model, x)  # an evaluation next: it ends the forward that owed a backward
+    assert started == ["all_reduce_buffer"] * (len(model.buckets) + 1)
+    started.clear()
+    with mt.no_grad():
+        loss_of(model, x)  # owes nothing
+    assert started == [] and model.synced_forwards == 1
+
+
+def test_backward_with_inputs_leaves_the_other_parameters_grad_as_it_was(world):
+    model = DistributedDataParallel(mlp(), bucket_cap_mb=0.00005)
+    x = np.ones((2, 4), np.float32)
+    last = model.module[4].weight
+    loss_of(model, x).backward(inputs=[last])
+    assert last.grad is not None
+    assert all(p.grad is None for p in model.parameters() if p is not last)
+    before = {id(p): mt.full_like(p, 3.0) for p in model.parameters()}
+    for p in model.parameters():
+        p.grad = before[id(p)]
+    loss_of(model, x).backward(inputs=[last])
+    plain = mlp()
+    loss_of(plain, x).backward()
+    np.testing.assert_allclose(last.grad.numpy(), 3 + plain[4].weight.grad.numpy(), rtol=1e-6)
+    for p in model.parameters():
+        if p is not last:
+            assert p.grad is before[id(p)]
+            np.testing.assert_array_equal(p.grad.numpy(), 3.0)

@@ -102,3 +102,19 @@ def test_ready_hooks_do_not_fire_in_grad():
     mt.grad((x @ w1).sum(), [w1])
     handle.remove()
     assert seen == []
+
+
+def test_ready_hooks_fire_in_backward_with_inputs_for_the_inputs_only():
+    (w1, w2, w3), x = chain()
+    seen = []
+    handles = [
+        register_gradient_ready_hook(w, lambda leaf, grad, n=n: seen.append((n, grad.numpy())))
+        for n, w in (("w1", w1), ("w2", w2), ("w3", w3))
+    ]
+    (((x @ w1) @ w2) @ w3).sum().backward(inputs=[w3, w1])
+    for handle in handles:
+        handle.remove()
+    assert [name for name, _ in seen] == ["w3", "w1"]  # in the order they became final
+    np.testing.assert_array_equal(seen[0][1], w3.grad.numpy())
+    np.testing.assert_array_equal(seen[1][1], w1.grad.numpy())
+    assert w2.grad is None
