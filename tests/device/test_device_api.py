@@ -194,6 +194,8 @@ def test_a_gpu_index_beyond_the_count_is_a_device_error_naming_it(cuda_device):
 
 FACTORIES = {
     "tensor": lambda **kw: mt.tensor([[1.0, 2.0], [3.0, 4.0]], **kw),
+    "as_tensor": lambda **kw: mt.as_tensor(np.arange(6.0).reshape(2, 3), **kw),
+    "asarray": lambda **kw: mt.asarray([[1.0, 2.0]], **kw),
     "zeros": lambda **kw: mt.zeros(2, 3, **kw),
     "ones": lambda **kw: mt.ones((2, 3), dtype=np.float64, **kw),
     "empty": lambda **kw: mt.empty(2, 3, **kw),

@@ -61,12 +61,18 @@ def _described(value) -> str:
     return type(value).__name__
 
 
+def _check_one_device(caller: str, x, y) -> None:
+    """A DeviceError naming both where x and y are arrays on two devices (CuPy's own
+    TypeError names neither: "Unsupported type <class 'numpy.ndarray'>")."""
+    if backend.cupy is not None and backend.array_module(x, y) is not np:
+        backend.check_same_device(caller, (x, y))
+
+
 def _broadcasting(caller: str, function, x, y):
     """function(x, y), its broadcasting error a ShapeError naming the caller and both shapes,
     and operands on two devices a DeviceError naming both (a CPU number array beside a GPU
     one would otherwise be copied over, or compared on the host)."""
-    if backend.cupy is not None and backend.array_module(x, y) is not np:
-        backend.check_same_device(caller, (x, y))
+    _check_one_device(caller, x, y)
     try:
         return function(x, y)
     except ValueError:
@@ -165,6 +171,7 @@ def array_equal(input, other) -> bool:  # noqa: A002
         raise DTypeError(
             f"equal: input and other must be tensors, got {_described(x)} and {_described(y)}"
         )
+    _check_one_device("equal", x, y)
     return x.shape == y.shape and bool(backend.array_module(x, y).equal(x, y).all())
 
 
