@@ -360,7 +360,7 @@ def _cupy_scatter_float_extreme(op: str, target, index, values) -> None:
         return cupy.where(cupy.isnan(floats), nan_key, ordered)
 
     carried = keys(work)
-    values = cupy.ascontiguousarray(cupy.asarray(values, dtype=work.dtype))
+    values = cupy.asarray(values, dtype=work.dtype)  # view() takes any strides
     _cupy_scatter(op, carried, index, keys(values))
     floats = cupy.where(carried < 0, carried ^ magnitude, carried).view(work.dtype)
     target[...] = floats.astype(dtype, copy=False)

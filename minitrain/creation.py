@@ -51,8 +51,9 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = False) -> Tensor:
     """PyTorch's asarray: `as_tensor`, where copy=True always copies and copy=False refuses a
-    cast or move that would need a copy; requires_grad makes the result a leaf that requires
-    grad (a Tensor with a graph is detached first, as PyTorch's is)."""
+    cast or move that would need a copy; requires_grad=True makes the result require grad (a
+    Tensor in a graph comes back as it is, its graph kept, as PyTorch's does; a copy is a new
+    leaf)."""
     if copy is True:
         out = tensor(obj.detach() if isinstance(obj, Tensor) else obj, dtype=dtype, device=device)
     else:
@@ -62,14 +63,14 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad: bool = Fa
                 f"asarray: copy=False, but {type(obj).__name__} needs a copy to become a tensor "
                 f"of dtype {out.dtype} on {out.device}"
             )
-    if requires_grad:
-        out = out.detach().requires_grad_(True)
+    if requires_grad and not out.requires_grad:
+        out.requires_grad_(True)
     return out
 
 
 def _shares_memory(out: Tensor, obj) -> bool:
     array = obj.array if isinstance(obj, Tensor) else obj
-    if not backend.is_array(array):
+    if not backend.is_array(array) or backend.device_of(array) != out.device:
         return False
     return backend.array_module(array).shares_memory(out.array, array)
 

@@ -28,25 +28,20 @@ class RecordingState(threading.local):
     # Anomaly mode is process-wide, as PyTorch's (its AnomalyMode is one static flag): a program
     # that turns it on at the top checks the ops its other threads run too (a DataParallel-style
     # replica per thread, a training loop on a worker thread), and one thread's block turns it
-    # off for all when it closes. Read through `recording` like the per-thread modes, so that the
-    # engine asks one object for every mode (a property costs what an attribute does here).
-    @property
-    def anomaly(self) -> bool:
-        """Whether anomaly mode is on (in every thread)."""
-        return _process_wide.anomaly
-
-    @anomaly.setter
-    def anomaly(self, on: bool) -> None:
-        _process_wide.anomaly = on
-
-
-class _ProcessWide:
-    """The modes every thread shares (set through `recording`)."""
-
+    # off for all when it closes. A class attribute, set on the class (`_set_mode`): an
+    # instance read falls through to it from every thread, as fast as a per-thread attribute
+    # (a property cost twice that on every op).
     anomaly = False
 
 
-_process_wide = _ProcessWide()
+def _set_mode(mode: str, on: bool) -> None:
+    """Set `recording`'s field `mode`: "enabled" for this thread, "anomaly" for every thread."""
+    if mode == "anomaly":
+        RecordingState.anomaly = on
+    else:
+        setattr(recording, mode, on)
+
+
 recording = RecordingState()
 
 
@@ -112,11 +107,11 @@ class _GradMode:
 
     def __enter__(self):
         self._previous.append(getattr(recording, self.mode))
-        setattr(recording, self.mode, self.enabled)
+        _set_mode(self.mode, self.enabled)
         return self
 
     def __exit__(self, *exc_info):
-        setattr(recording, self.mode, self._previous.pop())
+        _set_mode(self.mode, self._previous.pop())
 
     def __call__(self, fn):
         return _in_mode(fn, type(self))
@@ -146,13 +141,13 @@ class set_grad_enabled(_GradMode):  # noqa: N801
         super().__init__()
         self.enabled = bool(mode)
         self._previous.append(getattr(recording, self.mode))
-        setattr(recording, self.mode, self.enabled)
+        _set_mode(self.mode, self.enabled)
 
     def __enter__(self):
         return self  # the mode was set in __init__
 
     def __call__(self, fn):
-        setattr(recording, self.mode, self._previous.pop())  # as a decorator, it sets nothing
+        _set_mode(self.mode, self._previous.pop())  # as a decorator, it sets nothing
         mode = self.enabled
         return _in_mode(fn, lambda: type(self)(mode))
 

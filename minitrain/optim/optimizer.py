@@ -28,6 +28,13 @@ _FLAGS = ("amsgrad", "maximize", "nesterov", "centered", "decoupled_weight_decay
 _OPTIONAL = ("foreach", "fused")
 
 
+def _bool_like(value) -> bool:
+    """A bool, or the int 0 or 1 PyTorch's optimizers take for one (amsgrad=0)."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    return isinstance(value, (int, np.integer)) and value in (0, 1)
+
+
 def check_range(caller: str, name: str, value, low: float, high: float | None = None) -> None:
     """Raise unless `value` is a real number with `low <= value`, and `value < high` when `high`
     is given (NaN fails both)."""
@@ -155,9 +162,7 @@ class Optimizer:
         check_range(name, "lr", group["lr"], 0.0)
         for flag in _FLAGS:
             value = group.get(flag, False)
-            if not isinstance(value, (bool, np.bool_)) and not (
-                value is None and flag in _OPTIONAL
-            ):
+            if not (_bool_like(value) or (value is None and flag in _OPTIONAL)):
                 raise DTypeError(f"{name}: {flag} must be a bool, got {value!r}")
 
     # The update

@@ -19,6 +19,7 @@ import threading
 __all__ = [
     "blas_threads",
     "controller",
+    "held",
     "hold_one_thread",
     "one_thread",
     "release_one_thread",
@@ -76,6 +77,11 @@ def release_one_thread() -> None:
         with _hold_lock:
             _limit.restore_original_limits()
             _limit = _count_before_holds = None
+
+
+def held() -> bool:
+    """Whether BLAS is held at one thread now (a hold taken and not given back)."""
+    return _holds > 0
 
 
 def unheld_blas_threads() -> int:

@@ -54,8 +54,10 @@ def side_by_side(work: Callable[[int, object], None], shares: Sequence) -> None:
     on the caller's) with BLAS held to one thread until all are done; elsewhere (or where BLAS
     would not take the limit), one after another on the caller's. An exception in any, a
     Ctrl-C included, is raised here once every thread has stopped, so none is left writing
-    into the caller's arrays (shares not yet started are dropped)."""
-    if len(shares) > 1 and side_by_side_threads() > 1:
+    into the caller's arrays (shares not yet started are dropped). Under a hold already taken
+    (a share of an outer side_by_side, background compilation leaving the cores to its
+    compiler) the shares run one after another too: cut alike, so the sums are the same."""
+    if len(shares) > 1 and side_by_side_threads() > 1 and not blas.held():
         with blas.one_thread() as held:
             if held:
                 _run_side_by_side(work, shares)

@@ -724,3 +724,16 @@ def test_a_zero_dim_output_saved_as_a_numpy_scalar_keeps_its_dtype_under_create_
     (second,) = mt.grad((first * 1.3).sum(), x)
     assert first.dtype == mt.float64 and first.item() == 0.7
     assert second.item() == 0.0  # d/dx (0.7 * x / |x|) is exactly 0 for x = 0.5
+
+
+@pytest.mark.parametrize("value", [1e-310, 3e-309, 1e-160, 1e160, -2.0])
+def test_the_norm_of_one_element_has_abs_derivatives_at_every_magnitude(value, torch):
+    """Its backward divided by |x| (inf below 5e-309) and its create_graph one squared it
+    (underflowing below 1e-154): it is abs's, grad * sign(x), whose own derivative is 0."""
+    x = mt.tensor([value], dtype=mt.float64, requires_grad=True)
+    (first,) = mt.grad(mt.norm(x), x, create_graph=True)
+    (second,) = mt.grad(first.sum(), x, allow_unused=True)
+    t = torch.tensor([value], dtype=torch.float64, requires_grad=True)
+    (expected,) = torch.autograd.grad(torch.norm(t), t)
+    np.testing.assert_array_equal(first.detach().numpy(), expected.numpy())
+    assert second is None or second.item() == 0.0

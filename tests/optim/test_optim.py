@@ -734,6 +734,15 @@ def test_adam_refuses_a_flag_that_is_not_a_bool_before_any_step(flag):
         optim.Adam([param], **{flag: {"a": 1}})
 
 
+@pytest.mark.parametrize("value", [0, 1, np.int64(1)])
+def test_optimizers_take_the_ints_0_and_1_for_a_flag_as_pytorchs_do(value, torch):
+    param = minitrain.ones(3, requires_grad=True)
+    ours = optim.Adam([param], amsgrad=value, maximize=value)
+    theirs = torch.optim.Adam([torch.ones(3, requires_grad=True)], amsgrad=value, maximize=value)
+    assert ours.param_groups[0]["amsgrad"] == theirs.param_groups[0]["amsgrad"]
+    optim.SGD([param], lr=0.1, momentum=0.9, nesterov=value)
+
+
 def test_asgd_refuses_options_that_are_not_numbers_before_changing_a_parameter():
     # an alpha of object() was taken, and the step raised a TypeError after writing the param
     param = minitrain.ones(3, requires_grad=True)

@@ -278,8 +278,7 @@ def test_asarray_copies_or_refuses_as_torch_does(torch):
         minitrain.asarray(data, dtype=minitrain.float32, copy=False)
     with pytest.raises(ValueError):  # PyTorch refuses the same call
         torch.asarray(data, dtype=torch.float32, copy=False)
-    x = minitrain.tensor([1.0, 2.0], requires_grad=True)
-    leaf = minitrain.asarray(x * 2, requires_grad=True)
+    leaf = minitrain.asarray([2.0, 4.0], requires_grad=True)
     assert leaf.requires_grad and leaf.grad_fn is None
     np.testing.assert_array_equal(leaf.detach().numpy(), [2.0, 4.0])
 
@@ -293,3 +292,19 @@ def test_like_constructors_refuse_what_is_not_a_tensor(like):
         DTypeError, match=f"{like}: argument 'input' must be a Tensor, got NoneType"
     ):
         getattr(minitrain, like)(*args)
+
+
+def test_asarray_keeps_the_graph_of_a_tensor_asked_to_require_grad(torch):
+    x = minitrain.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    assert minitrain.asarray(y, requires_grad=True) is y  # PyTorch's returns y itself too
+    assert torch.asarray(torch.ones(2, requires_grad=True) * 2, requires_grad=True).grad_fn
+    plain = minitrain.tensor([1.0, 2.0])
+    assert minitrain.asarray(plain, requires_grad=True) is plain and plain.requires_grad
+
+
+def test_asarray_without_copy_across_devices_says_it_needs_one(cuda_device):
+    with pytest.raises(minitrain.errors.ArgumentError, match="asarray: copy=False"):
+        minitrain.asarray(np.ones(2), device="cuda", copy=False)
+    with pytest.raises(minitrain.errors.ArgumentError, match="asarray: copy=False"):
+        minitrain.asarray(minitrain.ones(2, device="cuda"), device="cpu", copy=False)

@@ -207,6 +207,8 @@ class Norm(Op):
         value is discarded, the power and the division read a stand-in of 1 instead of the 0,
         so that their derivatives (create_graph) stay finite there too; sign(x) is 0 at x = 0."""
         xp, x, p = ctx.xp, elementwise.widened(ctx.x), ctx.p
+        if count_reduced(ctx.shapes[0], ctx.axis) == 1:  # the norm is |x|: abs's derivative
+            return keep_reduced(ctx, grad) * xp.sign(x)  # (grad / |x| overflows below 5e-309)
         total = keep_reduced(ctx, elementwise.widened(ctx.out))
         zero = xp.equal(total, 0)
         with np.errstate(divide="ignore", invalid="ignore"):  # inf and NaN in x or grad

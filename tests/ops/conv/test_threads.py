@@ -49,6 +49,18 @@ def test_each_share_runs_once_on_a_thread_of_its_own_the_first_on_the_callers(
     assert threads.blas_threads() == two_blas_threads
 
 
+def test_under_a_hold_already_taken_the_shares_run_in_turn_on_the_callers_thread(
+    two_blas_threads, three_threads
+):
+    """Background compilation holds BLAS at one thread to leave the cores to its compiler:
+    side_by_side then cuts its work alike (the same sums) but runs it on the caller alone."""
+    seen = []
+    with blas.one_thread() as held:
+        threads.side_by_side(lambda t, s: seen.append((t, threading.get_ident())), "abc")
+    assert held
+    assert seen == [(t, threading.get_ident()) for t in range(3)]
+
+
 def test_one_share_runs_on_the_callers_thread_and_leaves_blas_alone(two_blas_threads):
     seen = []
     threads.side_by_side(
