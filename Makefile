@@ -1,4 +1,4 @@
-# minitrain: install / demo / test / bench / gpu-check / lint / clean.
+# minitrain: install / demo / test / bench / soak / gpu-check / lint / clean.
 # Every target that runs code first makes sure .venv exists and is up to date with pyproject.toml.
 
 SHELL := /bin/bash
@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+SOAK_ARGS ?=
 # Only the folders that exist (ruff fails on a missing path).
 LINT_PATHS := $(wildcard minitrain tests benchmarks examples docs/*.py)
 
-.PHONY: install test demo fuzz bench gpu-check lint clean notebooks dist wheel-check docs docs-serve docs-check
+.PHONY: install test demo fuzz bench soak gpu-check lint clean notebooks dist wheel-check docs docs-serve docs-check
 
 install: $(STAMP)
 
@@ -51,6 +52,12 @@ notebooks: install
 # some modules (their rows replace theirs in the file); BENCH_ARGS=--no-write only prints.
 bench: install
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# 20 000 training steps each of the char LM and the small CNN, in fresh processes, memory sampled
+# along the way (15-25 minutes on 2 cores); writes benchmarks/soak.json and benchmarks/soak.png
+# and fails when memory grows after warm-up. SOAK_ARGS=--quick: 1000 steps each, into runs/soak/.
+soak: install
+	$(BIN)/python -m benchmarks.soak $(SOAK_ARGS)
 
 # The cuda test cases on a real GPU, then the GPU benchmark against PyTorch CUDA; writes
 # gpu-check.md. Needs CuPy in $(VENV) (pip install 'minitrain[cuda]', or a cupy-cudaXXx wheel),
