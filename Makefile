@@ -54,8 +54,8 @@ bench: install
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 # 20 000 training steps each of the char LM and the small CNN, in fresh processes, memory sampled
-# along the way (15-25 minutes on 2 cores); writes benchmarks/soak.json and benchmarks/soak.png
-# and fails when memory grows after warm-up. SOAK_ARGS=--quick: 1000 steps each, into runs/soak/.
+# along the way (about 25 minutes on 2 quiet cores); writes benchmarks/soak.json and soak.png and
+# fails when memory grows after warm-up. SOAK_ARGS=--quick: 1000 steps each, into runs/soak/.
 soak: install
 	$(BIN)/python -m benchmarks.soak $(SOAK_ARGS)
 

@@ -20,7 +20,7 @@ It writes benchmarks/soak.json (the samples, each model's summary, verdict, step
 the commit its process started at, and the versions) and benchmarks/soak.png (memory against
 step), and exits with status 1 when a model's memory grows. `--quick` runs 1000 steps of each
 and writes into runs/soak/ instead, so that the recorded run stays; `--out` puts the files
-elsewhere. A full run takes about 20 minutes on 2 quiet cores (make soak), hours on busy ones."""
+elsewhere. A full run takes about 25 minutes on 2 quiet cores (make soak), hours on busy ones."""
 
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -82,8 +81,9 @@ def live_objects() -> dict:
 
 def measure(step, steps: int, every: int, label: str = "") -> dict:
     """Call `step` `steps` times; RSS before the first call and every `every` calls, live
-    objects about OBJECT_SAMPLES times a run (and at its end). Steps per second counts only the
-    time in `step`. Progress goes to stderr, a line a tenth of the run, when `label` is given."""
+    objects about OBJECT_SAMPLES times a run (and at its end). Steps per second, and each RSS
+    sample's `seconds`, count only the time in `step`. Progress goes to stderr, a line a tenth of
+    the run, when `label` is given."""
     object_every = every * max(1, steps // every // OBJECT_SAMPLES)
     rss = {"step": [0], "bytes": [rss_bytes()], "seconds": [0.0]}
     objects = {"step": [0], **{name: [n] for name, n in live_objects().items()}}
@@ -111,7 +111,8 @@ def measure(step, steps: int, every: int, label: str = "") -> dict:
 
 
 def cnn_step(steps: int):
-    """benchmarks/training.py's small CNN step, on its one batch."""
+    """benchmarks/training.py's small CNN step, on its one batch (its learning rate is fixed:
+    `steps` is not needed)."""
     from benchmarks.training import minitrain_step
 
     return minitrain_step("cnn")[1]
@@ -133,7 +134,7 @@ def char_lm_step(steps: int):
     model = example.build_model(len(vocabulary), config)
     optimizer = example.make_optimizer(model, config)
     scheduler = mt.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: example.learning_rate_factor(s, config)
+        optimizer, lambda done: example.learning_rate_factor(done, config)
     )
     rng = np.random.default_rng(config.seed)
 
@@ -254,15 +255,14 @@ def _count_verdict(objects: dict, total: int) -> tuple[dict, list[str]]:
 
 
 def write_atomically(path: str, write) -> None:
-    """`write(temporary path)`, then the temporary file renamed onto `path`."""
-    directory = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".soak-", suffix=".tmp")
-    os.close(descriptor)
+    """`write(temporary path)`, then the temporary file, beside `path`, renamed onto it."""
+    temporary = f"{path}.{os.getpid()}.tmp"
     try:
         write(temporary)
         os.replace(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        if os.path.exists(temporary):
+            os.unlink(temporary)
         raise
 
 
@@ -323,7 +323,7 @@ def plot(document: dict, path: str) -> None:
         _plot_counts(axes[2][column], model["objects"])
     figure.suptitle(f"minitrain {document['versions']['minitrain']} soak, {document['date']}")
     figure.tight_layout()
-    write_atomically(path, lambda temporary: figure.savefig(temporary, format="png", dpi=100))
+    write_atomically(path, lambda temporary: figure.savefig(temporary, format="png", dpi=80))
     pyplot.close(figure)
 
 
